@@ -1,0 +1,5 @@
+//! memq: an in-process message queue with Kafka-style semantics.
+#![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
+
+pub use memq_core::*;

@@ -1,0 +1,99 @@
+//! Time, as memq-core sees it: a monotonic reading from a [`Clock`] the user supplies.
+//!
+//! The core owns no clock. `std` adds [`StdClock`]; the runtime adapters in `memq` add
+//! their own; tests use [`ManualClock`] to move time by hand.
+
+use core::time::Duration;
+
+use crate::sync::Mutex;
+
+/// A monotonic clock: `now` never goes backwards. The epoch is the clock's own choice.
+///
+/// `now` is called outside memq's locks, once per publish (to stamp the message) and once
+/// per receive on topics with a TTL.
+pub trait Clock: Send + Sync {
+    /// The time elapsed since the clock's epoch.
+    fn now(&self) -> Duration;
+}
+
+/// A clock that moves only when told to: for tests and simulations.
+///
+/// # Examples
+///
+/// ```
+/// use memq_core::{Clock, ManualClock};
+/// use core::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// clock.advance(Duration::from_millis(5));
+/// assert_eq!(clock.now(), Duration::from_millis(5));
+/// ```
+#[derive(Debug, Default)]
+pub struct ManualClock {
+    // A mutex rather than an `AtomicU64`: 32-bit targets such as thumbv7em have no 64-bit
+    // atomics.
+    now: Mutex<Duration>,
+}
+
+impl ManualClock {
+    /// A clock reading zero.
+    pub fn new() -> Self {
+        Self {
+            now: Mutex::new(Duration::ZERO),
+        }
+    }
+
+    /// Moves the clock forward by `by`.
+    pub fn advance(&self, by: Duration) {
+        let mut now = self.now.lock();
+        *now = now.saturating_add(by);
+    }
+
+    /// Sets the reading to `to`, if that is not earlier than the current one (the clock
+    /// stays monotonic).
+    pub fn set(&self, to: Duration) {
+        let mut now = self.now.lock();
+        *now = (*now).max(to);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Duration {
+        *self.now.lock()
+    }
+}
+
+/// The operating system's monotonic clock, counted from the moment this value was made.
+#[cfg(feature = "std")]
+#[derive(Debug, Clone, Copy)]
+pub struct StdClock {
+    epoch: std::time::Instant,
+}
+
+#[cfg(feature = "std")]
+impl StdClock {
+    /// A clock whose epoch is now.
+    pub fn new() -> Self {
+        Self {
+            epoch: std::time::Instant::now(),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl Default for StdClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(feature = "std")]
+impl Clock for StdClock {
+    fn now(&self) -> Duration {
+        self.epoch.elapsed()
+    }
+}
+
+pub(crate) fn as_nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,141 @@
+//! How a topic is set up: capacity, overflow policy, TTL, partitions, clock, router.
+
+use alloc::sync::Arc;
+use core::time::Duration;
+
+use crate::clock::Clock;
+use crate::error::Error;
+use crate::route::Router;
+
+/// What a full partition does with a new message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Overflow {
+    /// `publish` waits until every attached reader (subscribers and groups) has moved
+    /// past the oldest message; `try_publish` returns [`PublishError::Full`]. Nothing is
+    /// ever lost.
+    ///
+    /// [`PublishError::Full`]: crate::PublishError::Full
+    #[default]
+    Block,
+    /// The oldest message is evicted. A reader that had not read it gets
+    /// [`RecvError::Lagged`] once, then continues at the oldest retained message.
+    ///
+    /// [`RecvError::Lagged`]: crate::RecvError::Lagged
+    DropOldest,
+    /// Publishing into a full partition (one whose oldest message some reader still needs)
+    /// fails at once with [`PublishError::Full`], handing the message back.
+    ///
+    /// [`PublishError::Full`]: crate::PublishError::Full
+    Reject,
+}
+
+/// Where a new subscriber or a new consumer group starts reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StartAt {
+    /// The oldest retained message (replay).
+    Earliest,
+    /// The next message to be published.
+    #[default]
+    Latest,
+    /// A given offset (in every partition the reader reads). An offset older than the
+    /// retained window reads as [`RecvError::Lagged`] first; one past the end is an error.
+    ///
+    /// [`RecvError::Lagged`]: crate::RecvError::Lagged
+    Offset(u64),
+}
+
+/// A topic's configuration.
+///
+/// # Examples
+///
+/// ```
+/// use memq_core::{Overflow, Topic, TopicConfig};
+///
+/// let topic = Topic::<u32>::new(TopicConfig::new(1024).overflow(Overflow::DropOldest).partitions(4))?;
+/// assert_eq!(topic.capacity(), 1024);
+/// assert_eq!(topic.partitions(), 4);
+/// # Ok::<(), memq_core::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct TopicConfig {
+    pub(crate) capacity: usize,
+    pub(crate) overflow: Overflow,
+    pub(crate) ttl: Option<Duration>,
+    pub(crate) partitions: u32,
+    pub(crate) clock: Option<Arc<dyn Clock>>,
+    pub(crate) router: Option<Router>,
+}
+
+impl core::fmt::Debug for dyn Clock {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Clock(..)")
+    }
+}
+
+impl TopicConfig {
+    /// A topic retaining up to `capacity` messages per partition, `Block` overflow, one
+    /// partition, no TTL, no clock. A capacity of 0 is reported by [`Topic::new`].
+    ///
+    /// [`Topic::new`]: crate::Topic::new
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            capacity,
+            overflow: Overflow::Block,
+            ttl: None,
+            partitions: 1,
+            clock: None,
+            router: None,
+        }
+    }
+
+    /// Sets the overflow policy.
+    pub fn overflow(mut self, overflow: Overflow) -> Self {
+        self.overflow = overflow;
+        self
+    }
+
+    /// Sets how long a message is retained; readers skip older ones. Needs a clock.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// Sets the number of partitions (fixed for the topic's life).
+    pub fn partitions(mut self, partitions: u32) -> Self {
+        self.partitions = partitions;
+        self
+    }
+
+    /// Sets the clock used to timestamp messages and to apply the TTL.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Sets the router used for keyed publishes (default: [`key_partition`]).
+    ///
+    /// [`key_partition`]: crate::key_partition
+    pub fn router(mut self, router: Router) -> Self {
+        self.router = Some(router);
+        self
+    }
+
+    /// The configured capacity per partition.
+    pub fn get_capacity(&self) -> usize {
+        self.capacity
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), Error> {
+        if self.capacity == 0 {
+            return Err(Error::ZeroCapacity);
+        }
+        if self.partitions == 0 {
+            return Err(Error::ZeroPartitions);
+        }
+        if self.ttl.is_some() && self.clock.is_none() {
+            return Err(Error::TtlWithoutClock);
+        }
+        Ok(())
+    }
+}

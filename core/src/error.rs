@@ -1,0 +1,228 @@
+//! Error types. Publishing errors hand the message back; none of them needs `T: Debug`.
+
+use core::fmt;
+
+/// Why a publish did not happen. The message is handed back: see
+/// [`PublishError::into_inner`].
+#[derive(PartialEq, Eq, Clone)]
+#[non_exhaustive]
+pub enum PublishError<T> {
+    /// The partition is full and its overflow policy does not evict (`Block` from
+    /// `try_publish`, or `Reject`), or the batch is larger than the capacity.
+    Full(T),
+    /// The topic is closed.
+    Closed(T),
+    /// An explicit partition, or the one a user router chose, does not exist.
+    InvalidPartition(T),
+}
+
+impl<T> PublishError<T> {
+    /// The message that was not published.
+    pub fn into_inner(self) -> T {
+        match self {
+            Self::Full(v) | Self::Closed(v) | Self::InvalidPartition(v) => v,
+        }
+    }
+
+    /// Whether the topic was closed.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, Self::Closed(_))
+    }
+
+    /// Whether the partition was full.
+    pub fn is_full(&self) -> bool {
+        matches!(self, Self::Full(_))
+    }
+}
+
+impl<T> fmt::Debug for PublishError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Full(_) => f.write_str("Full(..)"),
+            Self::Closed(_) => f.write_str("Closed(..)"),
+            Self::InvalidPartition(_) => f.write_str("InvalidPartition(..)"),
+        }
+    }
+}
+
+impl<T> fmt::Display for PublishError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Full(_) => "topic partition is full",
+            Self::Closed(_) => "topic is closed",
+            Self::InvalidPartition(_) => "partition does not exist",
+        })
+    }
+}
+
+/// Why an awaiting or blocking receive returned without a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecvError {
+    /// The reader fell behind the retained window: this many messages were evicted or
+    /// expired before it read them. The next receive continues at the oldest retained one.
+    Lagged(u64),
+    /// The topic is closed and everything retained for this reader has been read.
+    Closed,
+}
+
+impl fmt::Display for RecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Lagged(n) => write!(f, "reader lagged behind and missed {n} messages"),
+            Self::Closed => f.write_str("topic is closed and drained"),
+        }
+    }
+}
+
+/// Why a non-waiting receive returned without a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TryRecvError {
+    /// Nothing to read right now.
+    Empty,
+    /// See [`RecvError::Lagged`].
+    Lagged(u64),
+    /// See [`RecvError::Closed`].
+    Closed,
+}
+
+impl fmt::Display for TryRecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Empty => f.write_str("no message available"),
+            Self::Lagged(n) => write!(f, "reader lagged behind and missed {n} messages"),
+            Self::Closed => f.write_str("topic is closed and drained"),
+        }
+    }
+}
+
+impl From<RecvError> for TryRecvError {
+    fn from(e: RecvError) -> Self {
+        match e {
+            RecvError::Lagged(n) => Self::Lagged(n),
+            RecvError::Closed => Self::Closed,
+        }
+    }
+}
+
+/// Why a receive with a time limit returned without a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecvTimeoutError {
+    /// The time ran out with nothing to read.
+    Timeout,
+    /// See [`RecvError::Lagged`].
+    Lagged(u64),
+    /// See [`RecvError::Closed`].
+    Closed,
+}
+
+impl fmt::Display for RecvTimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Timeout => f.write_str("timed out waiting for a message"),
+            Self::Lagged(n) => write!(f, "reader lagged behind and missed {n} messages"),
+            Self::Closed => f.write_str("topic is closed and drained"),
+        }
+    }
+}
+
+impl From<RecvError> for RecvTimeoutError {
+    fn from(e: RecvError) -> Self {
+        match e {
+            RecvError::Lagged(n) => Self::Lagged(n),
+            RecvError::Closed => Self::Closed,
+        }
+    }
+}
+
+/// A subscriber stream's error item: messages were missed (see [`RecvError::Lagged`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lagged(pub u64);
+
+impl fmt::Display for Lagged {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "reader lagged behind and missed {} messages", self.0)
+    }
+}
+
+/// Bad input to a configuration, lookup or positioning call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// A topic needs room for at least one message.
+    ZeroCapacity,
+    /// A topic needs at least one partition.
+    ZeroPartitions,
+    /// A TTL was set without a clock to measure it.
+    TtlWithoutClock,
+    /// The partition index is not below the topic's partition count.
+    PartitionOutOfRange {
+        /// The index asked for.
+        partition: u32,
+        /// How many partitions the topic has.
+        partitions: u32,
+    },
+    /// The offset is past the end of the log (offsets up to `high` are valid; `high` is
+    /// the next offset to be published).
+    OffsetOutOfRange {
+        /// The offset asked for.
+        offset: u64,
+        /// The partition it was asked for.
+        partition: u32,
+        /// The next offset to be published on that partition.
+        high: u64,
+    },
+    /// A subscriber reading several partitions was asked for one offset; use
+    /// `seek_partition`.
+    PartitionRequired,
+    /// No topic of that name exists in the broker.
+    UnknownTopic(alloc::string::String),
+    /// A topic of that name already exists in the broker.
+    TopicExists(alloc::string::String),
+    /// No group of that name exists on the topic.
+    UnknownGroup(alloc::string::String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ZeroCapacity => f.write_str("topic capacity must be at least 1"),
+            Self::ZeroPartitions => f.write_str("topic must have at least 1 partition"),
+            Self::TtlWithoutClock => f.write_str("a ttl needs a clock"),
+            Self::PartitionOutOfRange {
+                partition,
+                partitions,
+            } => write!(
+                f,
+                "partition {partition} out of range (topic has {partitions})"
+            ),
+            Self::OffsetOutOfRange {
+                offset,
+                partition,
+                high,
+            } => write!(
+                f,
+                "offset {offset} is past the end of partition {partition} (next offset is {high})"
+            ),
+            Self::PartitionRequired => {
+                f.write_str("subscriber reads several partitions: name the partition")
+            }
+            Self::UnknownTopic(name) => write!(f, "unknown topic {name:?}"),
+            Self::TopicExists(name) => write!(f, "topic {name:?} already exists"),
+            Self::UnknownGroup(name) => write!(f, "unknown group {name:?}"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+mod std_impls {
+    use super::*;
+    impl<T> std::error::Error for PublishError<T> {}
+    impl std::error::Error for RecvError {}
+    impl std::error::Error for TryRecvError {}
+    impl std::error::Error for RecvTimeoutError {}
+    impl std::error::Error for Lagged {}
+    impl std::error::Error for Error {}
+}

@@ -1,0 +1,662 @@
+//! Consumer groups: competing consumers sharing one position per partition.
+//!
+//! A group is created by the first [`Topic::group`] call with its name and outlives its
+//! members: its position stays attached to every partition (holding back `Block`
+//! retention) until [`Topic::delete_group`]. Each message goes to exactly one member.
+//! On a one-partition topic all members compete for every message; on a partitioned
+//! topic each partition is assigned to one member (partition `i` to the member at
+//! `i % members` in join order) and the assignment is rebalanced whenever a member joins
+//! or leaves, so order within a partition holds for the member reading it.
+//!
+//! With automatic commit (the only mode so far) a delivery commits: the group's position
+//! moves past the message as it is handed out.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll, Waker};
+
+use crate::config::StartAt;
+use crate::error::{Error, RecvError, TryRecvError};
+use crate::log::{Log, Read};
+use crate::message::Message;
+use crate::subscriber::{start_position, to_message};
+use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
+use crate::topic::{Shared, Topic};
+use crate::wait::{WaitKey, WaiterList, WakeList};
+
+/// A group's membership, guarded by the group's own lock.
+#[derive(Debug)]
+struct Members {
+    next_id: u64,
+    /// Member ids in join order.
+    list: Vec<u64>,
+    /// Members with no partition assigned, waiting for a rebalance.
+    idle: WaiterList,
+    deleted: bool,
+}
+
+/// State of one group shared by its members and the topic's registry.
+pub(crate) struct GroupShared {
+    pub(crate) name: String,
+    /// The group's id in each partition's log, indexed by partition.
+    pub(crate) ids: Vec<usize>,
+    members: Mutex<Members>,
+    /// Bumped on every membership change; members compare it to refresh assignments.
+    epoch: AtomicUsize,
+}
+
+impl fmt::Debug for GroupShared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Group")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GroupShared {
+    pub(crate) fn member_count(&self) -> usize {
+        self.members.lock().list.len()
+    }
+}
+
+/// The partitions member `id` reads, given the membership and the partition count.
+fn assignment(list: &[u64], id: u64, partitions: usize) -> Vec<usize> {
+    let Some(index) = list.iter().position(|&m| m == id) else {
+        return Vec::new();
+    };
+    if partitions == 1 {
+        return alloc::vec![0];
+    }
+    (0..partitions)
+        .filter(|p| p % list.len() == index)
+        .collect()
+}
+
+impl<T> Shared<T> {
+    /// Wakes every member of `group` everywhere so that each re-reads its assignment.
+    fn wake_group(&self, group: &GroupShared) {
+        let mut wl = WakeList::new();
+        loop {
+            let more = group.members.lock().idle.notify_all(&mut wl);
+            wl.wake_all();
+            if !more {
+                break;
+            }
+        }
+        for (p, part) in self.parts.iter().enumerate() {
+            loop {
+                let more = {
+                    let mut log = part.log.lock();
+                    match log.group(group.ids[p]) {
+                        Some(g) => g.waiters.notify_all(&mut wl),
+                        None => false,
+                    }
+                };
+                wl.wake_all();
+                if !more {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Wakes members with no partition (they only wait for a rebalance or close).
+    pub(crate) fn wake_idle_members(&self) {
+        let groups: Vec<Arc<GroupShared>> = self.groups.lock().clone();
+        for g in groups {
+            let mut wl = WakeList::new();
+            loop {
+                let more = g.members.lock().idle.notify_all(&mut wl);
+                wl.wake_all();
+                if !more {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+impl<T> Topic<T> {
+    /// Joins the consumer group `name`, creating it at `start` if it does not exist yet.
+    /// An existing group keeps its committed position and `start` is ignored.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OffsetOutOfRange`] if a new group would start past the end of a partition.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use memq_core::{StartAt, Topic};
+    ///
+    /// let topic = Topic::with_capacity(16)?;
+    /// let mut a = topic.group("workers", StartAt::Earliest)?;
+    /// let mut b = topic.group("workers", StartAt::Earliest)?;
+    /// topic.try_publish(1)?;
+    /// topic.try_publish(2)?;
+    /// let got = [a.try_recv()?.into_value(), b.try_recv()?.into_value()];
+    /// assert_eq!(got, [1, 2]); // each message to exactly one member
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn group(&self, name: &str, start: StartAt) -> Result<Consumer<T>, Error> {
+        let shared = &self.shared;
+        let group = {
+            let mut registry = shared.groups.lock();
+            match registry.iter().find(|g| g.name == name) {
+                Some(g) => g.clone(),
+                None => {
+                    let g = Arc::new(create_group(shared, name, start)?);
+                    registry.push(g.clone());
+                    g
+                }
+            }
+        };
+        let id = {
+            let mut members = group.members.lock();
+            let id = members.next_id;
+            members.next_id += 1;
+            members.list.push(id);
+            group.epoch.fetch_add(1, Ordering::AcqRel);
+            id
+        };
+        shared.wake_group(&group);
+        Ok(Consumer {
+            shared: shared.clone(),
+            group,
+            id,
+            epoch: usize::MAX,
+            assigned: Vec::new(),
+            keys: (0..shared.parts.len()).map(|_| None).collect(),
+            idle_key: None,
+            next: 0,
+            waiting: false,
+            deleted: false,
+        })
+    }
+
+    /// Deletes the group `name`: its position no longer holds back retention, and its
+    /// members' receives return `Closed`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownGroup`] if there is no such group.
+    pub fn delete_group(&self, name: &str) -> Result<(), Error> {
+        let shared = &self.shared;
+        let group = {
+            let mut registry = shared.groups.lock();
+            let Some(i) = registry.iter().position(|g| g.name == name) else {
+                return Err(Error::UnknownGroup(name.into()));
+            };
+            registry.swap_remove(i)
+        };
+        group.members.lock().deleted = true;
+        group.epoch.fetch_add(1, Ordering::AcqRel);
+        shared.wake_group(&group);
+        for (p, part) in shared.parts.iter().enumerate() {
+            let mut wl = WakeList::new();
+            let mut log = part.log.lock();
+            log.remove_group(group.ids[p], &mut wl);
+            log.notify_publishers(shared.overflow, &mut wl);
+        }
+        Ok(())
+    }
+
+    /// Names of the groups on this topic.
+    pub fn groups(&self) -> Vec<String> {
+        self.shared
+            .groups
+            .lock()
+            .iter()
+            .map(|g| g.name.clone())
+            .collect()
+    }
+}
+
+fn create_group<T>(shared: &Shared<T>, name: &str, start: StartAt) -> Result<GroupShared, Error> {
+    // Check every partition first so that a failure leaves nothing attached. Offsets
+    // only grow, so a start valid now stays valid below.
+    if let StartAt::Offset(_) = start {
+        for (p, part) in shared.parts.iter().enumerate() {
+            start_position(&part.log.lock(), p, start)?;
+        }
+    }
+    let now = shared.now();
+    let mut ids = Vec::with_capacity(shared.parts.len());
+    for (p, part) in shared.parts.iter().enumerate() {
+        let mut wl = WakeList::new();
+        let mut log = part.log.lock();
+        shared.expire(&mut log, now, &mut wl);
+        let pos = start_position(&log, p, start).unwrap_or(log.high);
+        ids.push(log.add_group(pos));
+    }
+    Ok(GroupShared {
+        name: name.into(),
+        ids,
+        members: Mutex::new(Members {
+            next_id: 0,
+            list: Vec::new(),
+            idle: WaiterList::new(),
+            deleted: false,
+        }),
+        epoch: AtomicUsize::new(0),
+    })
+}
+
+/// A member of a consumer group: receives the messages of its assigned partitions that
+/// no other member received.
+///
+/// Made by [`Topic::group`]. Dropping it leaves the group (its partitions are rebalanced
+/// to the other members); the group and its position remain.
+pub struct Consumer<T> {
+    shared: Arc<Shared<T>>,
+    group: Arc<GroupShared>,
+    id: u64,
+    epoch: usize,
+    assigned: Vec<usize>,
+    /// Wait registration per partition, indexed by partition.
+    keys: Vec<Option<WaitKey>>,
+    idle_key: Option<WaitKey>,
+    next: usize,
+    waiting: bool,
+    deleted: bool,
+}
+
+impl<T> fmt::Debug for Consumer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Consumer")
+            .field("group", &self.group.name)
+            .field("member", &self.id)
+            .field("assigned", &self.assigned)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Consumer<T> {
+    /// The group's name.
+    pub fn group_name(&self) -> &str {
+        &self.group.name
+    }
+
+    /// The partitions currently assigned to this member.
+    pub fn assignment(&mut self) -> Vec<u32> {
+        self.refresh();
+        self.assigned.iter().map(|&p| p as u32).collect()
+    }
+
+    /// The group's committed position (next offset to deliver) in `partition`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PartitionOutOfRange`], or [`Error::UnknownGroup`] if it was deleted.
+    pub fn committed(&self, partition: u32) -> Result<u64, Error> {
+        let p = self.shared.check_partition(partition)?;
+        let log = self.shared.parts[p].log.lock();
+        match log.group_ref(self.group.ids[p]) {
+            Some(g) => Ok(log.cursor(g.cursor)),
+            None => Err(Error::UnknownGroup(self.group.name.clone())),
+        }
+    }
+
+    /// Re-reads the assignment after a rebalance; returns whether the group is deleted.
+    fn refresh(&mut self) -> bool {
+        let epoch = self.group.epoch.load(Ordering::Acquire);
+        if epoch == self.epoch {
+            return self.deleted;
+        }
+        let (assigned, deleted) = {
+            let members = self.group.members.lock();
+            (
+                assignment(&members.list, self.id, self.shared.parts.len()),
+                members.deleted,
+            )
+        };
+        // Leave the wait lists of partitions that moved to another member.
+        for p in 0..self.keys.len() {
+            if self.keys[p].is_some() && !assigned.contains(&p) {
+                self.unregister(p);
+            }
+        }
+        self.assigned = assigned;
+        self.epoch = epoch;
+        self.deleted = deleted;
+        deleted
+    }
+
+    fn unregister(&mut self, p: usize) {
+        let mut wl = WakeList::new();
+        let mut log = self.shared.parts[p].log.lock();
+        if let Some(g) = log.group(self.group.ids[p]) {
+            Log::<T>::unregister(&mut g.waiters, &mut self.keys[p], &mut wl);
+        } else {
+            self.keys[p] = None;
+        }
+    }
+
+    /// One attempt to read up to `limit` messages (`buf` gets them; `one` receives a
+    /// single message without a buffer). Registers `waker` if nothing was read.
+    fn poll_inner(
+        &mut self,
+        mut buf: Option<&mut Vec<Message<T>>>,
+        limit: usize,
+        waker: Option<&Waker>,
+    ) -> Poll<Result<(usize, Option<Message<T>>), RecvError>>
+    where
+        T: Clone,
+    {
+        if self.refresh() {
+            self.waiting = false;
+            return Poll::Ready(Err(RecvError::Closed));
+        }
+        let shared = self.shared.clone();
+        let clocked = shared.clock.is_some();
+        let now = shared.now();
+        let n = self.assigned.len();
+        let mut got = 0;
+        let mut single = None;
+        let mut all_closed = true;
+        for k in 0..n {
+            if got == limit {
+                break;
+            }
+            let idx = (self.next + k) % n;
+            let p = self.assigned[idx];
+            let mut wl = WakeList::new();
+            let mut log = shared.parts[p].log.lock();
+            shared.expire(&mut log, now, &mut wl);
+            let Some(cursor) = log.group_ref(self.group.ids[p]).map(|g| g.cursor) else {
+                continue; // deleted: reported once `refresh` sees it
+            };
+            let old = log.cursor(cursor);
+            if old < log.low && got > 0 {
+                all_closed = false;
+                break;
+            }
+            while got < limit {
+                match log.read(cursor) {
+                    Read::Message(e) => {
+                        let m = to_message(p, e, clocked);
+                        match buf.as_deref_mut() {
+                            Some(b) => b.push(m),
+                            None => single = Some(m),
+                        }
+                        got += 1;
+                    }
+                    Read::Lagged(missed) => {
+                        if let Some(g) = log.group(self.group.ids[p]) {
+                            g.waiters.settle(self.keys[p]);
+                        }
+                        shared.reader_advanced(&mut log, old, &mut wl);
+                        self.waiting = false;
+                        return Poll::Ready(Err(RecvError::Lagged(missed)));
+                    }
+                    Read::Empty => break,
+                }
+            }
+            let taken = log.cursor(cursor) - old;
+            if taken > 0 {
+                if let Some(g) = log.group(self.group.ids[p]) {
+                    g.delivered += taken;
+                    g.waiters.settle(self.keys[p]);
+                    // More remain and others wait: pass the baton so nobody sleeps on
+                    // a non-empty partition.
+                    if log.cursor(cursor) < log.high {
+                        if let Some(g) = log.group(self.group.ids[p]) {
+                            g.waiters.notify_one(&mut wl);
+                        }
+                    }
+                }
+                shared.reader_advanced(&mut log, old, &mut wl);
+                self.next = idx + 1;
+                all_closed = false;
+            } else if !log.closed {
+                all_closed = false;
+                if got == 0 {
+                    if let Some(w) = waker {
+                        if let Some(g) = log.group(self.group.ids[p]) {
+                            g.waiters.register(&mut self.keys[p], w);
+                        }
+                    }
+                }
+            }
+        }
+        if got > 0 {
+            self.waiting = false;
+            return Poll::Ready(Ok((got, single)));
+        }
+        if n == 0 {
+            // No partition assigned: wait for a rebalance (or the topic to close).
+            let closed = shared.is_closed();
+            if !closed {
+                if let Some(w) = waker {
+                    let mut members = self.group.members.lock();
+                    members.idle.register(&mut self.idle_key, w);
+                }
+                // Re-check after registering: a rebalance may have just happened.
+                if self.group.epoch.load(Ordering::Acquire) != self.epoch {
+                    if let Some(w) = waker {
+                        w.wake_by_ref();
+                    }
+                }
+                self.waiting = waker.is_some();
+                return Poll::Pending;
+            }
+        } else if !all_closed {
+            self.waiting = waker.is_some();
+            return Poll::Pending;
+        }
+        self.waiting = false;
+        Poll::Ready(Err(RecvError::Closed))
+    }
+
+    /// Forgets the registrations of an abandoned wait, passing unconsumed wake-ups on to
+    /// other members.
+    fn cancel_wait(&mut self) {
+        if !self.waiting {
+            return;
+        }
+        self.waiting = false;
+        for p in 0..self.keys.len() {
+            if self.keys[p].is_some() {
+                let mut wl = WakeList::new();
+                let mut log = self.shared.parts[p].log.lock();
+                if let Some(g) = log.group(self.group.ids[p]) {
+                    if g.waiters.settle(self.keys[p]) {
+                        g.waiters.notify_one(&mut wl);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Receives the next message for this member, waiting for one if needed.
+    ///
+    /// # Errors
+    ///
+    /// [`RecvError::Lagged`] if the group fell behind the retained window (policy
+    /// `DropOldest` or TTL); [`RecvError::Closed`] when the topic is closed and the
+    /// member's partitions are drained, or the group was deleted.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a message is taken only in the poll that returns it, and if the
+    /// future is dropped after being woken for a message, the wake-up passes to another
+    /// waiting member.
+    pub fn recv(&mut self) -> GroupRecv<'_, T> {
+        GroupRecv { consumer: self }
+    }
+
+    /// Receives the next message if one is available now.
+    ///
+    /// # Errors
+    ///
+    /// [`TryRecvError::Empty`] if there is none; otherwise as [`Consumer::recv`].
+    pub fn try_recv(&mut self) -> Result<Message<T>, TryRecvError>
+    where
+        T: Clone,
+    {
+        match self.poll_inner(None, 1, None) {
+            Poll::Ready(Ok((_, Some(m)))) => Ok(m),
+            Poll::Ready(Ok((_, None))) | Poll::Pending => Err(TryRecvError::Empty),
+            Poll::Ready(Err(e)) => Err(e.into()),
+        }
+    }
+
+    /// Waits for at least one message, then appends up to `limit` to `buf`. Returns
+    /// `Ok(0)` only when closed and drained (or `limit` is 0).
+    ///
+    /// # Errors
+    ///
+    /// As [`Consumer::recv`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Consumer::recv`].
+    pub fn recv_many<'a>(
+        &'a mut self,
+        buf: &'a mut Vec<Message<T>>,
+        limit: usize,
+    ) -> GroupRecvMany<'a, T> {
+        GroupRecvMany {
+            consumer: self,
+            buf,
+            limit,
+        }
+    }
+
+    /// Appends up to `limit` messages available now to `buf`.
+    ///
+    /// # Errors
+    ///
+    /// [`TryRecvError::Empty`] if none is available; otherwise as [`Consumer::recv`].
+    pub fn try_recv_many(
+        &mut self,
+        buf: &mut Vec<Message<T>>,
+        limit: usize,
+    ) -> Result<usize, TryRecvError>
+    where
+        T: Clone,
+    {
+        if limit == 0 {
+            return Ok(0);
+        }
+        match self.poll_inner(Some(buf), limit, None) {
+            Poll::Ready(Ok((n, _))) => Ok(n),
+            Poll::Pending => Err(TryRecvError::Empty),
+            Poll::Ready(Err(e)) => Err(e.into()),
+        }
+    }
+}
+
+impl<T> Drop for Consumer<T> {
+    fn drop(&mut self) {
+        for p in 0..self.keys.len() {
+            if self.keys[p].is_some() {
+                self.unregister(p);
+            }
+        }
+        let deleted = {
+            let mut members = self.group.members.lock();
+            let (_, waker) = members.idle.remove(&mut self.idle_key);
+            drop(waker);
+            members.list.retain(|&m| m != self.id);
+            members.deleted
+        };
+        if !deleted {
+            self.group.epoch.fetch_add(1, Ordering::AcqRel);
+            self.shared.wake_group(&self.group);
+        }
+    }
+}
+
+/// Future of [`Consumer::recv`].
+#[must_use = "futures do nothing unless polled"]
+pub struct GroupRecv<'a, T> {
+    consumer: &'a mut Consumer<T>,
+}
+
+impl<T> fmt::Debug for GroupRecv<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GroupRecv").finish_non_exhaustive()
+    }
+}
+
+impl<T: Clone> Future for GroupRecv<'_, T> {
+    type Output = Result<Message<T>, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self
+            .get_mut()
+            .consumer
+            .poll_inner(None, 1, Some(cx.waker()))
+        {
+            Poll::Ready(Ok((_, Some(m)))) => Poll::Ready(Ok(m)),
+            Poll::Ready(Ok((_, None))) => Poll::Ready(Err(RecvError::Closed)),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T> Drop for GroupRecv<'_, T> {
+    fn drop(&mut self) {
+        self.consumer.cancel_wait();
+    }
+}
+
+/// Future of [`Consumer::recv_many`].
+#[must_use = "futures do nothing unless polled"]
+pub struct GroupRecvMany<'a, T> {
+    consumer: &'a mut Consumer<T>,
+    buf: &'a mut Vec<Message<T>>,
+    limit: usize,
+}
+
+impl<T> fmt::Debug for GroupRecvMany<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GroupRecvMany")
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Clone> Future for GroupRecvMany<'_, T> {
+    type Output = Result<usize, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if this.limit == 0 {
+            return Poll::Ready(Ok(0));
+        }
+        match this
+            .consumer
+            .poll_inner(Some(this.buf), this.limit, Some(cx.waker()))
+        {
+            Poll::Ready(Ok((n, _))) => Poll::Ready(Ok(n)),
+            Poll::Ready(Err(RecvError::Closed)) => Poll::Ready(Ok(0)),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T> Drop for GroupRecvMany<'_, T> {
+    fn drop(&mut self) {
+        self.consumer.cancel_wait();
+    }
+}
+
+impl<T: Clone> futures_core::Stream for Consumer<T> {
+    type Item = Result<Message<T>, crate::Lagged>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        match self.get_mut().poll_inner(None, 1, Some(cx.waker())) {
+            Poll::Ready(Ok((_, Some(m)))) => Poll::Ready(Some(Ok(m))),
+            Poll::Ready(Ok((_, None))) | Poll::Ready(Err(RecvError::Closed)) => Poll::Ready(None),
+            Poll::Ready(Err(RecvError::Lagged(n))) => Poll::Ready(Some(Err(crate::Lagged(n)))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! memq-core: the engine of memq, an in-process message queue with Kafka-style semantics.
+//!
+//! `no_std` + `alloc`. A [`Topic`] is a set of bounded logs (one per partition) of
+//! messages with `u64` offsets; [`Subscriber`]s read every message from their own
+//! position, [`Consumer`]s of a group share one position so each message goes to one
+//! member; a [`Broker`] names topics. Waiting is done with the core's own futures on
+//! [`core::task::Waker`], so any executor runs them; the `std` feature adds blocking
+//! methods for plain threads and OS mutexes.
+//!
+//! Most users add the `memq` crate, which re-exports this one and adds runtime adapters.
+//!
+//! # Examples
+//!
+//! ```
+//! use memq_core::{Overflow, StartAt, Topic, TopicConfig};
+//!
+//! let topic = Topic::new(TopicConfig::new(1024).overflow(Overflow::Block))?;
+//! let mut audit = topic.subscribe(StartAt::Earliest)?;
+//! let mut worker = topic.group("workers", StartAt::Earliest)?;
+//!
+//! for n in 0..3u32 {
+//!     topic.try_publish(n)?;
+//! }
+//! assert_eq!(worker.try_recv()?.into_value(), 0);
+//! let first = audit.try_recv()?;
+//! assert_eq!((first.offset(), *first.value()), (0, 0));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Features
+//!
+//! - `std` (default): OS mutexes, `*_blocking` methods, [`StdClock`], `std::error::Error`.
+//! - `serde`: the [`codec::Codec`] trait; `postcard`: the postcard codec.
+#![cfg_attr(not(feature = "std"), no_std)]
+#![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
+#![doc(test(attr(deny(warnings))))]
+
+extern crate alloc;
+
+#[cfg(feature = "std")]
+mod blocking;
+mod broker;
+mod clock;
+mod config;
+mod error;
+mod group;
+mod log;
+mod message;
+mod route;
+mod stats;
+mod subscriber;
+mod sync;
+mod topic;
+mod wait;
+
+pub use broker::Broker;
+#[cfg(feature = "std")]
+pub use clock::StdClock;
+pub use clock::{Clock, ManualClock};
+pub use config::{Overflow, StartAt, TopicConfig};
+pub use error::{Error, Lagged, PublishError, RecvError, RecvTimeoutError, TryRecvError};
+pub use group::{Consumer, GroupRecv, GroupRecvMany};
+pub use message::{Message, Receipt};
+pub use route::{key_hash, key_partition, Router};
+pub use stats::{GroupStats, PartitionStats, TopicStats};
+pub use subscriber::{Recv, RecvMany, Subscriber};
+pub use topic::{Publish, PublishBatch, Topic};

@@ -1,0 +1,158 @@
+//! Snapshots of counters and positions. Reading them takes each partition's lock
+//! briefly, one at a time, and never two locks at once.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::config::Overflow;
+use crate::sync::Arc;
+use crate::topic::Topic;
+
+/// Counters and positions of one partition.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct PartitionStats {
+    /// The partition's index.
+    pub partition: u32,
+    /// Oldest retained offset.
+    pub low: u64,
+    /// Next offset to be published.
+    pub high: u64,
+    /// Messages retained (`high - low`).
+    pub depth: u64,
+    /// Messages published.
+    pub published: u64,
+    /// Deliveries to subscribers and group members.
+    pub delivered: u64,
+    /// Messages removed to make room (capacity).
+    pub evicted: u64,
+    /// Messages removed because their TTL ran out.
+    pub expired: u64,
+    /// Subscribers reading this partition.
+    pub subscribers: usize,
+    /// Publishers waiting for room.
+    pub waiting_publishers: usize,
+}
+
+/// Counters and positions of one consumer group.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct GroupStats {
+    /// The group's name.
+    pub name: String,
+    /// Current members.
+    pub members: usize,
+    /// The committed position (next offset to deliver) per partition.
+    pub committed: Vec<u64>,
+    /// Messages published but not yet delivered to the group, summed over partitions.
+    pub lag: u64,
+    /// Messages delivered to the group.
+    pub delivered: u64,
+    /// Deliveries not yet acknowledged (always 0 with automatic commit).
+    pub in_flight: u64,
+    /// Messages delivered more than once (always 0 with automatic commit).
+    pub redelivered: u64,
+    /// Messages sent to a dead-letter topic (always 0 with automatic commit).
+    pub dead_lettered: u64,
+}
+
+/// A snapshot of a topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TopicStats {
+    /// The topic's name, if it belongs to a broker.
+    pub name: Option<String>,
+    /// Capacity per partition.
+    pub capacity: usize,
+    /// Overflow policy.
+    pub overflow: Overflow,
+    /// Whether the topic is closed.
+    pub closed: bool,
+    /// Per-partition figures.
+    pub partitions: Vec<PartitionStats>,
+    /// Per-group figures.
+    pub groups: Vec<GroupStats>,
+    /// Sum of `published` over partitions.
+    pub published: u64,
+    /// Sum of `delivered` over partitions.
+    pub delivered: u64,
+    /// Sum of `evicted` over partitions.
+    pub evicted: u64,
+    /// Sum of `expired` over partitions.
+    pub expired: u64,
+    /// Sum of `depth` over partitions.
+    pub depth: u64,
+    /// Subscribers (a subscriber of several partitions counts once).
+    pub subscribers: usize,
+}
+
+impl<T> Topic<T> {
+    /// A snapshot of the topic's counters, partitions and groups.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let topic = memq_core::Topic::with_capacity(4)?;
+    /// topic.try_publish(1)?;
+    /// let stats = topic.stats();
+    /// assert_eq!((stats.published, stats.depth), (1, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stats(&self) -> TopicStats {
+        let shared = &self.shared;
+        let groups: Vec<_> = shared.groups.lock().iter().map(Arc::clone).collect();
+        let mut group_stats: Vec<GroupStats> = groups
+            .iter()
+            .map(|g| GroupStats {
+                name: g.name.clone(),
+                members: g.member_count(),
+                ..GroupStats::default()
+            })
+            .collect();
+        let mut partitions = Vec::with_capacity(shared.parts.len());
+        let mut closed = false;
+        let mut subscribers = 0;
+        let now = shared.now();
+        for (p, part) in shared.parts.iter().enumerate() {
+            let mut wl = crate::wait::WakeList::new();
+            let mut log = part.log.lock();
+            shared.expire(&mut log, now, &mut wl);
+            closed |= log.closed;
+            subscribers = subscribers.max(log.subscribers);
+            partitions.push(PartitionStats {
+                partition: p as u32,
+                low: log.low,
+                high: log.high,
+                depth: log.len(),
+                published: log.published,
+                delivered: log.delivered,
+                evicted: log.evicted,
+                expired: log.expired,
+                subscribers: log.subscribers,
+                waiting_publishers: log.pubs.waiting(),
+            });
+            for (g, gs) in groups.iter().zip(group_stats.iter_mut()) {
+                if let Some(gp) = log.group_ref(g.ids[p]) {
+                    let pos = log.cursor(gp.cursor);
+                    gs.committed.push(pos);
+                    gs.lag += log.high.saturating_sub(pos);
+                    gs.delivered += gp.delivered;
+                }
+            }
+        }
+        TopicStats {
+            name: shared.name.clone(),
+            capacity: shared.capacity,
+            overflow: shared.overflow,
+            closed,
+            published: partitions.iter().map(|p| p.published).sum(),
+            delivered: partitions.iter().map(|p| p.delivered).sum(),
+            evicted: partitions.iter().map(|p| p.evicted).sum(),
+            expired: partitions.iter().map(|p| p.expired).sum(),
+            depth: partitions.iter().map(|p| p.depth).sum(),
+            subscribers,
+            partitions,
+            groups: group_stats,
+        }
+    }
+}

@@ -1,0 +1,518 @@
+//! Broadcast subscribers: each has its own position in every partition it reads and sees
+//! every message published there.
+//!
+//! A subscriber's positions live in the partitions' logs (so `Block` retention can see
+//! them); the subscriber itself holds only indexes into them and its waiter keys.
+
+use alloc::vec::Vec;
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll, Waker};
+
+use crate::config::StartAt;
+use crate::error::{Error, Lagged, RecvError, TryRecvError};
+use crate::log::{Entry, Log, Read};
+use crate::message::Message;
+use crate::sync::Arc;
+use crate::topic::{Shared, Topic};
+use crate::wait::{WaitKey, WakeList};
+
+pub(crate) fn to_message<T>(p: usize, e: Entry<T>, clocked: bool) -> Message<T> {
+    Message {
+        offset: e.offset,
+        partition: p as u32,
+        timestamp: clocked.then(|| core::time::Duration::from_nanos(e.ts)),
+        value: e.value,
+    }
+}
+
+/// Resolves a start position on a locked log.
+pub(crate) fn start_position<T>(log: &Log<T>, p: usize, start: StartAt) -> Result<u64, Error> {
+    match start {
+        StartAt::Earliest => Ok(log.low),
+        StartAt::Latest => Ok(log.high),
+        StartAt::Offset(offset) if offset <= log.high => Ok(offset),
+        StartAt::Offset(offset) => Err(Error::OffsetOutOfRange {
+            offset,
+            partition: p as u32,
+            high: log.high,
+        }),
+    }
+}
+
+#[derive(Debug)]
+struct SubPart {
+    p: usize,
+    cursor: usize,
+    key: Option<WaitKey>,
+}
+
+/// A broadcast reader: receives every message published to the partitions it reads,
+/// from its own position, independently of other readers.
+///
+/// Made by [`Topic::subscribe`] (every partition) or [`Topic::subscribe_partition`].
+/// Messages stay in the log after a subscriber reads them; under `Block` a subscriber
+/// that does not read holds publishers back, so drop subscribers you no longer read.
+///
+/// It is also a [`Stream`](futures_core::Stream) of `Result<Message<T>, Lagged>` that ends
+/// when the topic is closed and drained.
+pub struct Subscriber<T> {
+    shared: Arc<Shared<T>>,
+    parts: Vec<SubPart>,
+    next: usize,
+    waiting: bool,
+}
+
+impl<T> fmt::Debug for Subscriber<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Subscriber")
+            .field("topic", &self.shared)
+            .field("partitions", &self.parts.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Topic<T> {
+    /// Subscribes to every partition, starting at `start`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OffsetOutOfRange`] if `start` is an offset past the end of a partition.
+    pub fn subscribe(&self, start: StartAt) -> Result<Subscriber<T>, Error> {
+        Subscriber::attach(&self.shared, (0..self.shared.parts.len()).collect(), start)
+    }
+
+    /// Subscribes to one partition, starting at `start`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PartitionOutOfRange`] or [`Error::OffsetOutOfRange`].
+    pub fn subscribe_partition(
+        &self,
+        partition: u32,
+        start: StartAt,
+    ) -> Result<Subscriber<T>, Error> {
+        let p = self.shared.check_partition(partition)?;
+        Subscriber::attach(&self.shared, alloc::vec![p], start)
+    }
+}
+
+impl<T> Subscriber<T> {
+    fn attach(shared: &Arc<Shared<T>>, ps: Vec<usize>, start: StartAt) -> Result<Self, Error> {
+        let mut sub = Self {
+            shared: shared.clone(),
+            parts: Vec::with_capacity(ps.len()),
+            next: 0,
+            waiting: false,
+        };
+        let now = shared.now();
+        for p in ps {
+            let mut wl = WakeList::new();
+            let mut log = shared.parts[p].log.lock();
+            shared.expire(&mut log, now, &mut wl);
+            // On error, `sub` is dropped and detaches from the partitions done so far.
+            let pos = start_position(&log, p, start)?;
+            let cursor = log.add_cursor(pos);
+            log.subscribers += 1;
+            sub.parts.push(SubPart {
+                p,
+                cursor,
+                key: None,
+            });
+        }
+        Ok(sub)
+    }
+
+    /// The partitions this subscriber reads.
+    pub fn partitions(&self) -> impl Iterator<Item = u32> + '_ {
+        self.parts.iter().map(|sp| sp.p as u32)
+    }
+
+    /// The next offset this subscriber reads in `partition`, or `None` if it does not
+    /// read that partition.
+    pub fn position(&self, partition: u32) -> Option<u64> {
+        let sp = self.parts.iter().find(|sp| sp.p == partition as usize)?;
+        Some(self.shared.parts[sp.p].log.lock().cursor(sp.cursor))
+    }
+
+    /// Messages published that this subscriber has neither read nor been told it missed,
+    /// summed over its partitions.
+    pub fn lag(&self) -> u64 {
+        self.parts
+            .iter()
+            .map(|sp| {
+                let log = self.shared.parts[sp.p].log.lock();
+                log.high.saturating_sub(log.cursor(sp.cursor))
+            })
+            .sum()
+    }
+
+    /// Moves to `offset`. Only for a subscriber of a single partition; see
+    /// [`Subscriber::seek_partition`]. Seeking before the retained window reads as
+    /// [`RecvError::Lagged`] first.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PartitionRequired`] on a subscriber of several partitions,
+    /// [`Error::OffsetOutOfRange`] if `offset` is past the end.
+    pub fn seek(&mut self, offset: u64) -> Result<(), Error> {
+        match self.parts.as_slice() {
+            [sp] => self.seek_partition(sp.p as u32, offset),
+            _ => Err(Error::PartitionRequired),
+        }
+    }
+
+    /// Moves to `offset` in `partition`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PartitionOutOfRange`] if the subscriber does not read `partition`,
+    /// [`Error::OffsetOutOfRange`] if `offset` is past the end.
+    pub fn seek_partition(&mut self, partition: u32, offset: u64) -> Result<(), Error> {
+        let Some(sp) = self.parts.iter().find(|sp| sp.p == partition as usize) else {
+            return Err(Error::PartitionOutOfRange {
+                partition,
+                partitions: self.shared.partition_count(),
+            });
+        };
+        let mut wl = WakeList::new();
+        let mut log = self.shared.parts[sp.p].log.lock();
+        let pos = start_position(&log, sp.p, StartAt::Offset(offset))?;
+        let old = log.cursor(sp.cursor);
+        log.set_cursor(sp.cursor, pos);
+        self.shared.reader_advanced(&mut log, old, &mut wl);
+        Ok(())
+    }
+
+    /// Moves to the start or the end of every partition it reads.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OffsetOutOfRange`] for an offset past the end of a partition.
+    pub fn seek_to(&mut self, start: StartAt) -> Result<(), Error> {
+        for sp in &self.parts {
+            let mut wl = WakeList::new();
+            let mut log = self.shared.parts[sp.p].log.lock();
+            let pos = start_position(&log, sp.p, start)?;
+            let old = log.cursor(sp.cursor);
+            log.set_cursor(sp.cursor, pos);
+            self.shared.reader_advanced(&mut log, old, &mut wl);
+        }
+        Ok(())
+    }
+
+    /// One attempt to read; registers `waker` on every empty partition if given.
+    fn poll_recv_inner(&mut self, waker: Option<&Waker>) -> Poll<Result<Message<T>, RecvError>>
+    where
+        T: Clone,
+    {
+        let shared = &*self.shared;
+        let now = shared.now();
+        let n = self.parts.len();
+        let mut all_closed = true;
+        for k in 0..n {
+            let idx = (self.next + k) % n;
+            let sp = &mut self.parts[idx];
+            let mut wl = WakeList::new();
+            let mut log = shared.parts[sp.p].log.lock();
+            shared.expire(&mut log, now, &mut wl);
+            let old = log.cursor(sp.cursor);
+            match log.read(sp.cursor) {
+                Read::Message(e) => {
+                    log.subs.settle(sp.key);
+                    shared.reader_advanced(&mut log, old, &mut wl);
+                    drop(log);
+                    self.next = idx + 1;
+                    self.waiting = false;
+                    return Poll::Ready(Ok(to_message(sp.p, e, shared.clock.is_some())));
+                }
+                Read::Lagged(missed) => {
+                    log.subs.settle(sp.key);
+                    shared.reader_advanced(&mut log, old, &mut wl);
+                    self.waiting = false;
+                    return Poll::Ready(Err(RecvError::Lagged(missed)));
+                }
+                Read::Empty => {
+                    if !log.closed {
+                        all_closed = false;
+                        if let Some(w) = waker {
+                            log.subs.register(&mut sp.key, w);
+                        }
+                    }
+                }
+            }
+        }
+        if all_closed {
+            self.waiting = false;
+            Poll::Ready(Err(RecvError::Closed))
+        } else {
+            self.waiting = waker.is_some();
+            Poll::Pending
+        }
+    }
+
+    /// Reads up to `limit` messages into `buf`; registers `waker` if there were none.
+    fn poll_recv_many_inner(
+        &mut self,
+        buf: &mut Vec<Message<T>>,
+        limit: usize,
+        waker: Option<&Waker>,
+    ) -> Poll<Result<usize, RecvError>>
+    where
+        T: Clone,
+    {
+        if limit == 0 {
+            return Poll::Ready(Ok(0));
+        }
+        let shared = &*self.shared;
+        let clocked = shared.clock.is_some();
+        let now = shared.now();
+        let n = self.parts.len();
+        let mut got = 0;
+        let mut all_closed = true;
+        for k in 0..n {
+            if got == limit {
+                break;
+            }
+            let idx = (self.next + k) % n;
+            let sp = &mut self.parts[idx];
+            let mut wl = WakeList::new();
+            let mut log = shared.parts[sp.p].log.lock();
+            shared.expire(&mut log, now, &mut wl);
+            let old = log.cursor(sp.cursor);
+            if old < log.low && got > 0 {
+                // Report the gap on the next call rather than mixing it into this batch.
+                all_closed = false;
+                break;
+            }
+            while got < limit {
+                match log.read(sp.cursor) {
+                    Read::Message(e) => {
+                        buf.push(to_message(sp.p, e, clocked));
+                        got += 1;
+                    }
+                    Read::Lagged(missed) => {
+                        log.subs.settle(sp.key);
+                        shared.reader_advanced(&mut log, old, &mut wl);
+                        self.waiting = false;
+                        return Poll::Ready(Err(RecvError::Lagged(missed)));
+                    }
+                    Read::Empty => break,
+                }
+            }
+            if log.cursor(sp.cursor) != old {
+                log.subs.settle(sp.key);
+                shared.reader_advanced(&mut log, old, &mut wl);
+                self.next = idx + 1;
+                all_closed = false;
+            } else if !log.closed {
+                all_closed = false;
+                if got == 0 {
+                    if let Some(w) = waker {
+                        log.subs.register(&mut sp.key, w);
+                    }
+                }
+            }
+        }
+        if got > 0 {
+            self.waiting = false;
+            Poll::Ready(Ok(got))
+        } else if all_closed {
+            self.waiting = false;
+            Poll::Ready(Ok(0))
+        } else {
+            self.waiting = waker.is_some();
+            Poll::Pending
+        }
+    }
+
+    /// Forgets registrations of a wait that was abandoned.
+    fn cancel_wait(&mut self) {
+        if !self.waiting {
+            return;
+        }
+        self.waiting = false;
+        for sp in &self.parts {
+            if sp.key.is_some() {
+                self.shared.parts[sp.p].log.lock().subs.settle(sp.key);
+            }
+        }
+    }
+
+    /// Receives the next message, waiting for one if needed.
+    ///
+    /// # Errors
+    ///
+    /// [`RecvError::Lagged`] once if messages were evicted or expired before this
+    /// subscriber read them (it then continues at the oldest retained one);
+    /// [`RecvError::Closed`] when the topic is closed and everything was read.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a message is taken only in the poll that returns it, so dropping the
+    /// future (for example when it loses a `select!`) loses nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # futures_executor::block_on(async {
+    /// use memq_core::{StartAt, Topic};
+    /// let topic = Topic::with_capacity(8)?;
+    /// let mut sub = topic.subscribe(StartAt::Latest)?;
+    /// topic.publish(1).await?;
+    /// assert_eq!(sub.recv().await?.into_value(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn recv(&mut self) -> Recv<'_, T> {
+        Recv { sub: self }
+    }
+
+    /// Receives the next message if one is available now.
+    ///
+    /// # Errors
+    ///
+    /// [`TryRecvError::Empty`] if there is none yet; otherwise as [`Subscriber::recv`].
+    pub fn try_recv(&mut self) -> Result<Message<T>, TryRecvError>
+    where
+        T: Clone,
+    {
+        match self.poll_recv_inner(None) {
+            Poll::Ready(r) => r.map_err(TryRecvError::from),
+            Poll::Pending => Err(TryRecvError::Empty),
+        }
+    }
+
+    /// Waits for at least one message, then appends up to `limit` to `buf` and returns
+    /// how many. Returns `Ok(0)` only when the topic is closed and drained (or `limit` is 0).
+    ///
+    /// # Errors
+    ///
+    /// [`RecvError::Lagged`] as for [`Subscriber::recv`]; messages already read are never
+    /// mixed with a gap in one batch.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`Subscriber::recv`].
+    pub fn recv_many<'a>(
+        &'a mut self,
+        buf: &'a mut Vec<Message<T>>,
+        limit: usize,
+    ) -> RecvMany<'a, T> {
+        RecvMany {
+            sub: self,
+            buf,
+            limit,
+        }
+    }
+
+    /// Appends up to `limit` messages available now to `buf`.
+    ///
+    /// # Errors
+    ///
+    /// [`TryRecvError::Empty`] if none is available, [`TryRecvError::Closed`] when closed
+    /// and drained, [`TryRecvError::Lagged`] as for [`Subscriber::recv`].
+    pub fn try_recv_many(
+        &mut self,
+        buf: &mut Vec<Message<T>>,
+        limit: usize,
+    ) -> Result<usize, TryRecvError>
+    where
+        T: Clone,
+    {
+        match self.poll_recv_many_inner(buf, limit, None) {
+            Poll::Ready(Ok(0)) if limit > 0 => Err(TryRecvError::Closed),
+            Poll::Ready(r) => r.map_err(TryRecvError::from),
+            Poll::Pending => Err(TryRecvError::Empty),
+        }
+    }
+}
+
+impl<T> Drop for Subscriber<T> {
+    fn drop(&mut self) {
+        let shared = &*self.shared;
+        for sp in &mut self.parts {
+            let mut wl = WakeList::new();
+            let mut log = shared.parts[sp.p].log.lock();
+            let (_, waker) = log.subs.remove(&mut sp.key);
+            log.remove_cursor(sp.cursor);
+            log.subscribers -= 1;
+            // Our position may have been the one holding publishers back.
+            log.notify_publishers(shared.overflow, &mut wl);
+            drop(log);
+            drop(waker);
+        }
+    }
+}
+
+/// Future of [`Subscriber::recv`].
+#[must_use = "futures do nothing unless polled"]
+pub struct Recv<'a, T> {
+    sub: &'a mut Subscriber<T>,
+}
+
+impl<T> fmt::Debug for Recv<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Recv").finish_non_exhaustive()
+    }
+}
+
+impl<T: Clone> Future for Recv<'_, T> {
+    type Output = Result<Message<T>, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.get_mut().sub.poll_recv_inner(Some(cx.waker()))
+    }
+}
+
+impl<T> Drop for Recv<'_, T> {
+    fn drop(&mut self) {
+        self.sub.cancel_wait();
+    }
+}
+
+/// Future of [`Subscriber::recv_many`].
+#[must_use = "futures do nothing unless polled"]
+pub struct RecvMany<'a, T> {
+    sub: &'a mut Subscriber<T>,
+    buf: &'a mut Vec<Message<T>>,
+    limit: usize,
+}
+
+impl<T> fmt::Debug for RecvMany<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecvMany")
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Clone> Future for RecvMany<'_, T> {
+    type Output = Result<usize, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        this.sub
+            .poll_recv_many_inner(this.buf, this.limit, Some(cx.waker()))
+    }
+}
+
+impl<T> Drop for RecvMany<'_, T> {
+    fn drop(&mut self) {
+        self.sub.cancel_wait();
+    }
+}
+
+impl<T: Clone> futures_core::Stream for Subscriber<T> {
+    type Item = Result<Message<T>, Lagged>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        match self.get_mut().poll_recv_inner(Some(cx.waker())) {
+            Poll::Ready(Ok(m)) => Poll::Ready(Some(Ok(m))),
+            Poll::Ready(Err(RecvError::Lagged(n))) => Poll::Ready(Some(Err(Lagged(n)))),
+            Poll::Ready(Err(RecvError::Closed)) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}

@@ -1,0 +1,729 @@
+//! The topic: its shared state, the publishing handle and the publish futures.
+//!
+//! Data flows one way: a [`Topic`] routes each message to a partition and appends it to
+//! that partition's [`Log`]; readers ([`Subscriber`], [`Consumer`]) hold positions in the
+//! logs. This module owns routing, publishing and closing; reading lives in `subscriber`
+//! and `group`.
+//!
+//! [`Subscriber`]: crate::Subscriber
+//! [`Consumer`]: crate::Consumer
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll, Waker};
+
+use crate::clock::{as_nanos, Clock};
+use crate::config::{Overflow, TopicConfig};
+use crate::error::{Error, PublishError};
+use crate::group::GroupShared;
+use crate::log::Log;
+use crate::message::Receipt;
+use crate::route::{key_partition, Router};
+use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
+use crate::wait::{WaitKey, WakeList};
+
+pub(crate) struct Partition<T> {
+    pub(crate) log: Mutex<Log<T>>,
+}
+
+/// Everything readers and publishers of one topic share.
+pub(crate) struct Shared<T> {
+    pub(crate) name: Option<String>,
+    pub(crate) parts: Vec<Partition<T>>,
+    pub(crate) capacity: usize,
+    pub(crate) overflow: Overflow,
+    pub(crate) ttl: Option<u64>,
+    pub(crate) clock: Option<alloc::sync::Arc<dyn Clock>>,
+    pub(crate) router: Option<Router>,
+    /// Live [`Topic`] handles; the topic closes when the last one goes.
+    publishers: AtomicUsize,
+    round_robin: AtomicUsize,
+    /// Groups by name. Lock order: this registry, then a group's members, then a
+    /// partition. Nothing that holds a partition lock takes either of the others.
+    pub(crate) groups: Mutex<Vec<Arc<GroupShared>>>,
+}
+
+impl<T> fmt::Debug for Shared<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Topic")
+            .field("name", &self.name)
+            .field("partitions", &self.parts.len())
+            .field("capacity", &self.capacity)
+            .field("overflow", &self.overflow)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Shared<T> {
+    /// The clock's reading in nanoseconds (0 without a clock). Called outside any lock.
+    #[inline]
+    pub(crate) fn now(&self) -> u64 {
+        match &self.clock {
+            Some(c) => as_nanos(c.now()),
+            None => 0,
+        }
+    }
+
+    /// Applies the TTL to a locked log; expired messages free room, so waiting
+    /// publishers are collected into `out`.
+    #[inline]
+    pub(crate) fn expire(&self, log: &mut Log<T>, now: u64, out: &mut WakeList) {
+        if let Some(ttl) = self.ttl {
+            if log.evict_expired(now, ttl) > 0 {
+                log.notify_publishers(self.overflow, out);
+            }
+        }
+    }
+
+    pub(crate) fn partition_count(&self) -> u32 {
+        self.parts.len() as u32
+    }
+
+    pub(crate) fn check_partition(&self, partition: u32) -> Result<usize, Error> {
+        if (partition as usize) < self.parts.len() {
+            Ok(partition as usize)
+        } else {
+            Err(Error::PartitionOutOfRange {
+                partition,
+                partitions: self.partition_count(),
+            })
+        }
+    }
+
+    /// Wakes the readers that did not fit into the first [`WakeList`] of a publish.
+    pub(crate) fn wake_remaining_readers(&self, p: usize, n: usize) {
+        loop {
+            let mut wl = WakeList::new();
+            let more = {
+                let mut log = self.parts[p].log.lock();
+                log.notify_readers(n, &mut wl)
+            };
+            wl.wake_all();
+            if !more {
+                break;
+            }
+        }
+    }
+
+    /// After a reader moved forward from `old_pos` on partition `p`, wakes publishers
+    /// if room was freed. Called with the log locked; wakers go to `out`.
+    #[inline]
+    pub(crate) fn reader_advanced(&self, log: &mut Log<T>, old_pos: u64, out: &mut WakeList) {
+        if log.frees_room(old_pos) {
+            log.notify_publishers(self.overflow, out);
+        }
+    }
+
+    pub(crate) fn close(&self) {
+        self.wake_idle_members();
+        for p in 0..self.parts.len() {
+            loop {
+                let mut wl = WakeList::new();
+                let more = {
+                    let mut log = self.parts[p].log.lock();
+                    log.close_and_notify(&mut wl)
+                };
+                wl.wake_all();
+                if !more {
+                    break;
+                }
+            }
+        }
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.parts.first().is_some_and(|p| p.log.lock().closed)
+    }
+
+    fn route_round_robin(&self) -> usize {
+        if self.parts.len() == 1 {
+            0
+        } else {
+            self.round_robin.fetch_add(1, Ordering::Relaxed) % self.parts.len()
+        }
+    }
+
+    fn route_key(&self, key: &[u8]) -> Option<usize> {
+        let n = self.partition_count();
+        let p = match &self.router {
+            // The user's router runs here, outside every lock.
+            Some(r) => (r.0)(key, n),
+            None => key_partition(key, n),
+        };
+        (p < n).then_some(p as usize)
+    }
+
+    /// One attempt to append `value` to partition `p`. Without a waker (`try_*`) a full
+    /// partition fails at once; with one, a `Block` topic parks the caller under `key`.
+    pub(crate) fn poll_publish(
+        &self,
+        p: usize,
+        value: &mut Option<T>,
+        key: &mut Option<WaitKey>,
+        waker: Option<&Waker>,
+    ) -> Poll<Result<Receipt, PublishError<T>>> {
+        let Some(v) = value.take() else {
+            // Polled again after completion: nothing left to publish.
+            return Poll::Pending;
+        };
+        match self.attempt_publish(p, v, key, waker) {
+            Attempt::Done(r) => Poll::Ready(r),
+            Attempt::Parked(v) => {
+                *value = Some(v);
+                Poll::Pending
+            }
+        }
+    }
+
+    /// Publishes `v` now or fails; never parks.
+    pub(crate) fn try_publish_now(&self, p: usize, v: T) -> Result<Receipt, PublishError<T>> {
+        match self.attempt_publish(p, v, &mut None, None) {
+            Attempt::Done(r) => r,
+            // Only a caller with a waker is ever parked.
+            Attempt::Parked(v) => Err(PublishError::Full(v)),
+        }
+    }
+
+    pub(crate) fn attempt_publish(
+        &self,
+        p: usize,
+        v: T,
+        key: &mut Option<WaitKey>,
+        waker: Option<&Waker>,
+    ) -> Attempt<T, Receipt> {
+        let now = self.now();
+        let mut wl = WakeList::new();
+        let (offset, old, more) = {
+            let mut log = self.parts[p].log.lock();
+            self.expire(&mut log, now, &mut wl);
+            if log.closed {
+                Log::<T>::unregister(&mut log.pubs, key, &mut wl);
+                return Attempt::Done(Err(PublishError::Closed(v)));
+            }
+            match log.append(v, now, self.overflow) {
+                Ok((offset, old)) => {
+                    // Our notification (if any) is consumed by this publish.
+                    drop(log.pubs.remove(key));
+                    let more = log.notify_readers(1, &mut wl);
+                    (offset, old, more)
+                }
+                Err(v) => {
+                    return match waker {
+                        Some(w) if self.overflow == Overflow::Block => {
+                            log.pubs.register(key, w);
+                            Attempt::Parked(v)
+                        }
+                        _ => {
+                            Log::<T>::unregister(&mut log.pubs, key, &mut wl);
+                            Attempt::Done(Err(PublishError::Full(v)))
+                        }
+                    };
+                }
+            }
+        };
+        wl.wake_all();
+        drop(old);
+        if more {
+            self.wake_remaining_readers(p, 1);
+        }
+        Attempt::Done(Ok(Receipt {
+            partition: p as u32,
+            offset,
+        }))
+    }
+
+    /// One attempt to append a whole batch to partition `p`, all or nothing.
+    pub(crate) fn poll_publish_batch(
+        &self,
+        p: usize,
+        values: &mut Option<Vec<T>>,
+        key: &mut Option<WaitKey>,
+        waker: Option<&Waker>,
+    ) -> Poll<Result<Receipt, PublishError<Vec<T>>>> {
+        let Some(batch) = values.take() else {
+            return Poll::Pending;
+        };
+        match self.attempt_publish_batch(p, batch, key, waker) {
+            Attempt::Done(r) => Poll::Ready(r),
+            Attempt::Parked(b) => {
+                *values = Some(b);
+                Poll::Pending
+            }
+        }
+    }
+
+    fn attempt_publish_batch(
+        &self,
+        p: usize,
+        mut batch: Vec<T>,
+        key: &mut Option<WaitKey>,
+        waker: Option<&Waker>,
+    ) -> Attempt<Vec<T>, Receipt> {
+        let n = batch.len();
+        if n as u64 > self.capacity as u64 {
+            return Attempt::Done(Err(PublishError::Full(batch)));
+        }
+        let now = self.now();
+        // Room for the values the batch overwrites in the ring, reserved outside the lock
+        // so that they can be dropped after it.
+        let mut olds = Vec::with_capacity(n);
+        let mut wl = WakeList::new();
+        let (first, more) = {
+            let mut log = self.parts[p].log.lock();
+            self.expire(&mut log, now, &mut wl);
+            if log.closed {
+                Log::<T>::unregister(&mut log.pubs, key, &mut wl);
+                return Attempt::Done(Err(PublishError::Closed(batch)));
+            }
+            if n == 0 {
+                return Attempt::Done(Ok(Receipt {
+                    partition: p as u32,
+                    offset: log.high,
+                }));
+            }
+            match log.append_batch(&mut batch, now, self.overflow, &mut olds) {
+                Some(first) => {
+                    drop(log.pubs.remove(key));
+                    let more = log.notify_readers(n, &mut wl);
+                    (first, more)
+                }
+                None => {
+                    return match waker {
+                        Some(w) if self.overflow == Overflow::Block => {
+                            log.pubs.register(key, w);
+                            Attempt::Parked(batch)
+                        }
+                        _ => {
+                            Log::<T>::unregister(&mut log.pubs, key, &mut wl);
+                            Attempt::Done(Err(PublishError::Full(batch)))
+                        }
+                    };
+                }
+            }
+        };
+        wl.wake_all();
+        drop(olds);
+        if more {
+            self.wake_remaining_readers(p, n);
+        }
+        Attempt::Done(Ok(Receipt {
+            partition: p as u32,
+            offset: first,
+        }))
+    }
+
+    /// Drops a publish future's registration, passing an unconsumed wake-up on.
+    pub(crate) fn cancel_publish(&self, p: usize, key: &mut Option<WaitKey>) {
+        if key.is_none() {
+            return;
+        }
+        let mut wl = WakeList::new();
+        let mut log = self.parts[p].log.lock();
+        Log::<T>::unregister(&mut log.pubs, key, &mut wl);
+        drop(log);
+        wl.wake_all();
+    }
+}
+
+/// A handle to a topic: publishes to it, and makes subscribers and group consumers.
+///
+/// Cloning a `Topic` makes another publishing handle to the same topic. The topic closes
+/// when [`Topic::close`] is called or the last handle is dropped: publishers then get
+/// [`PublishError::Closed`], and readers drain what is retained before they see `Closed`.
+///
+/// # Examples
+///
+/// ```
+/// use memq_core::{StartAt, Topic, TopicConfig};
+///
+/// let topic = Topic::new(TopicConfig::new(16))?;
+/// let mut sub = topic.subscribe(StartAt::Earliest)?;
+/// topic.try_publish("hello")?;
+/// assert_eq!(*sub.try_recv()?.value(), "hello");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Topic<T> {
+    pub(crate) shared: Arc<Shared<T>>,
+}
+
+impl<T> fmt::Debug for Topic<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.shared.fmt(f)
+    }
+}
+
+impl<T> Clone for Topic<T> {
+    fn clone(&self) -> Self {
+        self.shared.publishers.fetch_add(1, Ordering::Relaxed);
+        Self {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<T> Drop for Topic<T> {
+    fn drop(&mut self) {
+        if self.shared.publishers.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.shared.close();
+        }
+    }
+}
+
+/// The outcome of one publish attempt.
+pub(crate) enum Attempt<T, R> {
+    /// Finished, successfully or not.
+    Done(Result<R, PublishError<T>>),
+    /// Parked until woken; the value is handed back to the future that keeps it.
+    Parked(T),
+}
+
+/// Where a publish goes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Route {
+    Partition(usize),
+    Invalid,
+}
+
+impl<T> Topic<T> {
+    /// Creates a topic.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZeroCapacity`], [`Error::ZeroPartitions`], or [`Error::TtlWithoutClock`].
+    pub fn new(config: TopicConfig) -> Result<Self, Error> {
+        Self::build(None, config)
+    }
+
+    /// Creates a topic with `capacity` and otherwise default settings.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZeroCapacity`] if `capacity` is 0.
+    pub fn with_capacity(capacity: usize) -> Result<Self, Error> {
+        Self::new(TopicConfig::new(capacity))
+    }
+
+    pub(crate) fn build(name: Option<String>, config: TopicConfig) -> Result<Self, Error> {
+        config.validate()?;
+        let parts = (0..config.partitions)
+            .map(|_| Partition {
+                log: Mutex::new(Log::new(config.capacity)),
+            })
+            .collect();
+        Ok(Self {
+            shared: Arc::new(Shared {
+                name,
+                parts,
+                capacity: config.capacity,
+                overflow: config.overflow,
+                ttl: config.ttl.map(as_nanos),
+                clock: config.clock,
+                router: config.router,
+                publishers: AtomicUsize::new(1),
+                round_robin: AtomicUsize::new(0),
+                groups: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    /// The topic's name, if it was created by a [`Broker`](crate::Broker).
+    pub fn name(&self) -> Option<&str> {
+        self.shared.name.as_deref()
+    }
+
+    /// How many messages each partition retains, exactly as configured.
+    pub fn capacity(&self) -> usize {
+        self.shared.capacity
+    }
+
+    /// The number of partitions.
+    pub fn partitions(&self) -> u32 {
+        self.shared.partition_count()
+    }
+
+    /// The overflow policy.
+    pub fn overflow(&self) -> Overflow {
+        self.shared.overflow
+    }
+
+    /// Closes the topic: publishing fails from now on; readers drain what is retained and
+    /// then get `Closed`. Every waiting task is woken.
+    pub fn close(&self) {
+        self.shared.close();
+    }
+
+    /// Whether the topic is closed.
+    pub fn is_closed(&self) -> bool {
+        self.shared.is_closed()
+    }
+
+    pub(crate) fn route(&self, partition: Option<u32>, key: Option<&[u8]>) -> Route {
+        let s = &self.shared;
+        match (partition, key) {
+            (Some(p), _) => match s.check_partition(p) {
+                Ok(p) => Route::Partition(p),
+                Err(_) => Route::Invalid,
+            },
+            (None, Some(k)) => s.route_key(k).map_or(Route::Invalid, Route::Partition),
+            (None, None) => Route::Partition(s.route_round_robin()),
+        }
+    }
+
+    fn publish_with(&self, route: Route, value: T) -> Publish<'_, T> {
+        Publish {
+            topic: self,
+            route,
+            value: Some(value),
+            key: None,
+        }
+    }
+
+    /// Publishes `value`, waiting for room if the topic is full and its policy is `Block`.
+    /// Unkeyed messages go to partitions in turn (round-robin).
+    ///
+    /// # Errors
+    ///
+    /// [`PublishError::Closed`] if the topic is closed; [`PublishError::Full`] on a full
+    /// `Reject` topic. The message is handed back in both cases.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before it completes publishes nothing, and a wake-up it had
+    /// received is passed on to the next waiting publisher.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # futures_executor::block_on(async {
+    /// let topic = memq_core::Topic::with_capacity(4)?;
+    /// let receipt = topic.publish(7u8).await?;
+    /// assert_eq!(receipt.offset, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn publish(&self, value: T) -> Publish<'_, T> {
+        self.publish_with(self.route(None, None), value)
+    }
+
+    /// Publishes `value` to the partition its key routes to (see [`key_partition`] or the
+    /// topic's [`Router`]). Messages with the same key keep their order.
+    ///
+    /// # Errors
+    ///
+    /// As [`Topic::publish`], and [`PublishError::InvalidPartition`] if a user router
+    /// returns a partition that does not exist.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Topic::publish`].
+    pub fn publish_keyed(&self, key: impl AsRef<[u8]>, value: T) -> Publish<'_, T> {
+        self.publish_with(self.route(None, Some(key.as_ref())), value)
+    }
+
+    /// Publishes `value` to `partition`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Topic::publish`], and [`PublishError::InvalidPartition`] if `partition` does
+    /// not exist.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Topic::publish`].
+    pub fn publish_to(&self, partition: u32, value: T) -> Publish<'_, T> {
+        self.publish_with(self.route(Some(partition), None), value)
+    }
+
+    /// Publishes `value` if there is room now.
+    ///
+    /// # Errors
+    ///
+    /// [`PublishError::Full`] if the partition is full and nothing can be evicted (policy
+    /// `Block` or `Reject`), [`PublishError::Closed`] if the topic is closed.
+    pub fn try_publish(&self, value: T) -> Result<Receipt, PublishError<T>> {
+        self.try_route(self.route(None, None), value)
+    }
+
+    /// [`Topic::publish_keyed`] without waiting.
+    ///
+    /// # Errors
+    ///
+    /// As [`Topic::try_publish`] and [`Topic::publish_keyed`].
+    pub fn try_publish_keyed(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: T,
+    ) -> Result<Receipt, PublishError<T>> {
+        self.try_route(self.route(None, Some(key.as_ref())), value)
+    }
+
+    /// [`Topic::publish_to`] without waiting.
+    ///
+    /// # Errors
+    ///
+    /// As [`Topic::try_publish`] and [`Topic::publish_to`].
+    pub fn try_publish_to(&self, partition: u32, value: T) -> Result<Receipt, PublishError<T>> {
+        self.try_route(self.route(Some(partition), None), value)
+    }
+
+    fn try_route(&self, route: Route, value: T) -> Result<Receipt, PublishError<T>> {
+        let Route::Partition(p) = route else {
+            return Err(PublishError::InvalidPartition(value));
+        };
+        self.shared.try_publish_now(p, value)
+    }
+
+    /// Publishes every value of `batch` with contiguous offsets in one partition, or none
+    /// of them. Waits (policy `Block`) until there is room for the whole batch.
+    ///
+    /// Returns the receipt of the first message.
+    ///
+    /// # Errors
+    ///
+    /// [`PublishError::Full`] if the batch is larger than the capacity (it could never
+    /// fit) or the topic is full under `Reject`; [`PublishError::Closed`] if the topic is
+    /// closed. The batch is handed back whole.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before it completes publishes nothing.
+    pub fn publish_batch(&self, batch: Vec<T>) -> PublishBatch<'_, T> {
+        PublishBatch {
+            topic: self,
+            route: self.route(None, None),
+            values: Some(batch),
+            key: None,
+        }
+    }
+
+    /// [`Topic::publish_batch`] to an explicit partition.
+    ///
+    /// # Errors
+    ///
+    /// As [`Topic::publish_batch`], and [`PublishError::InvalidPartition`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Topic::publish_batch`].
+    pub fn publish_batch_to(&self, partition: u32, batch: Vec<T>) -> PublishBatch<'_, T> {
+        PublishBatch {
+            topic: self,
+            route: self.route(Some(partition), None),
+            values: Some(batch),
+            key: None,
+        }
+    }
+
+    /// [`Topic::publish_batch`] without waiting.
+    ///
+    /// # Errors
+    ///
+    /// [`PublishError::Full`] if the whole batch does not fit now.
+    pub fn try_publish_batch(&self, batch: Vec<T>) -> Result<Receipt, PublishError<Vec<T>>> {
+        let Route::Partition(p) = self.route(None, None) else {
+            return Err(PublishError::InvalidPartition(batch));
+        };
+        match self.shared.attempt_publish_batch(p, batch, &mut None, None) {
+            Attempt::Done(r) => r,
+            Attempt::Parked(b) => Err(PublishError::Full(b)),
+        }
+    }
+}
+
+/// Future of [`Topic::publish`], [`Topic::publish_keyed`] and [`Topic::publish_to`].
+#[must_use = "futures do nothing unless polled"]
+pub struct Publish<'a, T> {
+    topic: &'a Topic<T>,
+    route: Route,
+    value: Option<T>,
+    key: Option<WaitKey>,
+}
+
+impl<T> fmt::Debug for Publish<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Publish")
+            .field("route", &self.route)
+            .field("waiting", &self.key.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Unpin for Publish<'_, T> {}
+
+impl<T> Future for Publish<'_, T> {
+    type Output = Result<Receipt, PublishError<T>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        match this.route {
+            Route::Invalid => match this.value.take() {
+                Some(v) => Poll::Ready(Err(PublishError::InvalidPartition(v))),
+                None => Poll::Pending,
+            },
+            Route::Partition(p) => {
+                this.topic
+                    .shared
+                    .poll_publish(p, &mut this.value, &mut this.key, Some(cx.waker()))
+            }
+        }
+    }
+}
+
+impl<T> Drop for Publish<'_, T> {
+    fn drop(&mut self) {
+        if let Route::Partition(p) = self.route {
+            self.topic.shared.cancel_publish(p, &mut self.key);
+        }
+    }
+}
+
+/// Future of [`Topic::publish_batch`].
+#[must_use = "futures do nothing unless polled"]
+pub struct PublishBatch<'a, T> {
+    topic: &'a Topic<T>,
+    route: Route,
+    values: Option<Vec<T>>,
+    key: Option<WaitKey>,
+}
+
+impl<T> fmt::Debug for PublishBatch<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PublishBatch")
+            .field("route", &self.route)
+            .field("len", &self.values.as_ref().map(Vec::len))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Unpin for PublishBatch<'_, T> {}
+
+impl<T> Future for PublishBatch<'_, T> {
+    type Output = Result<Receipt, PublishError<Vec<T>>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        match this.route {
+            Route::Invalid => match this.values.take() {
+                Some(v) => Poll::Ready(Err(PublishError::InvalidPartition(v))),
+                None => Poll::Pending,
+            },
+            Route::Partition(p) => this.topic.shared.poll_publish_batch(
+                p,
+                &mut this.values,
+                &mut this.key,
+                Some(cx.waker()),
+            ),
+        }
+    }
+}
+
+impl<T> Drop for PublishBatch<'_, T> {
+    fn drop(&mut self) {
+        if let Route::Partition(p) = self.route {
+            self.topic.shared.cancel_publish(p, &mut self.key);
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! Waiter lists: who is parked on a partition, and who gets woken.
+//!
+//! A [`WaiterList`] lives inside a partition's critical section. Futures own a
+//! [`WaitKey`] into it, so registering again after a spurious wake-up reuses the same slot:
+//! the list allocates only when it grows past its largest size so far, never per wait.
+//! Waking is split in two: under the lock, wakers are *taken* into a [`WakeList`]; after the
+//! guard is dropped, the caller wakes them. No waker runs under a lock.
+//!
+//! This module knows nothing about messages or offsets.
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+use core::task::Waker;
+
+/// Handle to a slot in a [`WaiterList`], owned by exactly one future or handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WaitKey(usize);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SlotState {
+    /// Not in use; on the free list.
+    Free,
+    /// Allocated, not waiting (e.g. its owner was served without parking).
+    Idle,
+    /// Parked with a waker, queued for notification.
+    Waiting,
+    /// Taken off the queue and woken; the owner has not run yet.
+    Notified,
+}
+
+#[derive(Debug)]
+struct Slot {
+    state: SlotState,
+    waker: Option<Waker>,
+}
+
+/// Registered wakers of one kind (subscribers, group members or publishers) on one
+/// partition, served in FIFO order.
+#[derive(Debug, Default)]
+pub(crate) struct WaiterList {
+    slots: Vec<Slot>,
+    free: Vec<usize>,
+    /// FIFO of keys that were `Waiting` when pushed. Entries whose slot is no longer
+    /// `Waiting` are stale and skipped; the queue is compacted when stale entries dominate.
+    queue: VecDeque<usize>,
+    waiting: usize,
+}
+
+impl WaiterList {
+    pub(crate) const fn new() -> Self {
+        Self {
+            slots: Vec::new(),
+            free: Vec::new(),
+            queue: VecDeque::new(),
+            waiting: 0,
+        }
+    }
+
+    /// How many registrations are waiting to be woken.
+    #[inline]
+    pub(crate) fn waiting(&self) -> usize {
+        self.waiting
+    }
+
+    /// Parks `waker` under `key` (allocating a slot the first time) and queues it.
+    ///
+    /// Registering a key that is already waiting only refreshes its waker, keeping its
+    /// place in the queue.
+    pub(crate) fn register(&mut self, key: &mut Option<WaitKey>, waker: &Waker) {
+        let index = match *key {
+            Some(WaitKey(i)) => i,
+            None => {
+                let i = match self.free.pop() {
+                    Some(i) => i,
+                    None => {
+                        self.slots.push(Slot {
+                            state: SlotState::Free,
+                            waker: None,
+                        });
+                        self.slots.len() - 1
+                    }
+                };
+                self.slots[i].state = SlotState::Idle;
+                *key = Some(WaitKey(i));
+                i
+            }
+        };
+        let slot = &mut self.slots[index];
+        match &slot.waker {
+            Some(w) if w.will_wake(waker) => {}
+            _ => slot.waker = Some(waker.clone()),
+        }
+        if slot.state != SlotState::Waiting {
+            debug_assert_ne!(slot.state, SlotState::Free);
+            slot.state = SlotState::Waiting;
+            self.waiting += 1;
+            self.queue.push_back(index);
+        }
+    }
+
+    /// Marks the registration as served (no longer waiting, notification consumed),
+    /// keeping the slot for the next wait. Returns whether it had been notified.
+    pub(crate) fn settle(&mut self, key: Option<WaitKey>) -> bool {
+        let Some(WaitKey(i)) = key else {
+            return false;
+        };
+        let slot = &mut self.slots[i];
+        let was = slot.state;
+        if was == SlotState::Waiting {
+            self.waiting -= 1;
+        }
+        slot.state = SlotState::Idle;
+        self.maybe_compact();
+        was == SlotState::Notified
+    }
+
+    /// Frees the slot of `key`. Returns whether it held an unconsumed notification, which
+    /// the caller must pass on (see [`WaiterList::notify_one`]) where one waiter per event
+    /// is woken.
+    pub(crate) fn remove(&mut self, key: &mut Option<WaitKey>) -> (bool, Option<Waker>) {
+        let Some(WaitKey(i)) = key.take() else {
+            return (false, None);
+        };
+        let slot = &mut self.slots[i];
+        let was = slot.state;
+        if was == SlotState::Waiting {
+            self.waiting -= 1;
+        }
+        slot.state = SlotState::Free;
+        // The waker is handed back so that it is dropped after the lock is released.
+        let waker = slot.waker.take();
+        self.free.push(i);
+        self.maybe_compact();
+        (was == SlotState::Notified, waker)
+    }
+
+    fn maybe_compact(&mut self) {
+        if self.queue.len() > 2 * self.waiting + 32 {
+            let slots = &self.slots;
+            self.queue.retain(|&i| slots[i].state == SlotState::Waiting);
+        }
+    }
+
+    /// Takes the oldest waiting registration's waker into `out`.
+    /// Returns `false` if nobody was waiting or `out` is full.
+    pub(crate) fn notify_one(&mut self, out: &mut WakeList) -> bool {
+        if self.waiting == 0 || out.is_full() {
+            return false;
+        }
+        while let Some(i) = self.queue.pop_front() {
+            let slot = &mut self.slots[i];
+            if slot.state == SlotState::Waiting {
+                slot.state = SlotState::Notified;
+                self.waiting -= 1;
+                if let Some(w) = slot.waker.take() {
+                    out.push(w);
+                }
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Wakes up to `n` waiters in FIFO order; returns how many were taken.
+    pub(crate) fn notify_many(&mut self, n: usize, out: &mut WakeList) -> usize {
+        let mut done = 0;
+        while done < n && self.notify_one(out) {
+            done += 1;
+        }
+        done
+    }
+
+    /// Takes every waiting waker that fits into `out`. Returns `true` if some are still
+    /// waiting (the caller wakes what it has, then calls again).
+    pub(crate) fn notify_all(&mut self, out: &mut WakeList) -> bool {
+        while self.notify_one(out) {}
+        self.waiting > 0
+    }
+}
+
+/// Wakers taken under a lock, to be woken after it is released.
+///
+/// Fixed capacity on the stack: a caller that fills it releases the lock, wakes, and
+/// comes back for the rest.
+pub(crate) struct WakeList {
+    wakers: heapless::Vec<Waker, 32>,
+}
+
+impl core::fmt::Debug for WakeList {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("WakeList")
+            .field("len", &self.wakers.len())
+            .finish()
+    }
+}
+
+impl WakeList {
+    pub(crate) const fn new() -> Self {
+        Self {
+            wakers: heapless::Vec::new(),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn is_full(&self) -> bool {
+        self.wakers.is_full()
+    }
+
+    fn push(&mut self, waker: Waker) {
+        // `notify_one` checks `is_full` before taking a waker, so this cannot fail; if it
+        // ever did, waking at once is still correct (just under the lock).
+        if let Err(w) = self.wakers.push(waker) {
+            w.wake();
+        }
+    }
+
+    /// Wakes everything collected. Must be called with no lock held.
+    pub(crate) fn wake_all(&mut self) {
+        while let Some(w) = self.wakers.pop() {
+            w.wake();
+        }
+    }
+}
+
+impl Drop for WakeList {
+    fn drop(&mut self) {
+        self.wake_all();
+    }
+}

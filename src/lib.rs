@@ -1,0 +1,1 @@
+//! Examples and benchmarks for memq live in `examples/` and `benches/`.
