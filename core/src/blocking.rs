@@ -1,13 +1,14 @@
 //! Blocking front ends for plain threads: each runs the async operation's own future on
 //! the calling thread, parking it (no spinning) until the future's waker unparks it.
 
+use alloc::sync::Arc;
+use alloc::task::Wake;
 use core::future::Future;
 use core::pin::pin;
 use core::task::{Context, Poll, Waker};
-use std::sync::Arc;
-use std::task::Wake;
+use core::time::Duration;
 use std::thread::{self, Thread};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::error::{PublishError, RecvError, RecvTimeoutError};
 use crate::group::Consumer;

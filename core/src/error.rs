@@ -157,6 +157,11 @@ pub enum Error {
     ZeroPartitions,
     /// A TTL was set without a clock to measure it.
     TtlWithoutClock,
+    /// The ring for this capacity cannot be allocated.
+    CapacityTooLarge {
+        /// The capacity asked for.
+        capacity: usize,
+    },
     /// The partition index is not below the topic's partition count.
     PartitionOutOfRange {
         /// The index asked for.
@@ -191,6 +196,9 @@ impl fmt::Display for Error {
             Self::ZeroCapacity => f.write_str("topic capacity must be at least 1"),
             Self::ZeroPartitions => f.write_str("topic must have at least 1 partition"),
             Self::TtlWithoutClock => f.write_str("a ttl needs a clock"),
+            Self::CapacityTooLarge { capacity } => {
+                write!(f, "cannot allocate a log of capacity {capacity}")
+            }
             Self::PartitionOutOfRange {
                 partition,
                 partitions,
@@ -216,13 +224,10 @@ impl fmt::Display for Error {
     }
 }
 
-#[cfg(feature = "std")]
-mod std_impls {
-    use super::*;
-    impl<T> std::error::Error for PublishError<T> {}
-    impl std::error::Error for RecvError {}
-    impl std::error::Error for TryRecvError {}
-    impl std::error::Error for RecvTimeoutError {}
-    impl std::error::Error for Lagged {}
-    impl std::error::Error for Error {}
-}
+// `core::error::Error`, so the error types are errors without std as well.
+impl<T> core::error::Error for PublishError<T> {}
+impl core::error::Error for RecvError {}
+impl core::error::Error for TryRecvError {}
+impl core::error::Error for RecvTimeoutError {}
+impl core::error::Error for Lagged {}
+impl core::error::Error for Error {}

@@ -10,6 +10,10 @@
 //!
 //! With automatic commit (the only mode so far) a delivery commits: the group's position
 //! moves past the message as it is handed out.
+//!
+//! After the topic closes, a member's receive returns `Closed` once the whole group has
+//! drained, not just the member's own partitions: until then a member that finished
+//! early waits, because a rebalance may still hand it a partition with messages.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -245,6 +249,9 @@ fn create_group<T>(shared: &Shared<T>, name: &str, start: StartAt) -> Result<Gro
     })
 }
 
+/// How many messages one poll took, and the message itself when no buffer was given.
+type Taken<T> = (usize, Option<Message<T>>);
+
 /// A member of a consumer group: receives the messages of its assigned partitions that
 /// no other member received.
 ///
@@ -342,7 +349,7 @@ impl<T> Consumer<T> {
         mut buf: Option<&mut Vec<Message<T>>>,
         limit: usize,
         waker: Option<&Waker>,
-    ) -> Poll<Result<(usize, Option<Message<T>>), RecvError>>
+    ) -> Poll<Result<Taken<T>, RecvError>>
     where
         T: Clone,
     {
@@ -357,6 +364,7 @@ impl<T> Consumer<T> {
         let mut got = 0;
         let mut single = None;
         let mut all_closed = true;
+        let mut drained_closed = false;
         for k in 0..n {
             if got == limit {
                 break;
@@ -388,8 +396,9 @@ impl<T> Consumer<T> {
                         if let Some(g) = log.group(self.group.ids[p]) {
                             g.waiters.settle(self.keys[p]);
                         }
-                        shared.reader_advanced(&mut log, old, &mut wl);
-                        self.waiting = false;
+                        shared.reader_advanced(&mut log, &mut wl);
+                        drop(log);
+                        self.cancel_wait();
                         return Poll::Ready(Err(RecvError::Lagged(missed)));
                     }
                     Read::Empty => break,
@@ -408,7 +417,8 @@ impl<T> Consumer<T> {
                         }
                     }
                 }
-                shared.reader_advanced(&mut log, old, &mut wl);
+                shared.reader_advanced(&mut log, &mut wl);
+                drained_closed |= log.closed && log.cursor(cursor) >= log.high;
                 self.next = idx + 1;
                 all_closed = false;
             } else if !log.closed {
@@ -423,41 +433,73 @@ impl<T> Consumer<T> {
             }
         }
         if got > 0 {
-            self.waiting = false;
+            self.cancel_wait();
+            if drained_closed {
+                // Members waiting for the whole group to drain may be done now.
+                self.wake_idle();
+            }
             return Poll::Ready(Ok((got, single)));
         }
-        if n == 0 {
-            // No partition assigned: wait for a rebalance (or the topic to close).
-            let closed = shared.is_closed();
-            if !closed {
-                if let Some(w) = waker {
-                    let mut members = self.group.members.lock();
-                    members.idle.register(&mut self.idle_key, w);
-                }
-                // Re-check after registering: a rebalance may have just happened.
-                if self.group.epoch.load(Ordering::Acquire) != self.epoch {
-                    if let Some(w) = waker {
-                        w.wake_by_ref();
-                    }
-                }
-                self.waiting = waker.is_some();
-                return Poll::Pending;
-            }
-        } else if !all_closed {
+        if n > 0 && !all_closed {
             self.waiting = waker.is_some();
             return Poll::Pending;
         }
-        self.waiting = false;
-        Poll::Ready(Err(RecvError::Closed))
+        // Nothing assigned, or every assigned partition is closed and drained. The member
+        // is done only when the whole group is: until then a rebalance (another member
+        // leaving) may still hand it a partition with messages in it.
+        if shared.is_closed() && self.group_drained() {
+            self.cancel_wait();
+            return Poll::Ready(Err(RecvError::Closed));
+        }
+        if let Some(w) = waker {
+            self.group
+                .members
+                .lock()
+                .idle
+                .register(&mut self.idle_key, w);
+            // Re-check after registering: a rebalance or the last drain may have just
+            // happened, and its wake-up would have missed us.
+            if self.group.epoch.load(Ordering::Acquire) != self.epoch
+                || (shared.is_closed() && self.group_drained())
+            {
+                w.wake_by_ref();
+            }
+        }
+        self.waiting = waker.is_some();
+        Poll::Pending
     }
 
-    /// Forgets the registrations of an abandoned wait, passing unconsumed wake-ups on to
-    /// other members.
+    /// Whether the group has delivered everything published on every partition.
+    fn group_drained(&self) -> bool {
+        self.shared.parts.iter().enumerate().all(|(p, part)| {
+            let log = part.log.lock();
+            log.group_ref(self.group.ids[p])
+                .is_none_or(|g| log.cursor(g.cursor) >= log.high)
+        })
+    }
+
+    /// Wakes members waiting for work elsewhere in the group (see `poll_inner`).
+    fn wake_idle(&self) {
+        let mut wl = WakeList::new();
+        loop {
+            let more = self.group.members.lock().idle.notify_all(&mut wl);
+            wl.wake_all();
+            if !more {
+                break;
+            }
+        }
+    }
+
+    /// Forgets the registrations of a wait that ended (served on another partition, or
+    /// abandoned), passing unconsumed wake-ups on to other members.
     fn cancel_wait(&mut self) {
         if !self.waiting {
             return;
         }
         self.waiting = false;
+        if self.idle_key.is_some() {
+            self.group.members.lock().idle.settle(self.idle_key);
+        }
         for p in 0..self.keys.len() {
             if self.keys[p].is_some() {
                 let mut wl = WakeList::new();

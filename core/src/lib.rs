@@ -35,6 +35,12 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 #![doc(test(attr(deny(warnings))))]
+// The core speaks `core::` and `alloc::` only, so that it stays `no_std`.
+#![warn(
+    clippy::std_instead_of_core,
+    clippy::std_instead_of_alloc,
+    clippy::alloc_instead_of_core
+)]
 
 extern crate alloc;
 
@@ -42,6 +48,8 @@ extern crate alloc;
 mod blocking;
 mod broker;
 mod clock;
+#[cfg(feature = "serde")]
+pub mod codec;
 mod config;
 mod error;
 mod group;

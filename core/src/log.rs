@@ -75,10 +75,12 @@ pub(crate) struct Log<T> {
 }
 
 impl<T> Log<T> {
-    pub(crate) fn new(capacity: usize) -> Self {
-        let mut ring = Vec::with_capacity(capacity);
+    /// A log of `capacity` slots, or `None` if that much memory cannot be had.
+    pub(crate) fn new(capacity: usize) -> Option<Self> {
+        let mut ring = Vec::new();
+        ring.try_reserve_exact(capacity).ok()?;
         ring.resize_with(capacity, || None);
-        Self {
+        Some(Self {
             ring: ring.into_boxed_slice(),
             capacity: capacity as u64,
             low: 0,
@@ -96,7 +98,7 @@ impl<T> Log<T> {
             delivered: 0,
             evicted: 0,
             expired: 0,
-        }
+        })
     }
 
     #[inline]
@@ -172,7 +174,7 @@ impl<T> Log<T> {
 
     // ----- retention ----------------------------------------------------------------
 
-    /// Evicts messages whose age reached `ttl` as of `now`. Messages are stamped in offset
+    /// Evicts messages older than `ttl` as of `now`. Messages are stamped in offset
     /// order with a non-decreasing clock, so expired ones always form a prefix.
     /// Returns how many were removed.
     pub(crate) fn evict_expired(&mut self, now: u64, ttl: u64) -> u64 {
@@ -180,7 +182,7 @@ impl<T> Log<T> {
         while self.low < self.high {
             let i = self.index(self.low);
             match &self.ring[i] {
-                Some(e) if now.saturating_sub(e.ts) >= ttl => self.low += 1,
+                Some(e) if now.saturating_sub(e.ts) > ttl => self.low += 1,
                 _ => break,
             }
         }
@@ -217,7 +219,7 @@ impl<T> Log<T> {
         self.last_ts = ts;
         let i = self.index(offset);
         let old = self.ring[i].replace(Entry { offset, ts, value });
-        debug_assert!(old.as_ref().map_or(true, |e| e.offset < self.low));
+        debug_assert!(old.as_ref().is_none_or(|e| e.offset < self.low));
         self.high += 1;
         self.published += 1;
         (offset, old.map(|e| e.value))
@@ -266,6 +268,11 @@ impl<T> Log<T> {
     }
 
     /// Collects publishers' wakers for as many slots as are free now.
+    ///
+    /// Called after anything that may free room (a reader moving, a reader leaving, TTL
+    /// expiry) and after a publish that left room: as long as a publisher waits while a
+    /// slot is free, some waiter is woken. A woken publisher that finds the room taken by
+    /// a faster one parks again and is woken by the next such event.
     pub(crate) fn notify_publishers(&mut self, overflow: Overflow, out: &mut WakeList) {
         if self.pubs.waiting() > 0 {
             let free = self.free_slots(overflow, 1);
@@ -319,33 +326,18 @@ impl<T> Log<T> {
         Read::Message(e)
     }
 
-    /// Whether a reader moving forward from `old_pos` may have freed room for a waiting
-    /// publisher. A publisher parks only after recomputing the minimum position and finding
-    /// it at `low`, so only a reader at (or below) `low` can be the one holding it back.
-    #[inline]
-    pub(crate) fn frees_room(&self, old_pos: u64) -> bool {
-        self.pubs.waiting() > 0 && old_pos <= self.low
-    }
-
     // ----- groups -------------------------------------------------------------------
 
+    /// Attaches a new group at `start`. Group ids are never reused, so a member of a
+    /// deleted group can never reach another group's state.
     pub(crate) fn add_group(&mut self, start: u64) -> usize {
         let cursor = self.add_cursor(start);
-        let part = GroupPart {
+        self.groups.push(Some(GroupPart {
             cursor,
             waiters: WaiterList::new(),
             delivered: 0,
-        };
-        match self.groups.iter().position(Option::is_none) {
-            Some(i) => {
-                self.groups[i] = Some(part);
-                i
-            }
-            None => {
-                self.groups.push(Some(part));
-                self.groups.len() - 1
-            }
-        }
+        }));
+        self.groups.len() - 1
     }
 
     pub(crate) fn group(&mut self, id: usize) -> Option<&mut GroupPart> {

@@ -50,7 +50,10 @@ pub const fn key_partition(key: &[u8], partitions: u32) -> u32 {
 /// A user-supplied router: given a key and the partition count, the partition to use.
 /// A result out of range makes the publish fail with `InvalidPartition`, not panic.
 #[derive(Clone)]
-pub struct Router(pub(crate) Arc<dyn Fn(&[u8], u32) -> u32 + Send + Sync>);
+pub struct Router(pub(crate) Arc<RouteFn>);
+
+/// The function behind a [`Router`].
+type RouteFn = dyn Fn(&[u8], u32) -> u32 + Send + Sync;
 
 impl Router {
     /// Wraps a routing function.

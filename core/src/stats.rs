@@ -111,14 +111,12 @@ impl<T> Topic<T> {
             .collect();
         let mut partitions = Vec::with_capacity(shared.parts.len());
         let mut closed = false;
-        let mut subscribers = 0;
         let now = shared.now();
         for (p, part) in shared.parts.iter().enumerate() {
             let mut wl = crate::wait::WakeList::new();
             let mut log = part.log.lock();
             shared.expire(&mut log, now, &mut wl);
             closed |= log.closed;
-            subscribers = subscribers.max(log.subscribers);
             partitions.push(PartitionStats {
                 partition: p as u32,
                 low: log.low,
@@ -150,7 +148,7 @@ impl<T> Topic<T> {
             evicted: partitions.iter().map(|p| p.evicted).sum(),
             expired: partitions.iter().map(|p| p.expired).sum(),
             depth: partitions.iter().map(|p| p.depth).sum(),
-            subscribers,
+            subscribers: shared.subscribers.load(crate::sync::Ordering::Relaxed),
             partitions,
             groups: group_stats,
         }

@@ -106,6 +106,10 @@ impl<T> Subscriber<T> {
             next: 0,
             waiting: false,
         };
+        // Counted from here; `Drop` uncounts it, also when attaching fails half way.
+        shared
+            .subscribers
+            .fetch_add(1, crate::sync::Ordering::Relaxed);
         let now = shared.now();
         for p in ps {
             let mut wl = WakeList::new();
@@ -179,9 +183,8 @@ impl<T> Subscriber<T> {
         let mut wl = WakeList::new();
         let mut log = self.shared.parts[sp.p].log.lock();
         let pos = start_position(&log, sp.p, StartAt::Offset(offset))?;
-        let old = log.cursor(sp.cursor);
         log.set_cursor(sp.cursor, pos);
-        self.shared.reader_advanced(&mut log, old, &mut wl);
+        self.shared.reader_advanced(&mut log, &mut wl);
         Ok(())
     }
 
@@ -191,13 +194,17 @@ impl<T> Subscriber<T> {
     ///
     /// [`Error::OffsetOutOfRange`] for an offset past the end of a partition.
     pub fn seek_to(&mut self, start: StartAt) -> Result<(), Error> {
+        // All or nothing: check every partition first (offsets only grow, so a position
+        // valid now stays valid below).
+        for sp in &self.parts {
+            start_position(&self.shared.parts[sp.p].log.lock(), sp.p, start)?;
+        }
         for sp in &self.parts {
             let mut wl = WakeList::new();
             let mut log = self.shared.parts[sp.p].log.lock();
             let pos = start_position(&log, sp.p, start)?;
-            let old = log.cursor(sp.cursor);
             log.set_cursor(sp.cursor, pos);
-            self.shared.reader_advanced(&mut log, old, &mut wl);
+            self.shared.reader_advanced(&mut log, &mut wl);
         }
         Ok(())
     }
@@ -217,20 +224,21 @@ impl<T> Subscriber<T> {
             let mut wl = WakeList::new();
             let mut log = shared.parts[sp.p].log.lock();
             shared.expire(&mut log, now, &mut wl);
-            let old = log.cursor(sp.cursor);
             match log.read(sp.cursor) {
                 Read::Message(e) => {
                     log.subs.settle(sp.key);
-                    shared.reader_advanced(&mut log, old, &mut wl);
+                    shared.reader_advanced(&mut log, &mut wl);
                     drop(log);
+                    let m = to_message(sp.p, e, shared.clock.is_some());
                     self.next = idx + 1;
-                    self.waiting = false;
-                    return Poll::Ready(Ok(to_message(sp.p, e, shared.clock.is_some())));
+                    self.cancel_wait();
+                    return Poll::Ready(Ok(m));
                 }
                 Read::Lagged(missed) => {
                     log.subs.settle(sp.key);
-                    shared.reader_advanced(&mut log, old, &mut wl);
-                    self.waiting = false;
+                    shared.reader_advanced(&mut log, &mut wl);
+                    drop(log);
+                    self.cancel_wait();
                     return Poll::Ready(Err(RecvError::Lagged(missed)));
                 }
                 Read::Empty => {
@@ -244,7 +252,7 @@ impl<T> Subscriber<T> {
             }
         }
         if all_closed {
-            self.waiting = false;
+            self.cancel_wait();
             Poll::Ready(Err(RecvError::Closed))
         } else {
             self.waiting = waker.is_some();
@@ -294,8 +302,9 @@ impl<T> Subscriber<T> {
                     }
                     Read::Lagged(missed) => {
                         log.subs.settle(sp.key);
-                        shared.reader_advanced(&mut log, old, &mut wl);
-                        self.waiting = false;
+                        shared.reader_advanced(&mut log, &mut wl);
+                        drop(log);
+                        self.cancel_wait();
                         return Poll::Ready(Err(RecvError::Lagged(missed)));
                     }
                     Read::Empty => break,
@@ -303,7 +312,7 @@ impl<T> Subscriber<T> {
             }
             if log.cursor(sp.cursor) != old {
                 log.subs.settle(sp.key);
-                shared.reader_advanced(&mut log, old, &mut wl);
+                shared.reader_advanced(&mut log, &mut wl);
                 self.next = idx + 1;
                 all_closed = false;
             } else if !log.closed {
@@ -316,10 +325,10 @@ impl<T> Subscriber<T> {
             }
         }
         if got > 0 {
-            self.waiting = false;
+            self.cancel_wait();
             Poll::Ready(Ok(got))
         } else if all_closed {
-            self.waiting = false;
+            self.cancel_wait();
             Poll::Ready(Ok(0))
         } else {
             self.waiting = waker.is_some();
@@ -327,7 +336,9 @@ impl<T> Subscriber<T> {
         }
     }
 
-    /// Forgets registrations of a wait that was abandoned.
+    /// Forgets the registrations of a wait that ended (served, or abandoned), so that no
+    /// later publish wakes a task that is not waiting. Only a subscriber of several
+    /// partitions that actually parked pays for this.
     fn cancel_wait(&mut self) {
         if !self.waiting {
             return;
@@ -432,6 +443,9 @@ impl<T> Subscriber<T> {
 impl<T> Drop for Subscriber<T> {
     fn drop(&mut self) {
         let shared = &*self.shared;
+        shared
+            .subscribers
+            .fetch_sub(1, crate::sync::Ordering::Relaxed);
         for sp in &mut self.parts {
             let mut wl = WakeList::new();
             let mut log = shared.parts[sp.p].log.lock();

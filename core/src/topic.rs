@@ -44,6 +44,8 @@ pub(crate) struct Shared<T> {
     /// Groups by name. Lock order: this registry, then a group's members, then a
     /// partition. Nothing that holds a partition lock takes either of the others.
     pub(crate) groups: Mutex<Vec<Arc<GroupShared>>>,
+    /// Live subscribers (one per `Subscriber`, whatever partitions it reads).
+    pub(crate) subscribers: AtomicUsize,
 }
 
 impl<T> fmt::Debug for Shared<T> {
@@ -108,11 +110,11 @@ impl<T> Shared<T> {
         }
     }
 
-    /// After a reader moved forward from `old_pos` on partition `p`, wakes publishers
-    /// if room was freed. Called with the log locked; wakers go to `out`.
+    /// After a reader moved, wakes publishers if room may have been freed. Called with
+    /// the log locked; wakers go to `out`. Costs one comparison when nobody waits.
     #[inline]
-    pub(crate) fn reader_advanced(&self, log: &mut Log<T>, old_pos: u64, out: &mut WakeList) {
-        if log.frees_room(old_pos) {
+    pub(crate) fn reader_advanced(&self, log: &mut Log<T>, out: &mut WakeList) {
+        if log.pubs.waiting() > 0 {
             log.notify_publishers(self.overflow, out);
         }
     }
@@ -205,8 +207,10 @@ impl<T> Shared<T> {
             }
             match log.append(v, now, self.overflow) {
                 Ok((offset, old)) => {
-                    // Our notification (if any) is consumed by this publish.
+                    // Our notification (if any) is consumed by this publish; if room is
+                    // left, the next waiting publisher gets its turn.
                     drop(log.pubs.remove(key));
+                    log.notify_publishers(self.overflow, &mut wl);
                     let more = log.notify_readers(1, &mut wl);
                     (offset, old, more)
                 }
@@ -287,6 +291,7 @@ impl<T> Shared<T> {
             match log.append_batch(&mut batch, now, self.overflow, &mut olds) {
                 Some(first) => {
                     drop(log.pubs.remove(key));
+                    log.notify_publishers(self.overflow, &mut wl);
                     let more = log.notify_readers(n, &mut wl);
                     (first, more)
                 }
@@ -392,7 +397,8 @@ impl<T> Topic<T> {
     ///
     /// # Errors
     ///
-    /// [`Error::ZeroCapacity`], [`Error::ZeroPartitions`], or [`Error::TtlWithoutClock`].
+    /// [`Error::ZeroCapacity`], [`Error::ZeroPartitions`], [`Error::TtlWithoutClock`], or
+    /// [`Error::CapacityTooLarge`] if the ring cannot be allocated.
     pub fn new(config: TopicConfig) -> Result<Self, Error> {
         Self::build(None, config)
     }
@@ -408,11 +414,19 @@ impl<T> Topic<T> {
 
     pub(crate) fn build(name: Option<String>, config: TopicConfig) -> Result<Self, Error> {
         config.validate()?;
-        let parts = (0..config.partitions)
-            .map(|_| Partition {
-                log: Mutex::new(Log::new(config.capacity)),
-            })
-            .collect();
+        let too_large = Error::CapacityTooLarge {
+            capacity: config.capacity,
+        };
+        let mut parts = Vec::new();
+        parts
+            .try_reserve_exact(config.partitions as usize)
+            .map_err(|_| too_large.clone())?;
+        for _ in 0..config.partitions {
+            let log = Log::new(config.capacity).ok_or_else(|| too_large.clone())?;
+            parts.push(Partition {
+                log: Mutex::new(log),
+            });
+        }
         Ok(Self {
             shared: Arc::new(Shared {
                 name,
@@ -425,6 +439,7 @@ impl<T> Topic<T> {
                 publishers: AtomicUsize::new(1),
                 round_robin: AtomicUsize::new(0),
                 groups: Mutex::new(Vec::new()),
+                subscribers: AtomicUsize::new(0),
             }),
         })
     }

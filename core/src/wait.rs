@@ -100,6 +100,10 @@ impl WaiterList {
 
     /// Marks the registration as served (no longer waiting, notification consumed),
     /// keeping the slot for the next wait. Returns whether it had been notified.
+    ///
+    /// The stored waker is released so that a finished wait keeps no task alive. It is
+    /// dropped here, under the caller's lock: the task that owns it is the one running
+    /// this code, so this is a reference-count decrement and never frees the task.
     pub(crate) fn settle(&mut self, key: Option<WaitKey>) -> bool {
         let Some(WaitKey(i)) = key else {
             return false;
@@ -110,6 +114,7 @@ impl WaiterList {
             self.waiting -= 1;
         }
         slot.state = SlotState::Idle;
+        slot.waker = None;
         self.maybe_compact();
         was == SlotState::Notified
     }
