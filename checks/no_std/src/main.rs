@@ -100,11 +100,22 @@ pub extern "C" fn memq_check() -> u32 {
     if broker.create("t", TopicConfig::new(4)).is_err() {
         return 5;
     }
-    let Ok(bytes) = Postcard.encode(&(1u32, 2u8)) else {
+    let Ok(bytes) = Postcard::new().encode(&(1u32, 2u8)) else {
         return 6;
     };
-    let Ok((a, b)): Result<(u32, u8), _> = Postcard.decode(&bytes) else {
+    let Ok((a, b)): Result<(u32, u8), _> = Postcard::new().decode(&bytes) else {
         return 7;
     };
     (seen.len() as u32) + got + a + u32::from(b)
+}
+
+/// The entry point the linker starts from: runs the check, then idles.
+#[no_mangle]
+pub extern "C" fn _start() -> ! {
+    let result = memq_check();
+    // Keep the result observable so the work is not optimised away.
+    core::hint::black_box(result);
+    loop {
+        core::hint::spin_loop();
+    }
 }

@@ -1,0 +1,499 @@
+//! Overflow policies: Block, DropOldest, Reject.
+
+extern crate alloc;
+
+use alloc::sync::Arc;
+use alloc::task::Wake;
+use core::future::Future;
+use core::pin::pin;
+use core::sync::atomic::{AtomicUsize, Ordering};
+use core::task::{Context, Poll, Waker};
+
+use futures_executor::block_on;
+use memq_core::{Overflow, PublishError, RecvError, StartAt, Topic, TopicConfig, TryRecvError};
+use proptest::prelude::*;
+
+/// A waker that counts how often it was woken.
+#[derive(Default)]
+struct CountWaker(AtomicUsize);
+
+impl Wake for CountWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn counting_waker() -> (Arc<CountWaker>, Waker) {
+    let c = Arc::new(CountWaker::default());
+    (c.clone(), Waker::from(c))
+}
+
+fn topic<T>(cap: usize, overflow: Overflow) -> Topic<T> {
+    Topic::new(TopicConfig::new(cap).overflow(overflow)).unwrap()
+}
+
+// ----- Block ----------------------------------------------------------------------------
+
+#[test]
+fn block_try_publish_is_full_while_a_subscriber_holds_the_oldest() {
+    let t = topic(3, Overflow::Block);
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    for i in 0..3 {
+        t.try_publish(i).unwrap();
+    }
+    let err = t.try_publish(99).unwrap_err();
+    assert!(err.is_full());
+    assert!(matches!(err, PublishError::Full(99)));
+    assert_eq!(t.stats().evicted, 0);
+    // Reading one frees exactly one slot.
+    assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+    assert_eq!(t.try_publish(3).unwrap().offset, 3);
+    assert!(t.try_publish(4).unwrap_err().is_full());
+    assert_eq!(t.stats().evicted, 1);
+    // Nothing was lost.
+    let got: Vec<i32> = (0..3)
+        .map(|_| sub.try_recv().unwrap().into_value())
+        .collect();
+    assert_eq!(got, [1, 2, 3]);
+}
+
+#[test]
+fn block_slowest_subscriber_decides() {
+    let t = topic(2, Overflow::Block);
+    let mut fast = t.subscribe(StartAt::Earliest).unwrap();
+    let mut slow = t.subscribe(StartAt::Earliest).unwrap();
+    t.try_publish(0).unwrap();
+    t.try_publish(1).unwrap();
+    fast.try_recv().unwrap();
+    fast.try_recv().unwrap();
+    assert!(t.try_publish(2).unwrap_err().is_full());
+    slow.try_recv().unwrap();
+    t.try_publish(2).unwrap();
+}
+
+#[test]
+fn block_without_readers_never_blocks_and_evicts_the_oldest() {
+    let t = topic(3, Overflow::Block);
+    block_on(async {
+        for i in 0..10u32 {
+            // Would hang if it blocked.
+            assert_eq!(t.publish(i).await.unwrap().offset, u64::from(i));
+        }
+    });
+    for i in 10..20u32 {
+        t.try_publish(i).unwrap();
+    }
+    let s = t.stats();
+    assert_eq!((s.published, s.evicted, s.depth), (20, 17, 3));
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    let got: Vec<u32> = (0..3)
+        .map(|_| sub.try_recv().unwrap().into_value())
+        .collect();
+    assert_eq!(got, [17, 18, 19]);
+}
+
+#[test]
+fn block_publish_waits_and_completes_when_the_reader_moves() {
+    let t = topic(1, Overflow::Block);
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    t.try_publish(0).unwrap();
+    let (count, waker) = counting_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = pin!(t.publish(1));
+    assert!(fut.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(t.stats().partitions[0].waiting_publishers, 1);
+    assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+    assert!(count.0.load(Ordering::SeqCst) >= 1, "publisher not woken");
+    match fut.as_mut().poll(&mut cx) {
+        Poll::Ready(Ok(r)) => assert_eq!(r.offset, 1),
+        other => panic!("expected Ready(Ok), got {other:?}"),
+    }
+    assert_eq!(sub.try_recv().unwrap().into_value(), 1);
+}
+
+#[test]
+fn block_publish_dropped_while_waiting_publishes_nothing() {
+    let t = topic(1, Overflow::Block);
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    t.try_publish(0).unwrap();
+    {
+        let (_count, waker) = counting_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut fut = pin!(t.publish(1));
+        assert!(fut.as_mut().poll(&mut cx).is_pending());
+    }
+    assert_eq!(t.stats().partitions[0].waiting_publishers, 0);
+    sub.try_recv().unwrap();
+    assert_eq!(sub.try_recv().unwrap_err(), TryRecvError::Empty);
+    assert_eq!(t.stats().published, 1);
+}
+
+#[test]
+fn block_publisher_waiting_gets_closed_with_its_value() {
+    let t = topic(1, Overflow::Block);
+    let _sub = t.subscribe(StartAt::Earliest).unwrap();
+    t.try_publish(String::from("a")).unwrap();
+    let (count, waker) = counting_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = pin!(t.publish(String::from("b")));
+    assert!(fut.as_mut().poll(&mut cx).is_pending());
+    t.close();
+    assert!(count.0.load(Ordering::SeqCst) >= 1, "close did not wake");
+    match fut.as_mut().poll(&mut cx) {
+        Poll::Ready(Err(PublishError::Closed(v))) => assert_eq!(v, "b"),
+        other => panic!("expected Closed, got {other:?}"),
+    }
+}
+
+/// Two publishers wait on a full partition; the reader then catches up completely. There
+/// is room for both, so both must be woken (no lost wake-up).
+#[test]
+fn block_every_waiting_publisher_is_woken_when_room_appears() {
+    let t = topic(2, Overflow::Block);
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    t.try_publish(0).unwrap();
+    t.try_publish(1).unwrap();
+    let (c1, w1) = counting_waker();
+    let (c2, w2) = counting_waker();
+    let mut p1 = pin!(t.publish(2));
+    let mut p2 = pin!(t.publish(3));
+    assert!(p1.as_mut().poll(&mut Context::from_waker(&w1)).is_pending());
+    assert!(p2.as_mut().poll(&mut Context::from_waker(&w2)).is_pending());
+    // The reader reads everything: two slots are free.
+    assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+    assert_eq!(sub.try_recv().unwrap().into_value(), 1);
+    assert!(
+        c1.0.load(Ordering::SeqCst) >= 1,
+        "first publisher not woken"
+    );
+    assert!(matches!(
+        p1.as_mut().poll(&mut Context::from_waker(&w1)),
+        Poll::Ready(Ok(_))
+    ));
+    // Room for the second one remains: it must have been woken too.
+    assert!(
+        c2.0.load(Ordering::SeqCst) >= 1,
+        "second publisher never woken although there is room (lost wake-up)"
+    );
+    assert!(matches!(
+        p2.as_mut().poll(&mut Context::from_waker(&w2)),
+        Poll::Ready(Ok(_))
+    ));
+}
+
+/// A batch publisher waits for room for its whole batch; it must be woken when the room
+/// is there, even if the slots were freed one read at a time.
+#[test]
+fn block_waiting_batch_publisher_is_woken_when_the_whole_batch_fits() {
+    let t = topic(3, Overflow::Block);
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    for i in 0..3 {
+        t.try_publish(i).unwrap();
+    }
+    let (count, waker) = counting_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut batch = pin!(t.publish_batch(vec![10, 11]));
+    assert!(batch.as_mut().poll(&mut cx).is_pending());
+    // One slot free: not enough for the batch (a wake-up here is allowed, it re-parks).
+    sub.try_recv().unwrap();
+    if count.0.swap(0, Ordering::SeqCst) > 0 {
+        assert!(batch.as_mut().poll(&mut cx).is_pending());
+    }
+    // The reader catches up: the whole log is free.
+    sub.try_recv().unwrap();
+    sub.try_recv().unwrap();
+    assert!(
+        count.0.load(Ordering::SeqCst) >= 1,
+        "batch publisher never woken although the batch fits (lost wake-up)"
+    );
+    assert!(matches!(batch.as_mut().poll(&mut cx), Poll::Ready(Ok(r)) if r.offset == 3));
+}
+
+#[test]
+fn block_close_wakes_every_waiting_publisher() {
+    let t = topic(1, Overflow::Block);
+    let _sub = t.subscribe(StartAt::Earliest).unwrap();
+    t.try_publish(0u32).unwrap();
+    let wakers: Vec<_> = (0..50).map(|_| counting_waker()).collect();
+    let mut futs: Vec<_> = (1..=50u32).map(|v| Box::pin(t.publish(v))).collect();
+    for (f, (_, w)) in futs.iter_mut().zip(&wakers) {
+        assert!(f.as_mut().poll(&mut Context::from_waker(w)).is_pending());
+    }
+    assert_eq!(t.stats().partitions[0].waiting_publishers, 50);
+    t.close();
+    for (i, (f, (c, w))) in futs.iter_mut().zip(&wakers).enumerate() {
+        assert!(c.0.load(Ordering::SeqCst) >= 1, "publisher {i} not woken");
+        match f.as_mut().poll(&mut Context::from_waker(w)) {
+            Poll::Ready(Err(PublishError::Closed(v))) => assert_eq!(v, i as u32 + 1),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn block_group_position_holds_retention() {
+    let t = topic(2, Overflow::Block);
+    let mut member = t.group("g", StartAt::Earliest).unwrap();
+    t.try_publish(0).unwrap();
+    t.try_publish(1).unwrap();
+    assert!(t.try_publish(2).unwrap_err().is_full());
+    // Even with no member, the group's position holds.
+    drop(member);
+    assert!(t.try_publish(2).unwrap_err().is_full());
+    member = t.group("g", StartAt::Earliest).unwrap();
+    assert_eq!(member.try_recv().unwrap().into_value(), 0);
+    t.try_publish(2).unwrap();
+}
+
+// ----- DropOldest -----------------------------------------------------------------------
+
+#[test]
+fn drop_oldest_reports_lagged_once_then_resumes_at_oldest() {
+    let t = topic(4, Overflow::DropOldest);
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    for i in 0..10u64 {
+        assert_eq!(t.try_publish(i).unwrap().offset, i);
+    }
+    assert_eq!(t.stats().evicted, 6);
+    assert_eq!(sub.try_recv().unwrap_err(), TryRecvError::Lagged(6));
+    for i in 6..10u64 {
+        let m = sub.try_recv().unwrap();
+        assert_eq!((m.offset(), m.into_value()), (i, i));
+    }
+    assert_eq!(sub.try_recv().unwrap_err(), TryRecvError::Empty);
+}
+
+#[test]
+fn drop_oldest_async_recv_reports_lagged() {
+    let t = topic(2, Overflow::DropOldest);
+    let mut sub = t.subscribe(StartAt::Latest).unwrap();
+    for i in 0..5 {
+        t.try_publish(i).unwrap();
+    }
+    block_on(async {
+        assert_eq!(sub.recv().await.unwrap_err(), RecvError::Lagged(3));
+        assert_eq!(sub.recv().await.unwrap().into_value(), 3);
+        assert_eq!(sub.recv().await.unwrap().into_value(), 4);
+    });
+}
+
+#[test]
+fn drop_oldest_partial_read_then_lag() {
+    let t = topic(3, Overflow::DropOldest);
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    t.try_publish(0).unwrap();
+    t.try_publish(1).unwrap();
+    assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+    for i in 2..7 {
+        t.try_publish(i).unwrap();
+    }
+    // Retained: 4, 5, 6. The reader was at 1: it missed 1, 2, 3.
+    assert_eq!(sub.try_recv().unwrap_err(), TryRecvError::Lagged(3));
+    assert_eq!(sub.try_recv().unwrap().offset(), 4);
+}
+
+#[test]
+fn drop_oldest_reader_that_kept_up_sees_no_lag() {
+    let t = topic(2, Overflow::DropOldest);
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    for i in 0..20 {
+        t.try_publish(i).unwrap();
+        assert_eq!(sub.try_recv().unwrap().into_value(), i);
+    }
+    assert_eq!(t.stats().evicted, 18);
+}
+
+#[test]
+fn drop_oldest_never_fails_with_full() {
+    let t = topic(1, Overflow::DropOldest);
+    let _sub = t.subscribe(StartAt::Earliest).unwrap();
+    let _g = t.group("g", StartAt::Earliest).unwrap();
+    block_on(async {
+        for i in 0..10 {
+            t.publish(i).await.unwrap();
+        }
+    });
+    assert_eq!(t.stats().evicted, 9);
+}
+
+#[test]
+fn drop_oldest_group_lags_too() {
+    let t = topic(2, Overflow::DropOldest);
+    let mut c = t.group("g", StartAt::Earliest).unwrap();
+    for i in 0..5 {
+        t.try_publish(i).unwrap();
+    }
+    assert_eq!(c.try_recv().unwrap_err(), TryRecvError::Lagged(3));
+    assert_eq!(c.try_recv().unwrap().into_value(), 3);
+    assert_eq!(c.try_recv().unwrap().into_value(), 4);
+}
+
+#[test]
+fn drop_oldest_slow_subscriber_accounts_for_every_message() {
+    let t = topic(8, Overflow::DropOldest);
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    let (mut delivered, mut lagged, mut next) = (0u64, 0u64, 0u64);
+    let published = 1000u64;
+    for i in 0..published {
+        t.try_publish(i).unwrap();
+        // Reads one message every third publish: falls behind steadily.
+        if i % 3 == 0 {
+            match sub.try_recv() {
+                Ok(m) => {
+                    assert_eq!(m.offset(), next);
+                    next += 1;
+                    delivered += 1;
+                }
+                Err(TryRecvError::Lagged(n)) => {
+                    lagged += n;
+                    next += n;
+                }
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+    }
+    t.close();
+    loop {
+        match sub.try_recv() {
+            Ok(m) => {
+                assert_eq!(m.offset(), next);
+                next += 1;
+                delivered += 1;
+            }
+            Err(TryRecvError::Lagged(n)) => {
+                lagged += n;
+                next += n;
+            }
+            Err(TryRecvError::Closed) => break,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    assert!(lagged > 0);
+    assert_eq!(delivered + lagged, published);
+    let s = t.stats();
+    assert_eq!(s.published, published);
+    assert_eq!(s.delivered, delivered);
+    assert_eq!(s.evicted, published - 8);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Any interleaving of publishes and reads: every message is either delivered in
+    /// offset order or counted in a `Lagged`, never both, never neither.
+    #[test]
+    fn drop_oldest_delivered_plus_lagged_is_published(
+        cap in 1usize..6,
+        ops in proptest::collection::vec(0u8..4, 0..200),
+    ) {
+        let t = topic(cap, Overflow::DropOldest);
+        let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+        let mut buf = Vec::new();
+        let (mut published, mut delivered, mut lagged, mut next) = (0u64, 0u64, 0u64, 0u64);
+        let account = |r: Result<Vec<u64>, TryRecvError>,
+                           delivered: &mut u64,
+                           lagged: &mut u64,
+                           next: &mut u64| match r {
+            Ok(offsets) => {
+                for o in offsets {
+                    assert_eq!(o, *next);
+                    *next += 1;
+                    *delivered += 1;
+                }
+            }
+            Err(TryRecvError::Lagged(n)) => {
+                assert!(n > 0);
+                *lagged += n;
+                *next += n;
+            }
+            Err(TryRecvError::Empty) | Err(TryRecvError::Closed) => {}
+            Err(e) => panic!("{e:?}"),
+        };
+        for op in ops {
+            match op {
+                0 | 1 => {
+                    t.try_publish(published).unwrap();
+                    published += 1;
+                }
+                2 => {
+                    let r = sub.try_recv().map(|m| vec![m.offset()]);
+                    account(r, &mut delivered, &mut lagged, &mut next);
+                }
+                _ => {
+                    buf.clear();
+                    let r = sub
+                        .try_recv_many(&mut buf, 3)
+                        .map(|_| buf.iter().map(|m| m.offset()).collect());
+                    account(r, &mut delivered, &mut lagged, &mut next);
+                }
+            }
+        }
+        t.close();
+        loop {
+            match sub.try_recv() {
+                Err(TryRecvError::Closed) => break,
+                r => account(r.map(|m| vec![m.offset()]), &mut delivered, &mut lagged, &mut next),
+            }
+        }
+        prop_assert_eq!(delivered + lagged, published);
+        prop_assert_eq!(t.stats().evicted, published.saturating_sub(cap as u64));
+    }
+}
+
+// ----- Reject ---------------------------------------------------------------------------
+
+#[test]
+fn reject_publish_is_full_at_once_with_a_reader_behind() {
+    let t = topic(2, Overflow::Reject);
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    t.try_publish(String::from("0")).unwrap();
+    t.try_publish(String::from("1")).unwrap();
+    // The async publish does not wait: it would hang this single-threaded executor.
+    let err = block_on(t.publish(String::from("x"))).unwrap_err();
+    assert!(err.is_full());
+    assert_eq!(err.into_inner(), "x");
+    let err = t.try_publish(String::from("y")).unwrap_err();
+    assert!(matches!(&err, PublishError::Full(v) if v == "y"));
+    assert_eq!(t.stats().evicted, 0);
+    assert_eq!(t.stats().partitions[0].waiting_publishers, 0);
+    // Room appears once the reader moves on.
+    sub.try_recv().unwrap();
+    block_on(t.publish(String::from("2"))).unwrap();
+}
+
+#[test]
+fn reject_polled_publish_is_ready_not_pending() {
+    let t = topic(1, Overflow::Reject);
+    let _sub = t.subscribe(StartAt::Earliest).unwrap();
+    t.try_publish(0).unwrap();
+    let (_c, waker) = counting_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = pin!(t.publish(1));
+    assert!(matches!(
+        fut.as_mut().poll(&mut cx),
+        Poll::Ready(Err(PublishError::Full(1)))
+    ));
+}
+
+#[test]
+fn reject_without_readers_evicts_the_oldest() {
+    // Documented: Reject fails only when some reader still needs the oldest message.
+    let t = topic(2, Overflow::Reject);
+    for i in 0..5 {
+        t.try_publish(i).unwrap();
+    }
+    assert_eq!(t.stats().evicted, 3);
+}
+
+#[test]
+fn overflow_is_reported() {
+    for o in [Overflow::Block, Overflow::DropOldest, Overflow::Reject] {
+        let t = topic::<u8>(1, o);
+        assert_eq!(t.overflow(), o);
+        assert_eq!(t.stats().overflow, o);
+    }
+    assert_eq!(Overflow::default(), Overflow::Block);
+}

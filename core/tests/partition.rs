@@ -1,0 +1,336 @@
+//! Partitioned topics and routing: key hash (pinned forever), round-robin, explicit,
+//! user routers.
+
+extern crate alloc;
+
+use futures_executor::block_on;
+use memq_core::{
+    key_hash, key_partition, Error, PublishError, Router, StartAt, Topic, TopicConfig, TryRecvError,
+};
+use proptest::prelude::*;
+
+fn partitioned<T>(partitions: u32) -> Topic<T> {
+    Topic::new(TopicConfig::new(256).partitions(partitions)).unwrap()
+}
+
+/// (key, FNV-1a 64, partition of 4, partition of 7). Computed once, independently of
+/// memq, from the spec in `core/src/route.rs`; they must never change.
+const PINNED: &[(&[u8], u64, u32, u32)] = &[
+    (b"", 0xcbf2_9ce4_8422_2325, 1, 2),
+    (b"a", 0xaf63_dc4c_8601_ec8c, 0, 5),
+    (b"foobar", 0x8594_4171_f739_67e8, 0, 6),
+    (b"user-42", 0x32c6_d7a5_4d35_dacb, 3, 2),
+    (b"order-1", 0xdee4_809f_34be_e86d, 1, 5),
+    (b"order-2", 0xdee4_7d9f_34be_e354, 0, 3),
+    (b"alpha", 0x8ac6_25bb_85ed_202b, 3, 5),
+    (b"beta", 0x7627_619b_9546_20a7, 3, 5),
+    (b"gamma", 0x2291_76bd_1f6b_a96a, 2, 4),
+    (b"delta", 0x5207_6675_ec13_a0c1, 1, 0),
+    (b"\x00", 0xaf63_bd4c_8601_b7df, 3, 3),
+    (b"\xff\xfe", 0x0a99_c807_b6f6_45b0, 0, 4),
+    (b"memq", 0x4302_05a2_e314_2b3d, 1, 0),
+];
+
+#[test]
+fn key_hash_is_pinned() {
+    for &(key, hash, _, _) in PINNED {
+        assert_eq!(key_hash(key), hash, "key {key:?}");
+    }
+}
+
+#[test]
+fn key_hash_is_usable_in_const_context() {
+    const H: u64 = key_hash(b"foobar");
+    const P: u32 = key_partition(b"user-42", 4);
+    assert_eq!(H, 0x8594_4171_f739_67e8);
+    assert_eq!(P, 3);
+}
+
+#[test]
+fn key_partition_is_pinned_for_4_and_7() {
+    for &(key, _, p4, p7) in PINNED {
+        assert_eq!(key_partition(key, 4), p4, "key {key:?} of 4");
+        assert_eq!(key_partition(key, 7), p7, "key {key:?} of 7");
+    }
+}
+
+#[test]
+fn key_partition_of_one_or_zero_partitions_is_zero() {
+    for &(key, _, _, _) in PINNED {
+        assert_eq!(key_partition(key, 1), 0);
+        assert_eq!(key_partition(key, 0), 0);
+    }
+}
+
+#[test]
+fn keyed_publish_lands_on_the_pinned_partition() {
+    for (n, col) in [(4u32, 0usize), (7, 1)] {
+        let t = partitioned::<u32>(n);
+        for &(key, _, p4, p7) in PINNED {
+            let want = [p4, p7][col];
+            assert_eq!(t.try_publish_keyed(key, 0).unwrap().partition, want);
+            assert_eq!(block_on(t.publish_keyed(key, 0)).unwrap().partition, want);
+            assert_eq!(t.publish_keyed_blocking(key, 0).unwrap().partition, want);
+        }
+    }
+}
+
+#[test]
+fn keyed_publish_accepts_str_string_and_bytes() {
+    let t = partitioned::<u8>(7);
+    assert_eq!(t.try_publish_keyed("user-42", 0).unwrap().partition, 2);
+    assert_eq!(
+        t.try_publish_keyed(String::from("user-42"), 0)
+            .unwrap()
+            .partition,
+        2
+    );
+    assert_eq!(
+        t.try_publish_keyed(Vec::from(&b"user-42"[..]), 0)
+            .unwrap()
+            .partition,
+        2
+    );
+}
+
+#[test]
+fn same_key_keeps_order_in_its_partition() {
+    let t = partitioned::<u32>(4);
+    let mut sub = t.subscribe_partition(3, StartAt::Earliest).unwrap();
+    for i in 0..20 {
+        t.try_publish_keyed("user-42", i).unwrap();
+    }
+    let got: Vec<(u64, u32)> = core::iter::from_fn(|| sub.try_recv().ok())
+        .map(|m| (m.offset(), m.into_value()))
+        .collect();
+    assert_eq!(got, (0..20).map(|i| (u64::from(i), i)).collect::<Vec<_>>());
+}
+
+proptest! {
+    /// key_hash matches an independent FNV-1a 64 implementation on arbitrary bytes, and
+    /// key_partition is always in range.
+    #[test]
+    fn key_hash_matches_reference(key in proptest::collection::vec(any::<u8>(), 0..64), n in 1u32..1000) {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for &b in &key {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        prop_assert_eq!(key_hash(&key), h);
+        let p = key_partition(&key, n);
+        prop_assert!(p < n);
+        prop_assert_eq!(u64::from(p), h % u64::from(n));
+    }
+}
+
+#[test]
+fn round_robin_spreads_evenly() {
+    for n in [2u32, 3, 4, 7] {
+        let t = partitioned::<u32>(n);
+        let mut counts = vec![0u32; n as usize];
+        let mut prev = None;
+        for i in 0..(n * 25) {
+            let r = t.try_publish(i).unwrap();
+            if let Some(p) = prev {
+                assert_eq!(
+                    r.partition,
+                    (p + 1) % n,
+                    "publishes go to partitions in turn"
+                );
+            }
+            prev = Some(r.partition);
+            counts[r.partition as usize] += 1;
+        }
+        assert!(counts.iter().all(|&c| c == 25), "{n}: {counts:?}");
+        let s = t.stats();
+        assert!(s
+            .partitions
+            .iter()
+            .all(|p| p.published == 25 && p.high == 25));
+        assert_eq!(s.published, u64::from(n) * 25);
+    }
+}
+
+#[test]
+fn round_robin_includes_async_and_batches() {
+    let t = partitioned::<u32>(3);
+    let mut seen = [0u32; 3];
+    block_on(async {
+        for i in 0..6 {
+            seen[t.publish(i).await.unwrap().partition as usize] += 1;
+        }
+        for _ in 0..3 {
+            let r = t.publish_batch(vec![1, 2]).await.unwrap();
+            seen[r.partition as usize] += 2;
+        }
+    });
+    assert_eq!(seen, [4, 4, 4]);
+}
+
+#[test]
+fn each_partition_has_its_own_offsets() {
+    let t = partitioned::<u32>(3);
+    for p in 0..3 {
+        for i in 0..(p + 2) {
+            let r = t.try_publish_to(p, i).unwrap();
+            assert_eq!((r.partition, r.offset), (p, u64::from(i)));
+        }
+    }
+    let s = t.stats();
+    let highs: Vec<u64> = s.partitions.iter().map(|p| p.high).collect();
+    assert_eq!(highs, [2, 3, 4]);
+    assert_eq!(s.partitions[2].partition, 2);
+}
+
+#[test]
+fn publish_to_explicit_partition() {
+    let t = partitioned::<&str>(4);
+    let mut p2 = t.subscribe_partition(2, StartAt::Earliest).unwrap();
+    let mut p0 = t.subscribe_partition(0, StartAt::Earliest).unwrap();
+    assert_eq!(t.try_publish_to(2, "a").unwrap().partition, 2);
+    assert_eq!(block_on(t.publish_to(2, "b")).unwrap().partition, 2);
+    assert_eq!(t.publish_to_blocking(2, "c").unwrap().partition, 2);
+    assert_eq!(
+        block_on(t.publish_batch_to(2, vec!["d", "e"]))
+            .unwrap()
+            .offset,
+        3
+    );
+    let got: Vec<(u32, &str)> = core::iter::from_fn(|| p2.try_recv().ok())
+        .map(|m| (m.partition(), m.into_value()))
+        .collect();
+    assert_eq!(got, [(2, "a"), (2, "b"), (2, "c"), (2, "d"), (2, "e")]);
+    assert_eq!(p0.try_recv().unwrap_err(), TryRecvError::Empty);
+}
+
+#[test]
+fn publish_to_out_of_range_hands_the_value_back() {
+    let t = partitioned::<String>(3);
+    let v = || String::from("payload");
+    let e = t.try_publish_to(3, v()).unwrap_err();
+    assert!(matches!(&e, PublishError::InvalidPartition(s) if s == "payload"));
+    let e = block_on(t.publish_to(3, v())).unwrap_err();
+    assert!(matches!(&e, PublishError::InvalidPartition(_)));
+    assert_eq!(e.into_inner(), "payload");
+    let e = t.publish_to_blocking(u32::MAX, v()).unwrap_err();
+    assert!(matches!(e, PublishError::InvalidPartition(_)));
+    let e = block_on(t.publish_batch_to(7, vec![v(), v()])).unwrap_err();
+    assert!(matches!(&e, PublishError::InvalidPartition(b) if b.len() == 2));
+    assert_eq!(t.stats().published, 0);
+    assert!(!e.is_full() && !e.is_closed());
+}
+
+#[test]
+fn user_router_is_used_for_keyed_publishes() {
+    // Routes by the first byte of the key.
+    let router = Router::new(|key: &[u8], n: u32| u32::from(key.first().copied().unwrap_or(0)) % n);
+    let t: Topic<u8> = Topic::new(TopicConfig::new(8).partitions(5).router(router)).unwrap();
+    assert_eq!(t.try_publish_keyed([3u8, 9], 0).unwrap().partition, 3);
+    assert_eq!(t.try_publish_keyed([7u8], 0).unwrap().partition, 2);
+    assert_eq!(block_on(t.publish_keyed([4u8], 0)).unwrap().partition, 4);
+    // Unkeyed publishes still go round-robin.
+    let parts: Vec<u32> = (0..5)
+        .map(|_| t.try_publish(0).unwrap().partition)
+        .collect();
+    assert_eq!(parts, [0, 1, 2, 3, 4]);
+    assert!(format!("{:?}", Router::new(|_, _| 0)).contains("Router"));
+}
+
+#[test]
+fn user_router_sees_the_key_and_partition_count() {
+    let seen = alloc::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let router = Router::new(move |key: &[u8], n: u32| {
+        s2.lock().unwrap().push((key.to_vec(), n));
+        0
+    });
+    let t: Topic<u8> = Topic::new(TopicConfig::new(8).partitions(6).router(router)).unwrap();
+    t.try_publish_keyed("k1", 0).unwrap();
+    assert_eq!(*seen.lock().unwrap(), [(b"k1".to_vec(), 6)]);
+}
+
+#[test]
+fn user_router_out_of_range_is_invalid_partition() {
+    let router = Router::new(|_: &[u8], n: u32| n);
+    let t: Topic<String> = Topic::new(TopicConfig::new(8).partitions(3).router(router)).unwrap();
+    let e = t.try_publish_keyed("k", String::from("v")).unwrap_err();
+    assert!(matches!(&e, PublishError::InvalidPartition(v) if v == "v"));
+    let e = block_on(t.publish_keyed("k", String::from("w"))).unwrap_err();
+    assert_eq!(e.into_inner(), "w");
+    let e = t
+        .publish_keyed_blocking("k", String::from("x"))
+        .unwrap_err();
+    assert!(matches!(e, PublishError::InvalidPartition(_)));
+    assert_eq!(t.stats().published, 0);
+}
+
+#[test]
+fn subscribe_partition_out_of_range_is_an_error() {
+    let t = partitioned::<u8>(4);
+    assert_eq!(
+        t.subscribe_partition(4, StartAt::Earliest).unwrap_err(),
+        Error::PartitionOutOfRange {
+            partition: 4,
+            partitions: 4
+        }
+    );
+    assert!(matches!(
+        t.subscribe_partition(u32::MAX, StartAt::Latest),
+        Err(Error::PartitionOutOfRange { .. })
+    ));
+    let single = Topic::<u8>::with_capacity(1).unwrap();
+    assert!(matches!(
+        single.subscribe_partition(1, StartAt::Latest),
+        Err(Error::PartitionOutOfRange {
+            partition: 1,
+            partitions: 1
+        })
+    ));
+    single.subscribe_partition(0, StartAt::Latest).unwrap();
+}
+
+#[test]
+fn subscribe_partition_offset_applies_to_that_partition() {
+    let t = partitioned::<u32>(2);
+    for i in 0..3 {
+        t.try_publish_to(1, i).unwrap();
+    }
+    let mut sub = t.subscribe_partition(1, StartAt::Offset(2)).unwrap();
+    assert_eq!(sub.try_recv().unwrap().into_value(), 2);
+    // Partition 0 is empty, so offset 2 is past its end.
+    assert!(matches!(
+        t.subscribe_partition(0, StartAt::Offset(2)),
+        Err(Error::OffsetOutOfRange {
+            offset: 2,
+            partition: 0,
+            high: 0
+        })
+    ));
+}
+
+#[test]
+fn capacity_is_per_partition() {
+    let t: Topic<u32> = Topic::new(TopicConfig::new(2).partitions(3)).unwrap();
+    let _sub = t.subscribe(StartAt::Earliest).unwrap();
+    for p in 0..3 {
+        t.try_publish_to(p, 0).unwrap();
+        t.try_publish_to(p, 1).unwrap();
+        assert!(t.try_publish_to(p, 2).unwrap_err().is_full());
+    }
+    assert_eq!(t.capacity(), 2);
+    assert_eq!(t.stats().depth, 6);
+}
+
+#[test]
+fn messages_carry_their_partition() {
+    let t = partitioned::<u32>(4);
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    for p in 0..4 {
+        t.try_publish_to(p, p).unwrap();
+    }
+    let mut got: Vec<(u32, u32)> = core::iter::from_fn(|| sub.try_recv().ok())
+        .map(|m| (m.partition(), m.into_value()))
+        .collect();
+    got.sort_unstable();
+    assert_eq!(got, [(0, 0), (1, 1), (2, 2), (3, 3)]);
+}

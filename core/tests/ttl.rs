@@ -1,0 +1,240 @@
+//! Time to live, measured by a user-supplied clock.
+
+extern crate alloc;
+
+use alloc::sync::Arc;
+use core::time::Duration;
+
+use futures_executor::block_on;
+use memq_core::{
+    Clock, Error, ManualClock, Overflow, RecvError, StartAt, StdClock, Topic, TopicConfig,
+    TryRecvError,
+};
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn clocked(cap: usize, ttl: Option<Duration>) -> (Arc<ManualClock>, Topic<u32>) {
+    let clock = Arc::new(ManualClock::new());
+    let mut cfg = TopicConfig::new(cap).clock(clock.clone());
+    if let Some(ttl) = ttl {
+        cfg = cfg.ttl(ttl);
+    }
+    (clock, Topic::new(cfg).unwrap())
+}
+
+#[test]
+fn ttl_without_clock_is_an_error() {
+    let err = Topic::<u8>::new(TopicConfig::new(4).ttl(ms(10))).unwrap_err();
+    assert_eq!(err, Error::TtlWithoutClock);
+}
+
+#[test]
+fn manual_clock_moves_only_forward() {
+    let c = ManualClock::new();
+    assert_eq!(c.now(), Duration::ZERO);
+    c.advance(ms(5));
+    assert_eq!(c.now(), ms(5));
+    c.set(ms(3));
+    assert_eq!(c.now(), ms(5), "set never goes backwards");
+    c.set(ms(9));
+    assert_eq!(c.now(), ms(9));
+}
+
+#[test]
+fn expired_messages_are_skipped_and_reported_as_lagged() {
+    let (clock, t) = clocked(16, Some(ms(10)));
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    t.try_publish(0).unwrap();
+    t.try_publish(1).unwrap();
+    clock.advance(ms(5));
+    t.try_publish(2).unwrap();
+    clock.advance(ms(6)); // now 11: ages 11, 11, 6
+    assert_eq!(sub.try_recv().unwrap_err(), TryRecvError::Lagged(2));
+    let m = sub.try_recv().unwrap();
+    assert_eq!((m.offset(), m.into_value()), (2, 2));
+    assert_eq!(sub.try_recv().unwrap_err(), TryRecvError::Empty);
+    let s = t.stats();
+    assert_eq!(s.expired, 2);
+    assert_eq!(s.evicted, 0);
+    assert_eq!(s.partitions[0].low, 2);
+    assert_eq!(s.depth, 1);
+}
+
+#[test]
+fn a_reader_that_had_read_them_sees_no_lag() {
+    let (clock, t) = clocked(16, Some(ms(10)));
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    t.try_publish(0).unwrap();
+    t.try_publish(1).unwrap();
+    assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+    assert_eq!(sub.try_recv().unwrap().into_value(), 1);
+    clock.advance(ms(50));
+    assert_eq!(sub.try_recv().unwrap_err(), TryRecvError::Empty);
+    t.try_publish(2).unwrap();
+    assert_eq!(sub.try_recv().unwrap().into_value(), 2);
+    assert_eq!(t.stats().expired, 2);
+}
+
+#[test]
+fn young_messages_are_kept() {
+    let (clock, t) = clocked(16, Some(ms(10)));
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    t.try_publish(0).unwrap();
+    clock.advance(ms(9));
+    assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+    assert_eq!(t.stats().expired, 0);
+}
+
+#[test]
+fn async_recv_reports_expiry_as_lagged() {
+    let (clock, t) = clocked(16, Some(ms(1)));
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    for i in 0..3 {
+        t.try_publish(i).unwrap();
+    }
+    clock.advance(ms(2));
+    t.try_publish(3).unwrap();
+    block_on(async {
+        assert_eq!(sub.recv().await.unwrap_err(), RecvError::Lagged(3));
+        assert_eq!(sub.recv().await.unwrap().into_value(), 3);
+    });
+}
+
+#[test]
+fn late_subscriber_starts_at_the_oldest_unexpired() {
+    let (clock, t) = clocked(16, Some(ms(10)));
+    t.try_publish(0).unwrap();
+    clock.advance(ms(8));
+    t.try_publish(1).unwrap();
+    clock.advance(ms(4)); // 0 is 12 old, 1 is 4 old
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    let m = sub.try_recv().unwrap();
+    assert_eq!((m.offset(), m.into_value()), (1, 1));
+}
+
+#[test]
+fn stats_apply_expiry_without_any_reader() {
+    let (clock, t) = clocked(16, Some(ms(10)));
+    for i in 0..4 {
+        t.try_publish(i).unwrap();
+    }
+    assert_eq!(t.stats().depth, 4);
+    clock.advance(ms(10) + Duration::from_nanos(1)); // older than the ttl
+    let s = t.stats();
+    assert_eq!((s.depth, s.expired, s.published), (0, 4, 4));
+}
+
+#[test]
+fn expiry_frees_room_under_block() {
+    let (clock, t) = clocked(2, Some(ms(10)));
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    t.try_publish(0).unwrap();
+    t.try_publish(1).unwrap();
+    assert!(t.try_publish(2).unwrap_err().is_full());
+    clock.advance(ms(11));
+    // The subscriber never read 0 and 1, but they expired.
+    assert_eq!(t.try_publish(2).unwrap().offset, 2);
+    assert_eq!(sub.try_recv().unwrap_err(), TryRecvError::Lagged(2));
+    assert_eq!(sub.try_recv().unwrap().into_value(), 2);
+}
+
+#[test]
+fn group_sees_expiry_as_lagged() {
+    let (clock, t) = clocked(8, Some(ms(10)));
+    let mut c = t.group("g", StartAt::Earliest).unwrap();
+    t.try_publish(0).unwrap();
+    clock.advance(ms(10) + Duration::from_nanos(1));
+    t.try_publish(1).unwrap();
+    assert_eq!(c.try_recv().unwrap_err(), TryRecvError::Lagged(1));
+    assert_eq!(c.try_recv().unwrap().into_value(), 1);
+}
+
+#[test]
+fn expired_and_evicted_are_counted_apart() {
+    let clock = Arc::new(ManualClock::new());
+    let t = Topic::new(
+        TopicConfig::new(2)
+            .overflow(Overflow::DropOldest)
+            .ttl(ms(10))
+            .clock(clock.clone()),
+    )
+    .unwrap();
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    for i in 0..5 {
+        t.try_publish(i).unwrap(); // 3 evicted
+    }
+    clock.advance(ms(20)); // the 2 retained expire
+    t.try_publish(5).unwrap();
+    let s = t.stats();
+    assert_eq!((s.evicted, s.expired), (3, 2));
+    // The reader missed all five, once.
+    assert_eq!(sub.try_recv().unwrap_err(), TryRecvError::Lagged(5));
+    assert_eq!(sub.try_recv().unwrap().into_value(), 5);
+}
+
+#[test]
+fn timestamps_are_present_with_a_clock() {
+    let (clock, t) = clocked(8, None);
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    t.try_publish(0).unwrap();
+    clock.advance(ms(5));
+    t.try_publish(1).unwrap();
+    clock.advance(ms(1000));
+    // Without a TTL nothing expires, however old.
+    assert_eq!(sub.try_recv().unwrap().timestamp(), Some(Duration::ZERO));
+    assert_eq!(sub.try_recv().unwrap().timestamp(), Some(ms(5)));
+    assert_eq!(t.stats().expired, 0);
+}
+
+#[test]
+fn timestamps_are_present_on_group_deliveries_and_batches() {
+    let (clock, t) = clocked(8, Some(ms(100)));
+    let mut c = t.group("g", StartAt::Earliest).unwrap();
+    clock.advance(ms(7));
+    t.try_publish_batch(vec![1, 2]).unwrap();
+    let mut buf = Vec::new();
+    assert_eq!(c.try_recv_many(&mut buf, 10).unwrap(), 2);
+    assert!(buf.iter().all(|m| m.timestamp() == Some(ms(7))));
+}
+
+#[test]
+fn timestamps_are_absent_without_a_clock() {
+    let t = Topic::with_capacity(4).unwrap();
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    let mut c = t.group("g", StartAt::Earliest).unwrap();
+    t.try_publish(1).unwrap();
+    assert_eq!(sub.try_recv().unwrap().timestamp(), None);
+    assert_eq!(c.try_recv().unwrap().timestamp(), None);
+}
+
+#[test]
+fn std_clock_timestamps_do_not_go_backwards() {
+    let t = Topic::new(TopicConfig::new(64).clock(Arc::new(StdClock::new()))).unwrap();
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    for i in 0..50 {
+        t.try_publish(i).unwrap();
+    }
+    let mut last = Duration::ZERO;
+    for _ in 0..50 {
+        let ts = sub.try_recv().unwrap().timestamp().expect("clocked");
+        assert!(ts >= last);
+        last = ts;
+    }
+}
+
+#[test]
+fn user_clock_is_used() {
+    struct Fixed;
+    impl Clock for Fixed {
+        fn now(&self) -> Duration {
+            Duration::from_secs(42)
+        }
+    }
+    let t = Topic::new(TopicConfig::new(4).clock(Arc::new(Fixed)).ttl(ms(1))).unwrap();
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    t.try_publish(1).unwrap();
+    let m = sub.try_recv().unwrap();
+    assert_eq!(m.timestamp(), Some(Duration::from_secs(42)));
+}
