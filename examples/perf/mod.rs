@@ -1,0 +1,602 @@
+//! Scenario code shared by `perf_runner`, `large_object_test` and the criterion benches.
+//!
+//! Owns the scenarios (S1–S7), the message type and its id, the [`Tally`] that counts every
+//! delivery, and one runner per implementation ([`Impl`]). A runner only uses the public API
+//! of the channel it measures, like any user would; it never reaches into memq's internals.
+//!
+//! Adding an implementation is one row: a variant of [`Impl`], and an [`AsyncPeer`] or
+//! [`ThreadPeer`] that says how to wire the four shapes the scenarios need ([`Shape`]).
+//! The generic drivers do the rest: spawn publishers and consumers, bound every wait with
+//! the run's deadline, and count what arrived.
+
+pub mod drive_async;
+pub mod drive_threads;
+pub mod peers;
+pub mod report;
+
+use core::fmt;
+use core::time::Duration;
+use std::time::Instant;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+pub use drive_async::{AsyncPeer, AsyncRx, AsyncTx};
+pub use drive_threads::{SyncRx, SyncTx, ThreadPeer};
+
+/// One measured scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scenario {
+    /// 1 publisher, 1 consumer, 1 KiB shared payload, capacity 1024.
+    S1OneToOne,
+    /// 4 publishers, 4 competing consumers: each message reaches exactly one of them.
+    S2Competing,
+    /// 1 publisher, 4 broadcast subscribers; the rate counts deliveries (messages × 4).
+    S3Fanout,
+    /// 1 publisher, 1 consumer, batches of 100 on both sides.
+    S4Batches,
+    /// 1 MiB shared payloads (few messages).
+    S5Large1MiB,
+    /// 100 MiB shared payloads (fewer messages).
+    S5Large100MiB,
+    /// Ping-pong over two channels; the rate is 1e9 / median round trip in ns.
+    S6PingPong,
+    /// 4-partition keyed topic consumed by a 4-member group (peers: 4 channels, key hashed).
+    S7Partitioned,
+}
+
+impl Scenario {
+    /// Every scenario, in the order the runner prints them.
+    pub const ALL: [Scenario; 8] = [
+        Scenario::S1OneToOne,
+        Scenario::S2Competing,
+        Scenario::S3Fanout,
+        Scenario::S4Batches,
+        Scenario::S5Large1MiB,
+        Scenario::S5Large100MiB,
+        Scenario::S6PingPong,
+        Scenario::S7Partitioned,
+    ];
+
+    /// Short stable id, used in CSV output and on the command line.
+    pub fn id(self) -> &'static str {
+        match self {
+            Scenario::S1OneToOne => "S1",
+            Scenario::S2Competing => "S2",
+            Scenario::S3Fanout => "S3",
+            Scenario::S4Batches => "S4",
+            Scenario::S5Large1MiB => "S5-1MiB",
+            Scenario::S5Large100MiB => "S5-100MiB",
+            Scenario::S6PingPong => "S6",
+            Scenario::S7Partitioned => "S7",
+        }
+    }
+
+    /// Human-readable label for the table.
+    pub fn label(self) -> &'static str {
+        match self {
+            Scenario::S1OneToOne => "S1 1P/1C 1 KiB, cap 1024",
+            Scenario::S2Competing => "S2 4P/4C competing",
+            Scenario::S3Fanout => "S3 1P/4 subscribers (deliveries/s)",
+            Scenario::S4Batches => "S4 batches of 100",
+            Scenario::S5Large1MiB => "S5 1 MiB shared",
+            Scenario::S5Large100MiB => "S5 100 MiB shared",
+            Scenario::S6PingPong => "S6 ping-pong (1e9/median RTT)",
+            Scenario::S7Partitioned => "S7 4 partitions, keyed, 4-member group",
+        }
+    }
+
+    /// The implementation every other row of this scenario is compared with.
+    pub fn baseline(self) -> Impl {
+        match self {
+            Scenario::S3Fanout => Impl::TokioBroadcast,
+            _ => Impl::TokioMpsc,
+        }
+    }
+
+    /// Parses an id as printed by [`Scenario::id`] (case-insensitive; `S5` means both S5 rows).
+    pub fn parse_list(text: &str) -> Result<Vec<Scenario>, String> {
+        let mut out = Vec::new();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let matched: Vec<Scenario> = Scenario::ALL
+                .into_iter()
+                .filter(|s| {
+                    s.id().eq_ignore_ascii_case(part)
+                        || s.id().split('-').next() == Some(&*part.to_ascii_uppercase())
+                })
+                .collect();
+            if matched.is_empty() {
+                return Err(format!("unknown scenario `{part}`"));
+            }
+            out.extend(matched);
+        }
+        Ok(out)
+    }
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// One implementation under test: a row of the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Impl {
+    /// `tokio::sync::mpsc` (S2: the single receiver shared behind a tokio `Mutex`).
+    TokioMpsc,
+    /// `tokio::sync::broadcast` (S1 and S3 only; it drops messages for slow receivers).
+    TokioBroadcast,
+    /// `async-channel` (MPMC, async).
+    AsyncChannel,
+    /// `flume`, used through its async API.
+    Flume,
+    /// `kanal`, used through its async API.
+    Kanal,
+    /// `crossbeam-channel` on plain threads with blocking calls.
+    Crossbeam,
+    /// `tokio-memq` 1.0.0, the in-memory MQ that memq replaces.
+    TokioMemq,
+    /// memq, async on Tokio (see [`peers::memq_topic`], the seam).
+    Memq,
+    /// memq on plain threads with its blocking API (compare with crossbeam).
+    MemqThreads,
+}
+
+impl Impl {
+    /// Every implementation, in the order the runner prints them.
+    pub const ALL: [Impl; 9] = [
+        Impl::TokioMpsc,
+        Impl::TokioBroadcast,
+        Impl::AsyncChannel,
+        Impl::Flume,
+        Impl::Kanal,
+        Impl::Crossbeam,
+        Impl::TokioMemq,
+        Impl::Memq,
+        Impl::MemqThreads,
+    ];
+
+    /// Name printed in the table and accepted on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Impl::TokioMpsc => "tokio-mpsc",
+            Impl::TokioBroadcast => "tokio-broadcast",
+            Impl::AsyncChannel => "async-channel",
+            Impl::Flume => "flume",
+            Impl::Kanal => "kanal",
+            Impl::Crossbeam => "crossbeam",
+            Impl::TokioMemq => "tokio-memq",
+            Impl::Memq => "memq",
+            Impl::MemqThreads => "memq-threads",
+        }
+    }
+
+    /// Parses a comma-separated list of names as printed by [`Impl::name`].
+    pub fn parse_list(text: &str) -> Result<Vec<Impl>, String> {
+        text.split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                Impl::ALL
+                    .into_iter()
+                    .find(|i| i.name().eq_ignore_ascii_case(p))
+                    .ok_or_else(|| format!("unknown implementation `{p}`"))
+            })
+            .collect()
+    }
+
+    /// Whether this implementation has a meaningful way to run `scenario`.
+    ///
+    /// `false` prints as "–". tokio broadcast is a fan-out channel only, so it runs S1 and S3.
+    pub fn supports(self, scenario: Scenario) -> bool {
+        match self {
+            Impl::TokioBroadcast => {
+                matches!(scenario, Scenario::S1OneToOne | Scenario::S3Fanout)
+            }
+            _ => true,
+        }
+    }
+
+    /// How this row runs a scenario, when that differs from the obvious (printed as a note).
+    pub fn note(self, scenario: Scenario) -> Option<&'static str> {
+        match (self, scenario) {
+            (Impl::TokioMpsc, Scenario::S2Competing) => Some("1 receiver behind a tokio Mutex"),
+            (
+                Impl::TokioMpsc | Impl::AsyncChannel | Impl::Flume | Impl::Kanal | Impl::Crossbeam,
+                Scenario::S3Fanout,
+            ) => Some("4 channels"),
+            (
+                Impl::TokioMpsc | Impl::AsyncChannel | Impl::Flume | Impl::Kanal | Impl::Crossbeam,
+                Scenario::S7Partitioned,
+            ) => Some("4 channels, key hashed"),
+            (Impl::AsyncChannel | Impl::Crossbeam, Scenario::S4Batches) => {
+                Some("no batch API: recv + try_recv loop")
+            }
+            (Impl::Flume | Impl::Kanal, Scenario::S4Batches) => Some("send loop; recv + drain"),
+            (Impl::TokioMpsc, Scenario::S4Batches) => Some("reserve_many + recv_many"),
+            (Impl::TokioMemq, Scenario::S2Competing) => Some("consumer group"),
+            (Impl::TokioMemq, Scenario::S4Batches) => Some("publish_batch + recv_batch"),
+            (Impl::TokioMemq, Scenario::S7Partitioned) => Some("partitioned topic, Hash routing"),
+            (Impl::Memq | Impl::MemqThreads, Scenario::S2Competing) => Some("consumer group"),
+            (Impl::Memq, Scenario::S4Batches) => Some("publish_batch + recv_many"),
+            (Impl::MemqThreads, Scenario::S4Batches) => {
+                Some("publish_batch_blocking + recv_many_blocking")
+            }
+            (Impl::Memq | Impl::MemqThreads, Scenario::S7Partitioned) => {
+                Some("4-partition topic, publish_keyed")
+            }
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Impl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Sizes and limits of one run. The same values go to every implementation.
+#[derive(Clone, Debug)]
+pub struct Params {
+    /// Messages published in S1–S4 and S7 (`--messages`).
+    pub messages: u64,
+    /// Channel / topic capacity, in messages.
+    pub capacity: usize,
+    /// Payload size for S1–S4, S6, S7, in bytes (shared, never copied).
+    pub payload_size: usize,
+    /// Publishers in S2.
+    pub publishers: usize,
+    /// Consumers in S2, subscribers in S3, partitions and group members in S7.
+    pub consumers: usize,
+    /// Batch size in S4.
+    pub batch: usize,
+    /// Messages in S5 with 1 MiB payloads.
+    pub large_messages: u64,
+    /// Messages in S5 with 100 MiB payloads.
+    pub huge_messages: u64,
+    /// Round trips in S6 (at most; see `pingpong_budget`).
+    pub round_trips: u64,
+    /// S6 stops after this much time even if fewer round trips were made.
+    pub pingpong_budget: Duration,
+    /// Wall-clock cap of one run: every wait is bounded by it, so a peer that loses
+    /// messages cannot hang the run.
+    pub deadline: Duration,
+    /// How long a consumer of a peer that cannot signal "closed" waits, once every
+    /// publisher is done, before it decides nothing more will arrive.
+    pub idle: Duration,
+    /// Tokio worker threads.
+    pub workers: usize,
+}
+
+impl Params {
+    /// Parameters of a full run with `messages` messages per scenario.
+    pub fn full(messages: u64) -> Params {
+        let messages = messages.max(100);
+        Params {
+            messages,
+            capacity: 1024,
+            payload_size: 1024,
+            publishers: 4,
+            consumers: 4,
+            batch: 100,
+            large_messages: (messages / 100).clamp(10, 10_000),
+            huge_messages: (messages / 10_000).clamp(4, 100),
+            round_trips: (messages / 10).clamp(100, 100_000),
+            pingpong_budget: Duration::from_secs(3),
+            deadline: Duration::from_secs(60),
+            idle: Duration::from_millis(200),
+            workers: 2,
+        }
+    }
+
+    /// A small smoke run (CI): every scenario, a few thousand messages.
+    pub fn quick() -> Params {
+        Params {
+            pingpong_budget: Duration::from_millis(300),
+            // Healthy runs of this size take milliseconds; a stalled one costs this much.
+            deadline: Duration::from_secs(3),
+            idle: Duration::from_millis(100),
+            ..Params::full(10_000)
+        }
+    }
+
+    /// Deliveries a lossless implementation makes in `scenario`.
+    pub fn expected(&self, scenario: Scenario) -> u64 {
+        match scenario {
+            Scenario::S3Fanout => self.messages * self.consumers as u64,
+            Scenario::S5Large1MiB => self.large_messages,
+            Scenario::S5Large100MiB => self.huge_messages,
+            Scenario::S6PingPong => self.round_trips,
+            _ => self.messages,
+        }
+    }
+
+    /// Size of the payload that `scenario` shares between all its messages.
+    pub fn payload_size_of(&self, scenario: Scenario) -> usize {
+        match scenario {
+            Scenario::S5Large1MiB => 1 << 20,
+            Scenario::S5Large100MiB => 100 << 20,
+            _ => self.payload_size,
+        }
+    }
+}
+
+/// What one run measured. Every count is counted from what arrived, never assumed.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    /// Distinct deliveries per second (S6: 1e9 / median round trip in ns).
+    pub msgs_per_s: f64,
+    /// Deliveries that should have happened and did not.
+    pub lost: u64,
+    /// Deliveries of a message id a consumer (or, for competing consumers, any consumer)
+    /// had already received.
+    pub duplicated: u64,
+    /// Distinct deliveries counted.
+    pub delivered: u64,
+    /// Deliveries a lossless implementation makes.
+    pub expected: u64,
+    /// From the first publish to the last delivery.
+    pub elapsed: Duration,
+    /// Whether some wait hit the run's deadline.
+    pub timed_out: bool,
+    /// Deliveries whose payload pointer or length differed from what was published
+    /// (the payload was copied or replaced on the way).
+    pub payload_mismatch: u64,
+    /// Messages the peer itself said it skipped (tokio broadcast's `Lagged(n)`).
+    pub lag_reported: u64,
+    /// S6 only: the median round trip.
+    pub median_rtt: Option<Duration>,
+}
+
+/// The message every scenario sends: an id to count it by, and a shared payload.
+///
+/// `Serialize`/`Deserialize` are only there because tokio-memq's API demands them; its
+/// native mode moves the value without serializing it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Msg {
+    /// Unique within a run, `0..expected` (S2: disjoint ranges per publisher).
+    pub id: u64,
+    /// Shared payload: every message points at the same allocation.
+    pub payload: Bytes,
+}
+
+/// How the senders and receivers of one run are connected; each scenario asks for one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// One sender, one receiver (S1, S4, S5, each direction of S6).
+    Pair,
+    /// `n` receivers competing for messages: each message reaches exactly one (S2).
+    Competing(usize),
+    /// `n` receivers that each get every message (S3). The wiring has either one sender
+    /// that reaches all of them (a real broadcast), or one sender per receiver (the
+    /// publisher sends a clone to each).
+    Fanout(usize),
+    /// `n` partitions, each consumed by one group member (S7). The wiring has either one
+    /// sender that routes keys itself (`send_keyed`), or one sender per partition (the
+    /// harness routes with [`partition_of`]).
+    Partitioned(usize),
+}
+
+/// The senders and receivers of one run, as an implementation wired them for a [`Shape`].
+#[derive(Debug)]
+pub struct Wiring<Tx, Rx> {
+    /// Senders: one, or one per receiver / partition (see [`Shape`]).
+    pub txs: Vec<Tx>,
+    /// Receivers, one per consumer task or thread.
+    pub rxs: Vec<Rx>,
+}
+
+/// What a receive returned.
+#[derive(Debug)]
+pub enum Recv {
+    /// A message.
+    Msg(Msg),
+    /// The peer says it skipped this many messages for this receiver.
+    Lagged(u64),
+    /// Every sender is gone and nothing is left.
+    Closed,
+}
+
+/// What a non-blocking receive returned.
+#[derive(Debug)]
+pub enum TryRecv {
+    /// A message.
+    Msg(Msg),
+    /// Nothing right now.
+    Empty,
+    /// The peer says it skipped this many messages for this receiver.
+    Lagged(u64),
+    /// Every sender is gone and nothing is left.
+    Closed,
+}
+
+/// What a batch receive returned.
+#[derive(Debug)]
+pub enum Batch {
+    /// Messages were appended to the buffer (at least one).
+    Got,
+    /// The peer says it skipped this many messages for this receiver.
+    Lagged(u64),
+    /// Every sender is gone and nothing is left.
+    Closed,
+}
+
+/// A send failed because every receiver is gone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Disconnected;
+
+/// Number of distinct keys in S7.
+pub const KEYS: u64 = 256;
+
+/// The key of message `id` in S7.
+pub fn key_of(id: u64) -> u64 {
+    id % KEYS
+}
+
+/// The partition a key maps to when the harness routes keys itself (peers without
+/// partitions). A fixed mixer, so routing costs the same for every peer.
+pub fn partition_of(key: u64, partitions: usize) -> usize {
+    // splitmix64 finalizer: cheap, and spreads consecutive keys evenly.
+    let mut z = key.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z % partitions as u64) as usize
+}
+
+/// A payload of `size` bytes, filled with printable ASCII (tokio-memq's log preview
+/// panics on payloads longer than 256 bytes that are not valid ASCII; that bug is
+/// documented in PEERS.md and not what these scenarios measure).
+pub fn make_payload(size: usize) -> Bytes {
+    let mut v = Vec::with_capacity(size);
+    v.extend((0..size).map(|i| b'a' + (i % 26) as u8));
+    Bytes::from(v)
+}
+
+/// Counts what one consumer received: which ids, how many times, and whether each
+/// payload is the very allocation that was published.
+#[derive(Debug)]
+pub struct Tally {
+    seen: Vec<u64>,
+    range: u64,
+    payload_ptr: usize,
+    payload_len: usize,
+    /// Messages received, duplicates included.
+    pub received: u64,
+    /// Distinct ids received.
+    pub distinct: u64,
+    /// Ids received more than once by this consumer.
+    pub duplicated: u64,
+    /// Ids outside `0..range` (corrupted or foreign messages).
+    pub out_of_range: u64,
+    /// Payloads whose pointer or length changed on the way.
+    pub payload_mismatch: u64,
+    /// Messages the peer reported as skipped.
+    pub lag_reported: u64,
+    /// Whether the consumer gave up at the deadline.
+    pub timed_out: bool,
+    /// When the consumer saw its last message, or noticed the end of the stream.
+    pub end: Option<Instant>,
+}
+
+impl Tally {
+    /// A tally for ids `0..range`, expecting every payload to be `payload`.
+    pub fn new(range: u64, payload: &Bytes) -> Tally {
+        let words = usize::try_from(range.div_ceil(64)).expect("id range fits in memory");
+        Tally {
+            seen: vec![0; words],
+            range,
+            payload_ptr: payload.as_ptr() as usize,
+            payload_len: payload.len(),
+            received: 0,
+            distinct: 0,
+            duplicated: 0,
+            out_of_range: 0,
+            payload_mismatch: 0,
+            lag_reported: 0,
+            timed_out: false,
+            end: None,
+        }
+    }
+
+    /// Records one delivery.
+    #[inline]
+    pub fn record(&mut self, msg: &Msg) {
+        self.received += 1;
+        if msg.payload.as_ptr() as usize != self.payload_ptr
+            || msg.payload.len() != self.payload_len
+        {
+            self.payload_mismatch += 1;
+        }
+        if msg.id >= self.range {
+            self.out_of_range += 1;
+            return;
+        }
+        let word = (msg.id / 64) as usize;
+        let bit = 1u64 << (msg.id % 64);
+        if self.seen[word] & bit != 0 {
+            self.duplicated += 1;
+        } else {
+            self.seen[word] |= bit;
+            self.distinct += 1;
+        }
+    }
+
+    /// Folds tallies of consumers that share one id space (competing consumers,
+    /// partitions): an id seen by two consumers is a duplicate too.
+    pub fn merge(tallies: Vec<Tally>) -> Tally {
+        let mut iter = tallies.into_iter();
+        let mut acc = iter.next().expect("at least one consumer");
+        for t in iter {
+            acc.received += t.received;
+            acc.duplicated += t.duplicated;
+            acc.out_of_range += t.out_of_range;
+            acc.payload_mismatch += t.payload_mismatch;
+            acc.lag_reported += t.lag_reported;
+            acc.timed_out |= t.timed_out;
+            acc.end = acc.end.max(t.end);
+            for (a, b) in acc.seen.iter_mut().zip(&t.seen) {
+                acc.duplicated += u64::from((*a & *b).count_ones());
+                *a |= *b;
+            }
+        }
+        acc.distinct = acc.seen.iter().map(|w| u64::from(w.count_ones())).sum();
+        acc
+    }
+}
+
+/// Builds an [`Outcome`] from the tallies of a throughput scenario.
+///
+/// `groups` are the consumer tallies, already merged where consumers share an id space;
+/// each group is expected to see every id in `0..per_group` once.
+pub fn outcome_from(start: Instant, groups: Vec<Tally>, per_group: u64) -> Outcome {
+    let mut out = Outcome::default();
+    let mut end = start;
+    for t in &groups {
+        out.expected += per_group;
+        out.delivered += t.distinct;
+        out.lost += per_group.saturating_sub(t.distinct);
+        out.duplicated += t.duplicated;
+        out.payload_mismatch += t.payload_mismatch;
+        out.lag_reported += t.lag_reported;
+        out.timed_out |= t.timed_out;
+        if let Some(e) = t.end {
+            end = end.max(e);
+        }
+    }
+    out.elapsed = end.saturating_duration_since(start);
+    let secs = out.elapsed.as_secs_f64();
+    out.msgs_per_s = if secs > 0.0 {
+        out.delivered as f64 / secs
+    } else {
+        0.0
+    };
+    out
+}
+
+/// Runs `scenario` on `imp`. `None`: the implementation does not fit the scenario.
+pub fn run(scenario: Scenario, imp: Impl, params: &Params) -> Option<Outcome> {
+    if !imp.supports(scenario) {
+        return None;
+    }
+    match imp {
+        Impl::TokioMpsc => drive_async::run(&peers::tokio_mpsc::TokioMpsc, scenario, params),
+        Impl::TokioBroadcast => {
+            drive_async::run(&peers::tokio_broadcast::TokioBroadcast, scenario, params)
+        }
+        Impl::AsyncChannel => drive_async::run(&peers::async_chan::AsyncChannel, scenario, params),
+        Impl::Flume => drive_async::run(&peers::flume_chan::Flume, scenario, params),
+        Impl::Kanal => drive_async::run(&peers::kanal_chan::Kanal, scenario, params),
+        Impl::Crossbeam => drive_threads::run(&peers::crossbeam_chan::Crossbeam, scenario, params),
+        Impl::TokioMemq => drive_async::run(
+            &peers::tokio_memq_topic::TokioMemq::new(params),
+            scenario,
+            params,
+        ),
+        // ---- memq: the seam. Only `peers/memq_topic.rs` knows memq's API. ----
+        Impl::Memq => peers::memq_topic::run(scenario, params),
+        Impl::MemqThreads => peers::memq_topic::run_threads(scenario, params),
+    }
+}

@@ -1,0 +1,197 @@
+//! Turns the outcomes of several rounds into the markdown table or CSV lines that
+//! `perf_runner` prints. Knows nothing about how the numbers were measured.
+
+use core::fmt::Write as _;
+
+use super::{Impl, Outcome, Scenario};
+
+/// The rounds of one (scenario, implementation) cell.
+#[derive(Clone, Debug)]
+pub struct Cell {
+    /// Scenario of this cell.
+    pub scenario: Scenario,
+    /// Implementation of this cell.
+    pub imp: Impl,
+    /// One outcome per round that ran; empty when the implementation does not fit the
+    /// scenario.
+    pub outcomes: Vec<Outcome>,
+}
+
+impl Cell {
+    /// Median rate over the rounds, if any ran.
+    pub fn median_rate(&self) -> Option<f64> {
+        let mut rates: Vec<f64> = self.outcomes.iter().map(|o| o.msgs_per_s).collect();
+        median(&mut rates)
+    }
+
+    /// Lowest and highest rate over the rounds.
+    pub fn min_max(&self) -> Option<(f64, f64)> {
+        let rates = self.outcomes.iter().map(|o| o.msgs_per_s);
+        let min = rates.clone().reduce(f64::min)?;
+        let max = rates.reduce(f64::max)?;
+        Some((min, max))
+    }
+
+    /// Lost deliveries summed over the rounds.
+    pub fn lost(&self) -> u64 {
+        self.outcomes.iter().map(|o| o.lost).sum()
+    }
+
+    /// Expected deliveries summed over the rounds.
+    pub fn expected(&self) -> u64 {
+        self.outcomes.iter().map(|o| o.expected).sum()
+    }
+}
+
+/// The median of `values` (mean of the middle two for an even count).
+pub fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    Some(if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    })
+}
+
+/// A rate with an SI suffix: `41.3M`, `590K`, `29.0`.
+pub fn fmt_rate(rate: f64) -> String {
+    if rate >= 1e9 {
+        format!("{:.2}G", rate / 1e9)
+    } else if rate >= 1e6 {
+        format!("{:.2}M", rate / 1e6)
+    } else if rate >= 1e3 {
+        format!("{:.1}K", rate / 1e3)
+    } else {
+        format!("{rate:.1}")
+    }
+}
+
+/// A duration in the unit that keeps it readable.
+pub fn fmt_nanos(nanos: f64) -> String {
+    if nanos >= 1e6 {
+        format!("{:.2} ms", nanos / 1e6)
+    } else if nanos >= 1e3 {
+        format!("{:.1} µs", nanos / 1e3)
+    } else {
+        format!("{nanos:.0} ns")
+    }
+}
+
+fn baseline_rate(cells: &[Cell], scenario: Scenario) -> Option<f64> {
+    cells
+        .iter()
+        .find(|c| c.scenario == scenario && c.imp == scenario.baseline())
+        .and_then(Cell::median_rate)
+}
+
+fn notes(cell: &Cell) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(note) = cell.imp.note(cell.scenario) {
+        parts.push(note.to_owned());
+    }
+    if cell.outcomes.is_empty() {
+        return parts.join("; ");
+    }
+    let mut rtts: Vec<f64> = cell
+        .outcomes
+        .iter()
+        .filter_map(|o| o.median_rtt.map(|d| d.as_nanos() as f64))
+        .collect();
+    if let Some(rtt) = median(&mut rtts) {
+        parts.push(format!("median RTT {}", fmt_nanos(rtt)));
+    }
+    let dup: u64 = cell.outcomes.iter().map(|o| o.duplicated).sum();
+    if dup > 0 {
+        parts.push(format!("{dup} duplicated"));
+    }
+    let lagged: u64 = cell.outcomes.iter().map(|o| o.lag_reported).sum();
+    if lagged > 0 {
+        parts.push(format!("{lagged} reported lagged"));
+    }
+    let copied: u64 = cell.outcomes.iter().map(|o| o.payload_mismatch).sum();
+    if copied > 0 {
+        parts.push(format!("{copied} payloads copied/changed"));
+    }
+    let timeouts = cell.outcomes.iter().filter(|o| o.timed_out).count();
+    if timeouts > 0 {
+        parts.push(format!("hit the deadline in {timeouts} round(s)"));
+    }
+    parts.join("; ")
+}
+
+fn fmt_lost(cell: &Cell) -> String {
+    let lost = cell.lost();
+    let expected = cell.expected();
+    if lost == 0 {
+        "0".to_owned()
+    } else {
+        let pct = 100.0 * lost as f64 / expected.max(1) as f64;
+        format!("{lost} ({pct:.1}%)")
+    }
+}
+
+/// The markdown table: one row per cell, in the order given.
+pub fn markdown(cells: &[Cell]) -> String {
+    let mut out = String::new();
+    out.push_str(
+        "| scenario | impl | median msgs/s | min–max | ratio to tokio mpsc (S3: broadcast) | lost | notes |\n",
+    );
+    out.push_str("|---|---|---:|---:|---:|---:|---|\n");
+    for cell in cells {
+        let (median, range, ratio, lost) = match cell.median_rate() {
+            None => (
+                "–".to_owned(),
+                "–".to_owned(),
+                "–".to_owned(),
+                "–".to_owned(),
+            ),
+            Some(m) => {
+                let (lo, hi) = cell.min_max().unwrap_or((m, m));
+                let ratio = baseline_rate(cells, cell.scenario)
+                    .filter(|b| *b > 0.0)
+                    .map_or("–".to_owned(), |b| format!("{:.2}×", m / b));
+                (
+                    fmt_rate(m),
+                    format!("{}–{}", fmt_rate(lo), fmt_rate(hi)),
+                    ratio,
+                    fmt_lost(cell),
+                )
+            }
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            cell.scenario.label(),
+            cell.imp.name(),
+            median,
+            range,
+            ratio,
+            lost,
+            notes(cell)
+        );
+    }
+    out
+}
+
+/// CSV lines `scenario,impl,median_msgs_per_s,lost` (with that header), one per cell that
+/// ran; `lost` is summed over the rounds.
+pub fn csv(cells: &[Cell]) -> String {
+    let mut out = String::from("scenario,impl,median_msgs_per_s,lost\n");
+    for cell in cells {
+        if let Some(m) = cell.median_rate() {
+            let _ = writeln!(
+                out,
+                "{},{},{:.0},{}",
+                cell.scenario.id(),
+                cell.imp.name(),
+                m,
+                cell.lost()
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,182 @@
+//! Measures memq against its peers on the scenarios S1–S7, interleaved over
+//! several rounds, and prints a markdown table (or CSV with `--csv`).
+//!
+//! ```text
+//! cargo run --release --example perf_runner -- [--quick] [--rounds N] [--messages N]
+//!     [--scenarios S1,S3,...] [--impls kanal,flume,...] [--timeout SECS] [--csv]
+//! ```
+//!
+//! Every run counts what arrived by message id: losses and duplicates are counted, never
+//! assumed. Rates are distinct deliveries per second from the first publish to the last
+//! delivery (S3 counts each of the 4 subscribers' deliveries; S6 is 1e9 / median round
+//! trip in ns). The figures are noisy on a loaded or 2-core machine: compare ratios within
+//! one run, and never assert on them.
+
+extern crate alloc;
+
+mod perf;
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use perf::report::{self, Cell};
+use perf::{Impl, Params, Scenario};
+
+const USAGE: &str = "\
+usage: perf_runner [options]
+  --quick             small smoke run (CI): 10,000 messages, 1 round, short timeouts
+  --rounds N          rounds, interleaved over scenarios and implementations (default 3; quick 1)
+  --messages N        messages per scenario (default 1,000,000; quick 10,000)
+  --scenarios LIST    only these scenarios, e.g. S1,S3,S5 (default all)
+  --impls LIST        only these implementations, e.g. kanal,tokio-mpsc,memq (default all)
+  --timeout SECS      wall-clock cap of one run (default 60; quick 3)
+  --csv               print `scenario,impl,median_msgs_per_s,lost` lines instead of a table
+  -h, --help          this text";
+
+#[derive(Debug)]
+struct Args {
+    quick: bool,
+    rounds: Option<usize>,
+    messages: Option<u64>,
+    scenarios: Vec<Scenario>,
+    impls: Vec<Impl>,
+    timeout: Option<u64>,
+    csv: bool,
+}
+
+fn parse_args() -> Result<Option<Args>, String> {
+    let mut args = Args {
+        quick: false,
+        rounds: None,
+        messages: None,
+        scenarios: Scenario::ALL.to_vec(),
+        impls: Impl::ALL.to_vec(),
+        timeout: None,
+        csv: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
+        match arg.as_str() {
+            "--quick" => args.quick = true,
+            "--csv" => args.csv = true,
+            "--rounds" => args.rounds = Some(parse_num(&value("--rounds")?)?),
+            "--messages" => args.messages = Some(parse_num(&value("--messages")?)?),
+            "--timeout" => args.timeout = Some(parse_num(&value("--timeout")?)?),
+            "--scenarios" => args.scenarios = Scenario::parse_list(&value("--scenarios")?)?,
+            "--impls" => args.impls = Impl::parse_list(&value("--impls")?)?,
+            "-h" | "--help" => return Ok(None),
+            // `cargo bench` and some wrappers pass this to every target.
+            "--bench" => {}
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    Ok(Some(args))
+}
+
+fn parse_num<T: core::str::FromStr>(text: &str) -> Result<T, String> {
+    text.replace(['_', ','], "")
+        .parse()
+        .map_err(|_| format!("not a number: `{text}`"))
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(Some(args)) => args,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("perf_runner: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+
+    let mut params = if args.quick {
+        Params::quick()
+    } else {
+        Params::full(1_000_000)
+    };
+    if let Some(n) = args.messages {
+        let tuned = params.clone();
+        params = Params {
+            pingpong_budget: tuned.pingpong_budget,
+            deadline: tuned.deadline,
+            idle: tuned.idle,
+            ..Params::full(n)
+        };
+    }
+    if let Some(secs) = args.timeout {
+        params.deadline = core::time::Duration::from_secs(secs.max(1));
+    }
+    let rounds = args.rounds.unwrap_or(if args.quick { 1 } else { 3 }).max(1);
+
+    eprintln!(
+        "perf_runner: {} messages (S5: {} × 1 MiB, {} × 100 MiB; S6: up to {} round trips), \
+         capacity {}, {} round(s), {} tokio workers, {} CPUs",
+        params.messages,
+        params.large_messages,
+        params.huge_messages,
+        params.round_trips,
+        params.capacity,
+        rounds,
+        params.workers,
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+    );
+
+    let expected: Vec<String> = args
+        .scenarios
+        .iter()
+        .map(|&s| format!("{} {}", s.id(), params.expected(s)))
+        .collect();
+    eprintln!("perf_runner: deliveries per run: {}", expected.join(", "));
+
+    let mut cells: Vec<Cell> = args
+        .scenarios
+        .iter()
+        .flat_map(|&scenario| {
+            args.impls.iter().map(move |&imp| Cell {
+                scenario,
+                imp,
+                outcomes: Vec::new(),
+            })
+        })
+        .collect();
+
+    let started = Instant::now();
+    // Interleave: each round visits every cell once, so drift of the machine over time
+    // spreads over all rows instead of favouring whichever ran first.
+    for round in 1..=rounds {
+        for cell in &mut cells {
+            let t = Instant::now();
+            let Some(outcome) = perf::run(cell.scenario, cell.imp, &params) else {
+                continue;
+            };
+            eprintln!(
+                "round {round}/{rounds} {:<10} {:<16} {:>9} msgs/s  lost {:<8} ({:.2?})",
+                cell.scenario.id(),
+                cell.imp.name(),
+                report::fmt_rate(outcome.msgs_per_s),
+                outcome.lost,
+                t.elapsed(),
+            );
+            cell.outcomes.push(outcome);
+        }
+    }
+    eprintln!("perf_runner: done in {:.1?}", started.elapsed());
+
+    if args.csv {
+        print!("{}", report::csv(&cells));
+    } else {
+        println!(
+            "Median over {rounds} round(s), {} messages per scenario; rates are distinct \
+             deliveries/s (S3: all 4 subscribers; S6: 1e9/median RTT). Ratio is to tokio \
+             mpsc (S3: tokio broadcast). `lost` is summed over the rounds; \"–\": does not \
+             apply.\n",
+            params.messages
+        );
+        print!("{}", report::markdown(&cells));
+    }
+    ExitCode::SUCCESS
+}
