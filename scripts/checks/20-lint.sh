@@ -1,0 +1,5 @@
+# Formatting, lints and docs: all must be clean.
+run cargo fmt --all -- --check
+(cd checks/no_std && run cargo fmt -- --check)
+run cargo clippy --workspace --all-targets --all-features --profile "$MEMQ_PROFILE" -- -D warnings
+RUSTDOCFLAGS="-D warnings" run cargo doc --workspace --no-deps --all-features --profile "$MEMQ_PROFILE"

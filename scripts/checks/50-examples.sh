@@ -1,0 +1,7 @@
+# Every example runs and checks what it received (each exits non-zero on a mismatch).
+bin=$(target_dir)/examples
+for ex in quickstart; do
+    run "$bin/$ex"
+done
+run "$bin/large_object_test"
+run "$bin/perf_runner" --quick
