@@ -7,3 +7,8 @@ pub use memq_core::*;
 
 #[cfg(feature = "serde")]
 pub mod codec;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
