@@ -222,3 +222,31 @@ macro_rules! blocking_recv {
 
 blocking_recv!(Subscriber);
 blocking_recv!(Consumer);
+
+impl<T: Clone> crate::ack::AckConsumer<T> {
+    /// [`AckConsumer::recv`](crate::AckConsumer::recv) for plain threads: parks until a
+    /// delivery is available (leases that run out wake it through the group's timer).
+    ///
+    /// # Errors
+    ///
+    /// As the async `recv`.
+    pub fn recv_blocking(&mut self) -> Result<crate::ack::Delivery<T>, RecvError> {
+        block_on(self.recv())
+    }
+
+    /// [`Self::recv_blocking`], giving up after `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`RecvTimeoutError::Timeout`] if nothing arrived in time; otherwise as the async
+    /// `recv`.
+    pub fn recv_blocking_timeout(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<crate::ack::Delivery<T>, RecvTimeoutError> {
+        match block_on_deadline(self.recv(), deadline(timeout)) {
+            Some(r) => r.map_err(RecvTimeoutError::from),
+            None => Err(RecvTimeoutError::Timeout),
+        }
+    }
+}

@@ -188,6 +188,12 @@ pub enum Error {
     TopicExists(alloc::string::String),
     /// No group of that name exists on the topic.
     UnknownGroup(alloc::string::String),
+    /// The group exists with the other acknowledgement mode (automatic vs explicit).
+    GroupModeMismatch(alloc::string::String),
+    /// Explicit acknowledgements need a clock (on the topic or in the `AckConfig`).
+    ClockRequired,
+    /// `max_in_flight` must be at least 1.
+    ZeroInFlight,
 }
 
 impl fmt::Display for Error {
@@ -220,6 +226,14 @@ impl fmt::Display for Error {
             Self::UnknownTopic(name) => write!(f, "unknown topic {name:?}"),
             Self::TopicExists(name) => write!(f, "topic {name:?} already exists"),
             Self::UnknownGroup(name) => write!(f, "unknown group {name:?}"),
+            Self::GroupModeMismatch(name) => {
+                write!(
+                    f,
+                    "group {name:?} exists with the other acknowledgement mode"
+                )
+            }
+            Self::ClockRequired => f.write_str("explicit acknowledgements need a clock"),
+            Self::ZeroInFlight => f.write_str("max_in_flight must be at least 1"),
         }
     }
 }

@@ -43,16 +43,18 @@ struct Members {
 }
 
 /// State of one group shared by its members and the topic's registry.
-pub(crate) struct GroupShared {
+pub(crate) struct GroupShared<T> {
     pub(crate) name: String,
     /// The group's id in each partition's log, indexed by partition.
     pub(crate) ids: Vec<usize>,
     members: Mutex<Members>,
     /// Bumped on every membership change; members compare it to refresh assignments.
     epoch: AtomicUsize,
+    /// Settings of an explicit-ack group; `None` for automatic commit.
+    pub(crate) acks: Option<crate::ack::AckSettings<T>>,
 }
 
-impl fmt::Debug for GroupShared {
+impl<T> fmt::Debug for GroupShared<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Group")
             .field("name", &self.name)
@@ -60,7 +62,7 @@ impl fmt::Debug for GroupShared {
     }
 }
 
-impl GroupShared {
+impl<T> GroupShared<T> {
     pub(crate) fn member_count(&self) -> usize {
         self.members.lock().list.len()
     }
@@ -81,7 +83,7 @@ fn assignment(list: &[u64], id: u64, partitions: usize) -> Vec<usize> {
 
 impl<T> Shared<T> {
     /// Wakes every member of `group` everywhere so that each re-reads its assignment.
-    fn wake_group(&self, group: &GroupShared) {
+    pub(crate) fn wake_group(&self, group: &GroupShared<T>) {
         let mut wl = WakeList::new();
         loop {
             let more = group.members.lock().idle.notify_all(&mut wl);
@@ -109,7 +111,7 @@ impl<T> Shared<T> {
 
     /// Wakes members with no partition (they only wait for a rebalance or close).
     pub(crate) fn wake_idle_members(&self) {
-        let groups: Vec<Arc<GroupShared>> = self.groups.lock().clone();
+        let groups: Vec<Arc<GroupShared<T>>> = self.groups.lock().clone();
         for g in groups {
             let mut wl = WakeList::new();
             loop {
@@ -146,13 +148,27 @@ impl<T> Topic<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn group(&self, name: &str, start: StartAt) -> Result<Consumer<T>, Error> {
+        self.join_group(name, start, None)
+    }
+
+    /// Joins (creating if needed) a group; `acks` is `Some` for an explicit-ack group.
+    pub(crate) fn join_group(
+        &self,
+        name: &str,
+        start: StartAt,
+        acks: Option<crate::ack::AckSettings<T>>,
+    ) -> Result<Consumer<T>, Error> {
         let shared = &self.shared;
+        let explicit = acks.is_some();
         let group = {
             let mut registry = shared.groups.lock();
             match registry.iter().find(|g| g.name == name) {
+                Some(g) if g.acks.is_some() != explicit => {
+                    return Err(Error::GroupModeMismatch(name.into()))
+                }
                 Some(g) => g.clone(),
                 None => {
-                    let g = Arc::new(create_group(shared, name, start)?);
+                    let g = Arc::new(create_group(shared, name, start, acks)?);
                     registry.push(g.clone());
                     g
                 }
@@ -219,7 +235,12 @@ impl<T> Topic<T> {
     }
 }
 
-fn create_group<T>(shared: &Shared<T>, name: &str, start: StartAt) -> Result<GroupShared, Error> {
+fn create_group<T>(
+    shared: &Shared<T>,
+    name: &str,
+    start: StartAt,
+    acks: Option<crate::ack::AckSettings<T>>,
+) -> Result<GroupShared<T>, Error> {
     // Check every partition first so that a failure leaves nothing attached. Offsets
     // only grow, so a start valid now stays valid below.
     if let StartAt::Offset(_) = start {
@@ -234,7 +255,7 @@ fn create_group<T>(shared: &Shared<T>, name: &str, start: StartAt) -> Result<Gro
         let mut log = part.log.lock();
         shared.expire(&mut log, now, &mut wl);
         let pos = start_position(&log, p, start).unwrap_or(log.high);
-        ids.push(log.add_group(pos));
+        ids.push(log.add_group(pos, acks.is_some()));
     }
     Ok(GroupShared {
         name: name.into(),
@@ -246,6 +267,7 @@ fn create_group<T>(shared: &Shared<T>, name: &str, start: StartAt) -> Result<Gro
             deleted: false,
         }),
         epoch: AtomicUsize::new(0),
+        acks,
     })
 }
 
@@ -258,16 +280,16 @@ type Taken<T> = (usize, Option<Message<T>>);
 /// Made by [`Topic::group`]. Dropping it leaves the group (its partitions are rebalanced
 /// to the other members); the group and its position remain.
 pub struct Consumer<T> {
-    shared: Arc<Shared<T>>,
-    group: Arc<GroupShared>,
-    id: u64,
+    pub(crate) shared: Arc<Shared<T>>,
+    pub(crate) group: Arc<GroupShared<T>>,
+    pub(crate) id: u64,
     epoch: usize,
-    assigned: Vec<usize>,
+    pub(crate) assigned: Vec<usize>,
     /// Wait registration per partition, indexed by partition.
-    keys: Vec<Option<WaitKey>>,
+    pub(crate) keys: Vec<Option<WaitKey>>,
     idle_key: Option<WaitKey>,
-    next: usize,
-    waiting: bool,
+    pub(crate) next: usize,
+    pub(crate) waiting: bool,
     deleted: bool,
 }
 
@@ -308,7 +330,7 @@ impl<T> Consumer<T> {
     }
 
     /// Re-reads the assignment after a rebalance; returns whether the group is deleted.
-    fn refresh(&mut self) -> bool {
+    pub(crate) fn refresh(&mut self) -> bool {
         let epoch = self.group.epoch.load(Ordering::Acquire);
         if epoch == self.epoch {
             return self.deleted;
@@ -469,17 +491,32 @@ impl<T> Consumer<T> {
         Poll::Pending
     }
 
+    /// Parks a member that has nothing to read on its partitions until a rebalance or
+    /// the group's drain; returns `true` if it should poll again at once.
+    pub(crate) fn park_idle(&mut self, waker: &Waker) -> bool {
+        self.group
+            .members
+            .lock()
+            .idle
+            .register(&mut self.idle_key, waker);
+        self.group.epoch.load(Ordering::Acquire) != self.epoch
+            || (self.shared.is_closed() && self.group_drained())
+    }
+
     /// Whether the group has delivered everything published on every partition.
-    fn group_drained(&self) -> bool {
+    pub(crate) fn group_drained(&self) -> bool {
         self.shared.parts.iter().enumerate().all(|(p, part)| {
             let log = part.log.lock();
             log.group_ref(self.group.ids[p])
-                .is_none_or(|g| log.cursor(g.cursor) >= log.high)
+                .is_none_or(|g| match &g.acks {
+                    None => log.cursor(g.cursor) >= log.high,
+                    Some(a) => a.next >= log.high && a.unacked.is_empty(),
+                })
         })
     }
 
     /// Wakes members waiting for work elsewhere in the group (see `poll_inner`).
-    fn wake_idle(&self) {
+    pub(crate) fn wake_idle(&self) {
         let mut wl = WakeList::new();
         loop {
             let more = self.group.members.lock().idle.notify_all(&mut wl);
@@ -492,7 +529,7 @@ impl<T> Consumer<T> {
 
     /// Forgets the registrations of a wait that ended (served on another partition, or
     /// abandoned), passing unconsumed wake-ups on to other members.
-    fn cancel_wait(&mut self) {
+    pub(crate) fn cancel_wait(&mut self) {
         if !self.waiting {
             return;
         }

@@ -44,6 +44,7 @@
 
 extern crate alloc;
 
+mod ack;
 #[cfg(feature = "std")]
 mod blocking;
 mod broker;
@@ -62,6 +63,12 @@ mod sync;
 mod topic;
 mod wait;
 
+#[cfg(feature = "std")]
+pub use ack::ThreadTimer;
+pub use ack::{
+    AckConfig, AckConsumer, AckError, AckRecv, Backoff, DeadLetter, DeadLetterReason, Delivery,
+    PendingInfo, Timer,
+};
 pub use broker::Broker;
 #[cfg(feature = "std")]
 pub use clock::StdClock;

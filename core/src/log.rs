@@ -30,6 +30,8 @@ pub(crate) struct GroupPart {
     pub(crate) waiters: WaiterList,
     /// Messages delivered to the group from this partition.
     pub(crate) delivered: u64,
+    /// Lease bookkeeping of an explicit-ack group; `None` for automatic commit.
+    pub(crate) acks: Option<crate::ack::Acks>,
 }
 
 /// What a reader found at its position.
@@ -326,16 +328,34 @@ impl<T> Log<T> {
         Read::Message(e)
     }
 
+    /// A copy of the retained message at `offset`, if it is still retained.
+    pub(crate) fn entry_at(&self, offset: u64) -> Option<Entry<T>>
+    where
+        T: Clone,
+    {
+        if offset < self.low || offset >= self.high {
+            return None;
+        }
+        let e = self.ring[self.index(offset)].as_ref()?;
+        debug_assert_eq!(e.offset, offset);
+        Some(Entry {
+            offset: e.offset,
+            ts: e.ts,
+            value: e.value.clone(),
+        })
+    }
+
     // ----- groups -------------------------------------------------------------------
 
     /// Attaches a new group at `start`. Group ids are never reused, so a member of a
     /// deleted group can never reach another group's state.
-    pub(crate) fn add_group(&mut self, start: u64) -> usize {
+    pub(crate) fn add_group(&mut self, start: u64, explicit: bool) -> usize {
         let cursor = self.add_cursor(start);
         self.groups.push(Some(GroupPart {
             cursor,
             waiters: WaiterList::new(),
             delivered: 0,
+            acks: explicit.then(|| crate::ack::Acks::new(start)),
         }));
         self.groups.len() - 1
     }

@@ -48,12 +48,18 @@ pub struct GroupStats {
     pub lag: u64,
     /// Messages delivered to the group.
     pub delivered: u64,
-    /// Deliveries not yet acknowledged (always 0 with automatic commit).
+    /// Delivered but not yet acknowledged, leased or waiting for redelivery (always 0
+    /// with automatic commit).
     pub in_flight: u64,
-    /// Messages delivered more than once (always 0 with automatic commit).
+    /// Redeliveries (always 0 with automatic commit).
     pub redelivered: u64,
-    /// Messages sent to a dead-letter topic (always 0 with automatic commit).
+    /// Messages acknowledged (0 with automatic commit, where delivery commits).
+    pub acked: u64,
+    /// Messages sent to the dead-letter topic, or dropped after `max_deliveries` without
+    /// one (always 0 with automatic commit).
     pub dead_lettered: u64,
+    /// Unacknowledged messages evicted (`DropOldest` or TTL) before they were acked.
+    pub evicted_unacked: u64,
 }
 
 /// A snapshot of a topic.
@@ -135,6 +141,13 @@ impl<T> Topic<T> {
                     gs.committed.push(pos);
                     gs.lag += log.high.saturating_sub(pos);
                     gs.delivered += gp.delivered;
+                    if let Some(a) = &gp.acks {
+                        gs.in_flight += a.unacked.len() as u64;
+                        gs.redelivered += a.redelivered;
+                        gs.acked += a.acked;
+                        gs.dead_lettered += a.dead_lettered;
+                        gs.evicted_unacked += a.evicted_unacked;
+                    }
                 }
             }
         }

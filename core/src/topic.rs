@@ -43,7 +43,7 @@ pub(crate) struct Shared<T> {
     round_robin: AtomicUsize,
     /// Groups by name. Lock order: this registry, then a group's members, then a
     /// partition. Nothing that holds a partition lock takes either of the others.
-    pub(crate) groups: Mutex<Vec<Arc<GroupShared>>>,
+    pub(crate) groups: Mutex<Vec<Arc<GroupShared<T>>>>,
     /// Live subscribers (one per `Subscriber`, whatever partitions it reads).
     pub(crate) subscribers: AtomicUsize,
 }

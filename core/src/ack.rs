@@ -1,0 +1,1283 @@
+//! Explicit acknowledgements: at-least-once consumer groups.
+//!
+//! In an explicit-ack group a delivery is a lease. The member [`ack`](Delivery::ack)s it
+//! when done, [`nack`](Delivery::nack)s it to have it delivered again (at once or after a
+//! delay), [`reject`](Delivery::reject)s it to send it to the dead-letter topic, or
+//! [`touch`](Delivery::touch)es it to extend the lease. A delivery dropped without any of
+//! these, a lease that runs out (`ack_wait`), and the leases of a member that leaves all
+//! return the message to the group. After `max_deliveries` attempts a message is published
+//! to the dead-letter topic with its origin, and only then removed from the group: a
+//! failure there delivers it again rather than losing it.
+//!
+//! The group's committed position on a partition is its lowest unacknowledged offset;
+//! under `Block` retention never passes it. At most `max_in_flight` messages per partition
+//! are unacknowledged at a time, which is also flow control.
+//!
+//! State lives per partition in the log ([`Acks`]), under the partition's lock. This module
+//! owns it; the group module owns membership and assignment.
+
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll, Waker};
+use core::time::Duration;
+
+use crate::clock::{as_nanos, Clock};
+use crate::config::StartAt;
+use crate::error::{Error, RecvError, TryRecvError};
+use crate::group::Consumer;
+use crate::message::Message;
+use crate::subscriber::to_message;
+use crate::sync::Arc;
+use crate::topic::{Shared, Topic};
+use crate::wait::WakeList;
+
+// ----- configuration -------------------------------------------------------------------
+
+/// Delays before a message is delivered again, by attempt.
+///
+/// Applied when a delivery is nacked without an explicit delay, dropped without an ack, or
+/// its lease runs out. The delay after attempt `n` (1-based) is the `n`-th entry of the
+/// schedule, or its last entry past the end. An empty schedule redelivers at once.
+///
+/// # Examples
+///
+/// ```
+/// use core::time::Duration;
+/// use memq_core::Backoff;
+///
+/// let b = Backoff::exponential(Duration::from_millis(10), Duration::from_millis(50));
+/// assert_eq!(b.delay(1), Duration::from_millis(10));
+/// assert_eq!(b.delay(2), Duration::from_millis(20));
+/// assert_eq!(b.delay(9), Duration::from_millis(50));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Backoff {
+    delays: Vec<Duration>,
+}
+
+impl Backoff {
+    /// Redeliver at once.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// The same delay before every redelivery.
+    pub fn fixed(delay: Duration) -> Self {
+        Self {
+            delays: alloc::vec![delay],
+        }
+    }
+
+    /// Delays doubling from `initial` up to `max`.
+    pub fn exponential(initial: Duration, max: Duration) -> Self {
+        let mut delays = Vec::new();
+        let mut d = initial;
+        while d < max && delays.len() < 32 {
+            delays.push(d);
+            d = d.saturating_mul(2);
+        }
+        delays.push(max);
+        Self { delays }
+    }
+
+    /// An explicit schedule: the delay after attempt 1, 2, 3, … (the last repeats).
+    pub fn schedule(delays: Vec<Duration>) -> Self {
+        Self { delays }
+    }
+
+    /// The delay before redelivering a message that has been delivered `attempt` times.
+    pub fn delay(&self, attempt: u32) -> Duration {
+        let i = (attempt.max(1) - 1) as usize;
+        self.delays
+            .get(i)
+            .or(self.delays.last())
+            .copied()
+            .unwrap_or(Duration::ZERO)
+    }
+}
+
+/// Wakes a waiting task later: how leases that run out and delayed redeliveries reach
+/// members that are parked.
+///
+/// With `std`, [`ThreadTimer`] is used unless the config names another; runtime adapters
+/// provide their own. Without any timer, deadlines are still honoured whenever a member
+/// polls, but a parked member is not woken by the clock alone.
+pub trait Timer: Send + Sync {
+    /// Wakes `waker` once `delay` has passed.
+    fn wake_after(&self, delay: Duration, waker: Waker);
+}
+
+/// Where messages that will not be delivered again go.
+trait DeadLetterSink<T> {
+    fn send(&self, letter: DeadLetter<T>) -> Result<(), DeadLetter<T>>;
+}
+
+impl<T> DeadLetterSink<T> for Topic<DeadLetter<T>> {
+    fn send(&self, letter: DeadLetter<T>) -> Result<(), DeadLetter<T>> {
+        self.try_publish(letter)
+            .map(|_| ())
+            .map_err(|e| e.into_inner())
+    }
+}
+
+/// How long a message waits before its move to a full dead-letter topic is retried.
+const DEAD_LETTER_RETRY: u64 = 10_000_000;
+
+/// Why a message went to the dead-letter topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DeadLetterReason {
+    /// It was delivered `max_deliveries` times without an ack.
+    MaxDeliveries,
+    /// A member rejected it.
+    Rejected,
+}
+
+/// A message sent to a dead-letter topic, with where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DeadLetter<T> {
+    /// The origin topic's name, if it belongs to a broker.
+    pub topic: Option<String>,
+    /// The group that gave up on it.
+    pub group: String,
+    /// The origin partition.
+    pub partition: u32,
+    /// The origin offset.
+    pub offset: u64,
+    /// How many times it was delivered.
+    pub deliveries: u32,
+    /// Why it was dead-lettered.
+    pub reason: DeadLetterReason,
+    /// The message.
+    pub value: T,
+}
+
+/// Settings of an explicit-ack group, given by the member that creates it.
+///
+/// # Examples
+///
+/// ```
+/// use core::time::Duration;
+/// use memq_core::{AckConfig, Backoff, DeadLetter, StartAt, Topic};
+///
+/// let dlq = Topic::<DeadLetter<u32>>::with_capacity(64)?;
+/// let topic = Topic::<u32>::with_capacity(64)?;
+/// let config = AckConfig::new()
+///     .ack_wait(Duration::from_secs(5))
+///     .max_deliveries(3)
+///     .backoff(Backoff::fixed(Duration::from_millis(100)))
+///     .dead_letter(dlq.clone());
+/// let mut worker = topic.group_acked("jobs", StartAt::Earliest, config)?;
+/// topic.try_publish(7)?;
+/// let job = worker.try_recv()?;
+/// assert_eq!(*job.value(), 7);
+/// job.ack()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct AckConfig<T> {
+    ack_wait: Duration,
+    max_deliveries: Option<u32>,
+    backoff: Backoff,
+    max_in_flight: usize,
+    dead_letter: Option<alloc::sync::Arc<dyn DeadLetterSink<T> + Send + Sync>>,
+    clock: Option<alloc::sync::Arc<dyn Clock>>,
+    timer: Option<alloc::sync::Arc<dyn Timer>>,
+}
+
+impl<T> fmt::Debug for AckConfig<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AckConfig")
+            .field("ack_wait", &self.ack_wait)
+            .field("max_deliveries", &self.max_deliveries)
+            .field("backoff", &self.backoff)
+            .field("max_in_flight", &self.max_in_flight)
+            .field("dead_letter", &self.dead_letter.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Default for AckConfig<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> AckConfig<T> {
+    /// Leases of 30 s, unlimited deliveries, immediate redelivery, 1024 in flight per
+    /// partition, no dead-letter topic, the topic's clock.
+    pub fn new() -> Self {
+        Self {
+            ack_wait: Duration::from_secs(30),
+            max_deliveries: None,
+            backoff: Backoff::none(),
+            max_in_flight: 1024,
+            dead_letter: None,
+            clock: None,
+            timer: None,
+        }
+    }
+
+    /// How long a delivery may stay unacknowledged before it returns to the group.
+    pub fn ack_wait(mut self, ack_wait: Duration) -> Self {
+        self.ack_wait = ack_wait;
+        self
+    }
+
+    /// After this many deliveries a message goes to the dead-letter topic (or, without
+    /// one, is dropped and counted as dead-lettered). If the dead-letter topic is full,
+    /// the message stays in the group and the move is retried every 10 ms.
+    pub fn max_deliveries(mut self, max: u32) -> Self {
+        self.max_deliveries = Some(max.max(1));
+        self
+    }
+
+    /// Delays before redeliveries.
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// At most this many unacknowledged messages per partition.
+    pub fn max_in_flight(mut self, max: usize) -> Self {
+        self.max_in_flight = max;
+        self
+    }
+
+    /// The topic dead letters are published to.
+    pub fn dead_letter(mut self, topic: Topic<DeadLetter<T>>) -> Self
+    where
+        T: Send + 'static,
+    {
+        self.dead_letter =
+            Some(alloc::sync::Arc::new(topic)
+                as alloc::sync::Arc<dyn DeadLetterSink<T> + Send + Sync>);
+        self
+    }
+
+    /// The clock leases are measured with (default: the topic's; with `std`, else a
+    /// [`StdClock`](crate::StdClock)).
+    pub fn clock(mut self, clock: alloc::sync::Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// The timer that wakes parked members when a lease or a delay runs out (default with
+    /// `std`: [`ThreadTimer`]).
+    pub fn timer(mut self, timer: alloc::sync::Arc<dyn Timer>) -> Self {
+        self.timer = Some(timer);
+        self
+    }
+}
+
+/// An explicit group's settings as the group keeps them.
+pub(crate) struct AckSettings<T> {
+    ack_wait: u64,
+    max_deliveries: Option<u32>,
+    backoff: Backoff,
+    max_in_flight: usize,
+    dead_letter: Option<alloc::sync::Arc<dyn DeadLetterSink<T> + Send + Sync>>,
+    clock: alloc::sync::Arc<dyn Clock>,
+    timer: Option<alloc::sync::Arc<dyn Timer>>,
+}
+
+impl<T> AckSettings<T> {
+    fn resolve(
+        config: AckConfig<T>,
+        topic_clock: Option<&alloc::sync::Arc<dyn Clock>>,
+    ) -> Result<Self, Error> {
+        if config.max_in_flight == 0 {
+            return Err(Error::ZeroInFlight);
+        }
+        let clock = match (config.clock, topic_clock) {
+            (Some(c), _) => c,
+            (None, Some(c)) => c.clone(),
+            #[cfg(feature = "std")]
+            (None, None) => alloc::sync::Arc::new(crate::clock::StdClock::new()),
+            #[cfg(not(feature = "std"))]
+            (None, None) => return Err(Error::ClockRequired),
+        };
+        #[cfg(feature = "std")]
+        let timer = config
+            .timer
+            .or_else(|| Some(alloc::sync::Arc::new(ThreadTimer::global()) as _));
+        #[cfg(not(feature = "std"))]
+        let timer = config.timer;
+        Ok(Self {
+            ack_wait: as_nanos(config.ack_wait),
+            max_deliveries: config.max_deliveries,
+            backoff: config.backoff,
+            max_in_flight: config.max_in_flight,
+            dead_letter: config.dead_letter,
+            clock,
+            timer,
+        })
+    }
+
+    fn now(&self) -> u64 {
+        as_nanos(self.clock.now())
+    }
+}
+
+// ----- per-partition state -------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PState {
+    /// Delivered to `member`, until `deadline`.
+    Leased { deadline: u64 },
+    /// Waiting to be delivered again at `at`.
+    Delayed { at: u64 },
+    /// Waiting in `ready` to be delivered again.
+    Ready,
+    /// Being published to the dead-letter topic (outside the lock).
+    DeadLettering,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Pending {
+    pub(crate) member: u64,
+    pub(crate) deliveries: u32,
+    pub(crate) state: PState,
+    first_delivered: u64,
+}
+
+/// An explicit group's bookkeeping on one partition.
+#[derive(Debug)]
+pub(crate) struct Acks {
+    /// Next offset never delivered yet.
+    pub(crate) next: u64,
+    /// Delivered and not acknowledged, by offset.
+    pub(crate) unacked: BTreeMap<u64, Pending>,
+    ready: VecDeque<u64>,
+    delayed: BTreeSet<(u64, u64)>,
+    leases: BTreeSet<(u64, u64)>,
+    pub(crate) redelivered: u64,
+    pub(crate) dead_lettered: u64,
+    pub(crate) acked: u64,
+    /// Unacknowledged messages evicted (`DropOldest`, TTL) before they were acked.
+    pub(crate) evicted_unacked: u64,
+}
+
+impl Acks {
+    pub(crate) fn new(start: u64) -> Self {
+        Self {
+            next: start,
+            unacked: BTreeMap::new(),
+            ready: VecDeque::new(),
+            delayed: BTreeSet::new(),
+            leases: BTreeSet::new(),
+            redelivered: 0,
+            dead_lettered: 0,
+            acked: 0,
+            evicted_unacked: 0,
+        }
+    }
+
+    /// The lowest offset not yet acknowledged: the group's committed position.
+    pub(crate) fn committed(&self) -> u64 {
+        self.unacked
+            .keys()
+            .next()
+            .map_or(self.next, |&o| o.min(self.next))
+    }
+
+    /// The earliest lease end or redelivery time, if any.
+    fn next_deadline(&self) -> Option<u64> {
+        let lease = self.leases.first().map(|&(d, _)| d);
+        let delay = self.delayed.first().map(|&(d, _)| d);
+        match (lease, delay) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Takes `offset` out of whatever timed set its state puts it in.
+    fn untime(&mut self, offset: u64) {
+        if let Some(p) = self.unacked.get(&offset) {
+            match p.state {
+                PState::Leased { deadline } => {
+                    self.leases.remove(&(deadline, offset));
+                }
+                PState::Delayed { at } => {
+                    self.delayed.remove(&(at, offset));
+                }
+                PState::Ready | PState::DeadLettering => {}
+            }
+        }
+    }
+
+    /// Returns `offset` to the group, after `delay` nanoseconds (0: at once).
+    fn requeue(&mut self, offset: u64, now: u64, delay: u64) {
+        self.untime(offset);
+        let Some(p) = self.unacked.get_mut(&offset) else {
+            return;
+        };
+        if delay == 0 {
+            p.state = PState::Ready;
+            self.ready.push_back(offset);
+        } else {
+            let at = now.saturating_add(delay);
+            p.state = PState::Delayed { at };
+            self.delayed.insert((at, offset));
+        }
+    }
+
+    /// Moves leases that ran out and delays that passed into `ready`.
+    fn promote(&mut self, now: u64, backoff: &Backoff) {
+        while let Some(&(deadline, offset)) = self.leases.first() {
+            if deadline > now {
+                break;
+            }
+            let attempt = self.unacked.get(&offset).map_or(0, |p| p.deliveries);
+            self.requeue(offset, now, as_nanos(backoff.delay(attempt)));
+        }
+        while let Some(&(at, offset)) = self.delayed.first() {
+            if at > now {
+                break;
+            }
+            self.delayed.remove(&(at, offset));
+            if let Some(p) = self.unacked.get_mut(&offset) {
+                p.state = PState::Ready;
+                self.ready.push_back(offset);
+            }
+        }
+    }
+
+    /// Returns every lease held by `member` to the group at once.
+    fn release_member(&mut self, member: u64, now: u64) -> usize {
+        let held: Vec<u64> = self
+            .unacked
+            .iter()
+            .filter(|(_, p)| p.member == member && matches!(p.state, PState::Leased { .. }))
+            .map(|(&o, _)| o)
+            .collect();
+        for &o in &held {
+            self.requeue(o, now, 0);
+        }
+        held.len()
+    }
+}
+
+/// What the next delivery attempt found on a partition.
+enum Take<T> {
+    Delivered(Message<T>, u32),
+    DeadLetter { offset: u64, deliveries: u32 },
+    Lagged(u64),
+    Nothing,
+}
+
+// ----- the member ----------------------------------------------------------------------
+
+impl<T> Topic<T> {
+    /// Joins the explicit-ack group `name`, creating it with `config` at `start` if it does
+    /// not exist (an existing group keeps its own settings and position).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::GroupModeMismatch`] if `name` is an automatic-commit group,
+    /// [`Error::ZeroInFlight`], [`Error::ClockRequired`] (without `std` and without a
+    /// clock), or [`Error::OffsetOutOfRange`] for a start past the end.
+    pub fn group_acked(
+        &self,
+        name: &str,
+        start: StartAt,
+        config: AckConfig<T>,
+    ) -> Result<AckConsumer<T>, Error> {
+        let settings = AckSettings::resolve(config, self.shared.clock.as_ref())?;
+        let inner = self.join_group(name, start, Some(settings))?;
+        Ok(AckConsumer {
+            inner,
+            scheduled: None,
+        })
+    }
+}
+
+/// A member of an explicit-ack group: each [`Delivery`] is a lease to ack, nack, reject
+/// or touch.
+///
+/// Made by [`Topic::group_acked`]. Dropping it leaves the group and returns its leases to
+/// the group at once.
+pub struct AckConsumer<T> {
+    inner: Consumer<T>,
+    /// The deadline a timer wake-up is already scheduled for.
+    scheduled: Option<u64>,
+}
+
+impl<T> fmt::Debug for AckConsumer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AckConsumer")
+            .field("member", &self.inner)
+            .finish()
+    }
+}
+
+/// One unacknowledged message of a group, for inspection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PendingInfo {
+    /// Its partition.
+    pub partition: u32,
+    /// Its offset.
+    pub offset: u64,
+    /// The member it was last delivered to.
+    pub member: u64,
+    /// How many times it was delivered.
+    pub deliveries: u32,
+    /// Time since its first delivery.
+    pub age: Duration,
+    /// Whether a member holds it now (`true`) or it waits for redelivery.
+    pub leased: bool,
+}
+
+impl<T> AckConsumer<T> {
+    /// The group's settings (always present: `group_acked` only joins groups created
+    /// with them).
+    fn settings(&self) -> Option<&AckSettings<T>> {
+        self.inner.group.acks.as_ref()
+    }
+
+    /// This member's id within the group.
+    pub fn member_id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// The group's name.
+    pub fn group_name(&self) -> &str {
+        self.inner.group_name()
+    }
+
+    /// The partitions currently assigned to this member.
+    pub fn assignment(&mut self) -> Vec<u32> {
+        self.inner.assignment()
+    }
+
+    /// The group's committed position (lowest unacknowledged offset) in `partition`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PartitionOutOfRange`], or [`Error::UnknownGroup`] if it was deleted.
+    pub fn committed(&self, partition: u32) -> Result<u64, Error> {
+        self.inner.committed(partition)
+    }
+
+    /// Every unacknowledged message of the group, on every partition.
+    pub fn pending(&self) -> Vec<PendingInfo> {
+        let Some(settings) = self.settings() else {
+            return Vec::new();
+        };
+        let now = settings.now();
+        let shared = &self.inner.shared;
+        let mut out = Vec::new();
+        for (p, part) in shared.parts.iter().enumerate() {
+            let log = part.log.lock();
+            let Some(acks) = log
+                .group_ref(self.inner.group.ids[p])
+                .and_then(|g| g.acks.as_ref())
+            else {
+                continue;
+            };
+            out.extend(acks.unacked.iter().map(|(&offset, pe)| PendingInfo {
+                partition: p as u32,
+                offset,
+                member: pe.member,
+                deliveries: pe.deliveries,
+                age: Duration::from_nanos(now.saturating_sub(pe.first_delivered)),
+                leased: matches!(pe.state, PState::Leased { .. }),
+            }));
+        }
+        out
+    }
+
+    /// One attempt to take a delivery from partition `p` (locked inside).
+    fn take(&mut self, p: usize, now: u64, waker: Option<&Waker>) -> (Take<T>, bool, Option<u64>)
+    where
+        T: Clone,
+    {
+        let shared = self.inner.shared.clone();
+        let group = self.inner.group.clone();
+        let Some(settings) = group.acks.as_ref() else {
+            return (Take::Nothing, true, None);
+        };
+        let (ack_wait, max_deliveries, max_in_flight) = (
+            settings.ack_wait,
+            settings.max_deliveries,
+            settings.max_in_flight,
+        );
+        let backoff = &settings.backoff;
+        let member = self.inner.id;
+        let mut wl = WakeList::new();
+        let mut log = shared.parts[p].log.lock();
+        shared.expire(&mut log, shared.now(), &mut wl);
+        let (low, high, closed) = (log.low, log.high, log.closed);
+        let Some(g) = log.group(group.ids[p]) else {
+            return (Take::Nothing, true, None);
+        };
+        let Some(acks) = g.acks.as_mut() else {
+            return (Take::Nothing, true, None);
+        };
+        acks.promote(now, backoff);
+        let mut lagged = 0;
+        let picked = loop {
+            if let Some(offset) = acks.ready.pop_front() {
+                let Some(pe) = acks.unacked.get_mut(&offset) else {
+                    continue;
+                };
+                if pe.state != PState::Ready {
+                    continue; // stale queue entry
+                }
+                if offset < low {
+                    acks.unacked.remove(&offset);
+                    acks.evicted_unacked += 1;
+                    continue;
+                }
+                if max_deliveries.is_some_and(|m| pe.deliveries >= m) {
+                    pe.state = PState::DeadLettering;
+                    break Err((offset, pe.deliveries));
+                }
+                pe.deliveries += 1;
+                pe.member = member;
+                let deadline = now.saturating_add(ack_wait);
+                pe.state = PState::Leased { deadline };
+                let attempt = pe.deliveries;
+                acks.leases.insert((deadline, offset));
+                acks.redelivered += 1;
+                break Ok(Some((offset, attempt)));
+            }
+            if acks.unacked.len() >= max_in_flight {
+                break Ok(None);
+            }
+            if acks.next < low {
+                lagged = low - acks.next;
+                acks.next = low;
+                break Ok(None);
+            }
+            if acks.next < high {
+                let offset = acks.next;
+                acks.next += 1;
+                let deadline = now.saturating_add(ack_wait);
+                acks.unacked.insert(
+                    offset,
+                    Pending {
+                        member,
+                        deliveries: 1,
+                        state: PState::Leased { deadline },
+                        first_delivered: now,
+                    },
+                );
+                acks.leases.insert((deadline, offset));
+                break Ok(Some((offset, 1)));
+            }
+            break Ok(None);
+        };
+        let committed = acks.committed();
+        let done = closed && acks.next >= high && acks.unacked.is_empty();
+        let deadline = acks.next_deadline();
+        let cursor = g.cursor;
+        let key = &mut self.inner.keys[p];
+        let outcome = match picked {
+            Err((offset, deliveries)) => {
+                g.waiters.settle(*key);
+                Take::DeadLetter { offset, deliveries }
+            }
+            Ok(Some((offset, attempt))) => {
+                g.delivered += 1;
+                g.waiters.settle(*key);
+                match log.entry_at(offset) {
+                    Some(e) => Take::Delivered(to_message(p, e, true), attempt),
+                    // Checked `offset >= low` above under the same lock.
+                    None => Take::Nothing,
+                }
+            }
+            Ok(None) if lagged > 0 => {
+                g.waiters.settle(*key);
+                Take::Lagged(lagged)
+            }
+            Ok(None) => {
+                if let (Some(w), false) = (waker, done) {
+                    g.waiters.register(key, w);
+                }
+                Take::Nothing
+            }
+        };
+        log.set_cursor(cursor, committed);
+        shared.reader_advanced(&mut log, &mut wl);
+        (outcome, done, deadline)
+    }
+
+    /// Publishes a dead letter outside every lock, then settles the message.
+    fn dead_letter(&self, p: usize, offset: u64, deliveries: u32, reason: DeadLetterReason)
+    where
+        T: Clone,
+    {
+        let shared = &self.inner.shared;
+        let group = &self.inner.group;
+        dead_letter(shared, group, p, offset, deliveries, reason);
+    }
+
+    fn poll_delivery(&mut self, waker: Option<&Waker>) -> Poll<Result<Delivery<T>, RecvError>>
+    where
+        T: Clone,
+    {
+        loop {
+            if self.inner.refresh() {
+                self.inner.cancel_wait();
+                return Poll::Ready(Err(RecvError::Closed));
+            }
+            let Some(now) = self.settings().map(AckSettings::now) else {
+                return Poll::Ready(Err(RecvError::Closed));
+            };
+            let n = self.inner.assigned.len();
+            let mut all_done = true;
+            let mut earliest: Option<u64> = None;
+            let mut retry = false;
+            for k in 0..n {
+                let idx = (self.inner.next + k) % n;
+                let p = self.inner.assigned[idx];
+                let (take, done, deadline) = self.take(p, now, waker);
+                all_done &= done;
+                earliest = match (earliest, deadline) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                match take {
+                    Take::Delivered(message, attempt) => {
+                        self.inner.next = idx + 1;
+                        self.inner.cancel_wait();
+                        return Poll::Ready(Ok(Delivery {
+                            message,
+                            attempt,
+                            lease: Some(Lease {
+                                shared: self.inner.shared.clone(),
+                                group: self.inner.group.clone(),
+                                partition: p,
+                            }),
+                        }));
+                    }
+                    Take::Lagged(missed) => {
+                        self.inner.cancel_wait();
+                        return Poll::Ready(Err(RecvError::Lagged(missed)));
+                    }
+                    Take::DeadLetter { offset, deliveries } => {
+                        self.dead_letter(p, offset, deliveries, DeadLetterReason::MaxDeliveries);
+                        retry = true;
+                        break;
+                    }
+                    Take::Nothing => {}
+                }
+            }
+            if retry {
+                continue;
+            }
+            if n > 0 && !all_done {
+                if let (Some(w), Some(at)) = (waker, earliest) {
+                    self.schedule(w, at, now);
+                }
+                self.inner.waiting = waker.is_some();
+                return Poll::Pending;
+            }
+            if self.inner.shared.is_closed() && self.inner.group_drained() {
+                self.inner.cancel_wait();
+                return Poll::Ready(Err(RecvError::Closed));
+            }
+            if let Some(w) = waker {
+                if self.inner.park_idle(w) {
+                    w.wake_by_ref();
+                }
+            }
+            self.inner.waiting = waker.is_some();
+            return Poll::Pending;
+        }
+    }
+
+    /// Asks the timer to wake `waker` at clock time `at` unless a wake-up at or before
+    /// then is already scheduled.
+    fn schedule(&mut self, waker: &Waker, at: u64, now: u64) {
+        if self.scheduled.is_some_and(|s| s <= at && s > now) {
+            return;
+        }
+        if let Some(timer) = self.settings().and_then(|s| s.timer.as_ref()) {
+            timer.wake_after(Duration::from_nanos(at.saturating_sub(now)), waker.clone());
+            self.scheduled = Some(at);
+        }
+    }
+
+    /// Receives the next delivery (a redelivery first, else the next new message),
+    /// waiting for one if needed.
+    ///
+    /// # Errors
+    ///
+    /// [`RecvError::Lagged`] if new messages were evicted before the group read them;
+    /// [`RecvError::Closed`] when the topic is closed and every message was acknowledged
+    /// or dead-lettered.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a lease is taken only in the poll that returns it, and a wake-up the
+    /// dropped future had received passes to another waiting member.
+    pub fn recv(&mut self) -> AckRecv<'_, T> {
+        AckRecv { consumer: self }
+    }
+
+    /// Receives a delivery if one is available now.
+    ///
+    /// # Errors
+    ///
+    /// [`TryRecvError::Empty`] if none is; otherwise as [`AckConsumer::recv`].
+    pub fn try_recv(&mut self) -> Result<Delivery<T>, TryRecvError>
+    where
+        T: Clone,
+    {
+        match self.poll_delivery(None) {
+            Poll::Ready(r) => r.map_err(TryRecvError::from),
+            Poll::Pending => Err(TryRecvError::Empty),
+        }
+    }
+}
+
+/// Publishes a dead letter for `offset` outside every lock; on success removes it from
+/// the group, on failure (dead-letter topic full or closed) returns it for redelivery.
+fn dead_letter<T: Clone>(
+    shared: &Arc<Shared<T>>,
+    group: &Arc<crate::group::GroupShared<T>>,
+    p: usize,
+    offset: u64,
+    deliveries: u32,
+    reason: DeadLetterReason,
+) {
+    let Some(settings) = group.acks.as_ref() else {
+        return;
+    };
+    let value = shared.parts[p].log.lock().entry_at(offset).map(|e| e.value);
+    let sent = match (&settings.dead_letter, value) {
+        (Some(sink), Some(value)) => sink
+            .send(DeadLetter {
+                topic: shared.name.clone(),
+                group: group.name.clone(),
+                partition: p as u32,
+                offset,
+                deliveries,
+                reason,
+                value,
+            })
+            .is_ok(),
+        // Without a dead-letter topic the message is dropped (and counted); a message
+        // already evicted has nothing left to send.
+        _ => true,
+    };
+    let now = settings.now();
+    let mut wl = WakeList::new();
+    let mut log = shared.parts[p].log.lock();
+    let Some(g) = log.group(group.ids[p]) else {
+        return;
+    };
+    let Some(acks) = g.acks.as_mut() else {
+        return;
+    };
+    if sent {
+        acks.untime(offset);
+        acks.unacked.remove(&offset);
+        acks.dead_lettered += 1;
+    } else {
+        // The dead-letter topic is full (or closed): the message stays in the group and
+        // the move is tried again shortly, without spinning.
+        acks.requeue(offset, now, DEAD_LETTER_RETRY.min(settings.ack_wait).max(1));
+    }
+    let committed = acks.committed();
+    let cursor = g.cursor;
+    g.waiters.notify_one(&mut wl);
+    log.set_cursor(cursor, committed);
+    shared.reader_advanced(&mut log, &mut wl);
+}
+
+impl<T> Drop for AckConsumer<T> {
+    fn drop(&mut self) {
+        // Give every lease back before leaving, so the others can take them at once.
+        let Some(now) = self.settings().map(AckSettings::now) else {
+            return;
+        };
+        let shared = self.inner.shared.clone();
+        for (p, part) in shared.parts.iter().enumerate() {
+            let mut wl = WakeList::new();
+            let mut log = part.log.lock();
+            let Some(g) = log.group(self.inner.group.ids[p]) else {
+                continue;
+            };
+            if let Some(acks) = g.acks.as_mut() {
+                let released = acks.release_member(self.inner.id, now);
+                g.waiters.notify_many(released, &mut wl);
+            }
+        }
+        // `inner` leaves the group (and rebalances) when it drops.
+    }
+}
+
+/// Future of [`AckConsumer::recv`].
+#[must_use = "futures do nothing unless polled"]
+pub struct AckRecv<'a, T> {
+    consumer: &'a mut AckConsumer<T>,
+}
+
+impl<T> fmt::Debug for AckRecv<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AckRecv").finish_non_exhaustive()
+    }
+}
+
+impl<T: Clone> Future for AckRecv<'_, T> {
+    type Output = Result<Delivery<T>, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.get_mut().consumer.poll_delivery(Some(cx.waker()))
+    }
+}
+
+impl<T> Drop for AckRecv<'_, T> {
+    fn drop(&mut self) {
+        self.consumer.inner.cancel_wait();
+    }
+}
+
+// ----- deliveries ----------------------------------------------------------------------
+
+/// Why an acknowledgement was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AckError {
+    /// The lease had already run out (or its member left) and the message went back to
+    /// the group; it will be, or was, delivered again.
+    LeaseExpired,
+    /// The group was deleted.
+    GroupDeleted,
+}
+
+impl fmt::Display for AckError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::LeaseExpired => "lease expired: the message was returned to the group",
+            Self::GroupDeleted => "the group was deleted",
+        })
+    }
+}
+
+impl core::error::Error for AckError {}
+
+struct Lease<T> {
+    shared: Arc<Shared<T>>,
+    group: Arc<crate::group::GroupShared<T>>,
+    partition: usize,
+}
+
+/// What to do with a lease.
+#[derive(Debug, Clone, Copy)]
+enum Settle {
+    Ack,
+    Nack(Option<Duration>),
+    Touch,
+    Release,
+}
+
+/// A message leased to one member of an explicit-ack group. Ack it when done.
+///
+/// Dropping a delivery without acking it returns the message to the group (after the
+/// backoff delay), like [`Delivery::nack`].
+pub struct Delivery<T> {
+    message: Message<T>,
+    attempt: u32,
+    lease: Option<Lease<T>>,
+}
+
+impl<T: fmt::Debug> fmt::Debug for Delivery<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Delivery")
+            .field("message", &self.message)
+            .field("deliveries", &self.attempt)
+            .finish()
+    }
+}
+
+impl<T> core::ops::Deref for Delivery<T> {
+    type Target = Message<T>;
+    fn deref(&self) -> &Message<T> {
+        &self.message
+    }
+}
+
+impl<T> Delivery<T> {
+    /// The message.
+    pub fn message(&self) -> &Message<T> {
+        &self.message
+    }
+
+    /// How many times this message has been delivered, this delivery included.
+    pub fn deliveries(&self) -> u32 {
+        self.attempt
+    }
+
+    fn settle(&mut self, action: Settle) -> Result<(), AckError> {
+        let Some(lease) = self.lease.as_ref() else {
+            return Err(AckError::LeaseExpired);
+        };
+        let Some(settings) = lease.group.acks.as_ref() else {
+            return Err(AckError::GroupDeleted);
+        };
+        let now = settings.now();
+        let offset = self.message.offset;
+        let p = lease.partition;
+        let shared = &lease.shared;
+        let mut wl = WakeList::new();
+        let mut log = shared.parts[p].log.lock();
+        let Some(g) = log.group(lease.group.ids[p]) else {
+            return Err(AckError::GroupDeleted);
+        };
+        let Some(acks) = g.acks.as_mut() else {
+            return Err(AckError::GroupDeleted);
+        };
+        match acks.unacked.get(&offset) {
+            Some(pe)
+                if pe.deliveries == self.attempt && matches!(pe.state, PState::Leased { .. }) => {}
+            _ => return Err(AckError::LeaseExpired),
+        }
+        match action {
+            Settle::Ack => {
+                acks.untime(offset);
+                acks.unacked.remove(&offset);
+                acks.acked += 1;
+                // A slot under `max_in_flight` opened.
+                g.waiters.notify_one(&mut wl);
+            }
+            Settle::Nack(delay) => {
+                let delay = delay.unwrap_or_else(|| settings.backoff.delay(self.attempt));
+                acks.requeue(offset, now, as_nanos(delay));
+                g.waiters.notify_one(&mut wl);
+            }
+            Settle::Release => {
+                acks.requeue(offset, now, as_nanos(settings.backoff.delay(self.attempt)));
+                g.waiters.notify_one(&mut wl);
+            }
+            Settle::Touch => {
+                acks.untime(offset);
+                let deadline = now.saturating_add(settings.ack_wait);
+                if let Some(pe) = acks.unacked.get_mut(&offset) {
+                    pe.state = PState::Leased { deadline };
+                }
+                acks.leases.insert((deadline, offset));
+                return Ok(());
+            }
+        }
+        let committed = acks.committed();
+        let cursor = g.cursor;
+        log.set_cursor(cursor, committed);
+        shared.reader_advanced(&mut log, &mut wl);
+        drop(log);
+        if !matches!(action, Settle::Touch) {
+            self.lease = None;
+        }
+        Ok(())
+    }
+
+    /// Acknowledges the message: it is done and will not be delivered again.
+    ///
+    /// # Errors
+    ///
+    /// [`AckError::LeaseExpired`] if the lease had run out and the message went back to
+    /// the group; [`AckError::GroupDeleted`].
+    pub fn ack(mut self) -> Result<(), AckError> {
+        self.settle(Settle::Ack)
+    }
+
+    /// Returns the message to the group for another delivery, after the backoff delay.
+    ///
+    /// # Errors
+    ///
+    /// As [`Delivery::ack`].
+    pub fn nack(mut self) -> Result<(), AckError> {
+        self.settle(Settle::Nack(None))
+    }
+
+    /// Returns the message to the group, to be delivered again after `delay`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Delivery::ack`].
+    pub fn nack_after(mut self, delay: Duration) -> Result<(), AckError> {
+        self.settle(Settle::Nack(Some(delay)))
+    }
+
+    /// Extends the lease by the group's `ack_wait`, from now.
+    ///
+    /// # Errors
+    ///
+    /// As [`Delivery::ack`].
+    pub fn touch(&mut self) -> Result<(), AckError> {
+        self.settle(Settle::Touch)
+    }
+
+    /// Rejects the message: it goes to the dead-letter topic (or, without one, is dropped
+    /// and counted as dead-lettered) and is not delivered again.
+    ///
+    /// # Errors
+    ///
+    /// As [`Delivery::ack`].
+    pub fn reject(mut self) -> Result<(), AckError>
+    where
+        T: Clone,
+    {
+        let Some(lease) = self.lease.as_ref() else {
+            return Err(AckError::LeaseExpired);
+        };
+        let offset = self.message.offset;
+        let p = lease.partition;
+        {
+            let mut log = lease.shared.parts[p].log.lock();
+            let Some(acks) = log.group(lease.group.ids[p]).and_then(|g| g.acks.as_mut()) else {
+                return Err(AckError::GroupDeleted);
+            };
+            match acks.unacked.get(&offset) {
+                Some(pe)
+                    if pe.deliveries == self.attempt
+                        && matches!(pe.state, PState::Leased { .. }) => {}
+                _ => return Err(AckError::LeaseExpired),
+            }
+            acks.untime(offset);
+            if let Some(pe) = acks.unacked.get_mut(&offset) {
+                pe.state = PState::DeadLettering;
+            }
+        }
+        let Some(lease) = self.lease.take() else {
+            return Err(AckError::LeaseExpired);
+        };
+        dead_letter(
+            &lease.shared,
+            &lease.group,
+            p,
+            offset,
+            self.attempt,
+            DeadLetterReason::Rejected,
+        );
+        Ok(())
+    }
+}
+
+impl<T> Drop for Delivery<T> {
+    fn drop(&mut self) {
+        if self.lease.is_some() {
+            // Already returned if the lease ran out; either way nothing is lost.
+            let _ = self.settle(Settle::Release);
+        }
+    }
+}
+
+// ----- the std timer -------------------------------------------------------------------
+
+#[cfg(feature = "std")]
+pub use thread_timer::ThreadTimer;
+
+#[cfg(feature = "std")]
+mod thread_timer {
+    use alloc::collections::BTreeMap;
+    use core::task::Waker;
+    use core::time::Duration;
+    use std::sync::{Condvar, Mutex, OnceLock};
+    use std::time::Instant;
+
+    /// A [`Timer`](super::Timer) on one background thread that sleeps until the earliest
+    /// deadline. The thread exists only while wake-ups are scheduled: it exits when none
+    /// are left and is started again by the next one, so an idle program has no timer
+    /// thread at all.
+    #[derive(Debug, Clone, Copy)]
+    pub struct ThreadTimer {
+        inner: &'static Inner,
+    }
+
+    #[derive(Debug, Default)]
+    struct Inner {
+        state: Mutex<State>,
+        changed: Condvar,
+    }
+
+    #[derive(Debug, Default)]
+    struct State {
+        wakeups: BTreeMap<(Instant, u64), Waker>,
+        seq: u64,
+        running: bool,
+    }
+
+    impl ThreadTimer {
+        /// The process-wide timer.
+        pub fn global() -> Self {
+            static INNER: OnceLock<Inner> = OnceLock::new();
+            Self {
+                inner: INNER.get_or_init(Inner::default),
+            }
+        }
+
+        fn run(inner: &'static Inner) {
+            let mut state = inner.state.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                let now = Instant::now();
+                let mut due = Vec::new();
+                while let Some((&(at, seq), _)) = state.wakeups.first_key_value() {
+                    if at > now {
+                        break;
+                    }
+                    if let Some(w) = state.wakeups.remove(&(at, seq)) {
+                        due.push(w);
+                    }
+                }
+                if !due.is_empty() {
+                    drop(state);
+                    due.into_iter().for_each(Waker::wake);
+                    state = inner.state.lock().unwrap_or_else(|e| e.into_inner());
+                    continue;
+                }
+                let Some((&(at, _), _)) = state.wakeups.first_key_value() else {
+                    state.running = false;
+                    return;
+                };
+                state = inner
+                    .changed
+                    .wait_timeout(state, at.saturating_duration_since(now))
+                    .map(|(s, _)| s)
+                    .unwrap_or_else(|e| e.into_inner().0);
+            }
+        }
+    }
+
+    impl super::Timer for ThreadTimer {
+        fn wake_after(&self, delay: Duration, waker: Waker) {
+            let at = Instant::now()
+                .checked_add(delay)
+                .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
+            let mut state = self.inner.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.seq += 1;
+            let seq = state.seq;
+            state.wakeups.insert((at, seq), waker);
+            if state.running {
+                drop(state);
+                self.inner.changed.notify_one();
+            } else {
+                state.running = true;
+                drop(state);
+                let inner = self.inner;
+                if std::thread::Builder::new()
+                    .name("memq-timer".into())
+                    .spawn(move || Self::run(inner))
+                    .is_err()
+                {
+                    // No thread: wake everything now rather than never (members re-check
+                    // their deadlines when polled).
+                    let mut state = self.inner.state.lock().unwrap_or_else(|e| e.into_inner());
+                    state.running = false;
+                    let all: Vec<Waker> =
+                        core::mem::take(&mut state.wakeups).into_values().collect();
+                    drop(state);
+                    all.into_iter().for_each(Waker::wake);
+                }
+            }
+        }
+    }
+}

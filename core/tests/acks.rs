@@ -1,0 +1,480 @@
+//! Explicit acknowledgements: leases, redelivery, backoff, dead letters, flow control.
+//! Time is a `ManualClock`, moved by hand.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use memq_core::{
+    AckConfig, AckError, Backoff, Broker, DeadLetter, DeadLetterReason, ManualClock, Overflow,
+    PublishError, RecvError, RecvTimeoutError, StartAt, Topic, TopicConfig, TryRecvError,
+};
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn setup(capacity: usize) -> (Arc<ManualClock>, Topic<u32>) {
+    let clock = Arc::new(ManualClock::new());
+    let topic = Topic::new(TopicConfig::new(capacity).clock(clock.clone())).unwrap();
+    (clock, topic)
+}
+
+fn config() -> AckConfig<u32> {
+    AckConfig::new().ack_wait(ms(100))
+}
+
+#[test]
+fn ack_commits_the_lowest_unacked_offset() {
+    let (_clock, topic) = setup(16);
+    let mut m = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    for v in 0..3 {
+        topic.try_publish(v).unwrap();
+    }
+    let d0 = m.try_recv().unwrap();
+    let d1 = m.try_recv().unwrap();
+    let d2 = m.try_recv().unwrap();
+    assert_eq!((d0.offset(), d1.offset(), d2.offset()), (0, 1, 2));
+    assert_eq!(m.committed(0).unwrap(), 0);
+    d1.ack().unwrap();
+    assert_eq!(m.committed(0).unwrap(), 0, "0 is still unacked");
+    d0.ack().unwrap();
+    assert_eq!(m.committed(0).unwrap(), 2);
+    d2.ack().unwrap();
+    assert_eq!(m.committed(0).unwrap(), 3);
+    let stats = topic.stats();
+    assert_eq!((stats.groups[0].acked, stats.groups[0].in_flight), (3, 0));
+}
+
+#[test]
+fn lease_expiry_redelivers_and_the_old_lease_cannot_ack() {
+    let (clock, topic) = setup(16);
+    let mut a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    topic.try_publish(7).unwrap();
+    let first = a.try_recv().unwrap();
+    assert_eq!(first.deliveries(), 1);
+    assert_eq!(a.try_recv().unwrap_err(), TryRecvError::Empty);
+    clock.advance(ms(99));
+    assert_eq!(
+        a.try_recv().unwrap_err(),
+        TryRecvError::Empty,
+        "lease still held"
+    );
+    clock.advance(ms(2));
+    let again = a.try_recv().unwrap();
+    assert_eq!(
+        (again.offset(), *again.value(), again.deliveries()),
+        (0, 7, 2)
+    );
+    assert_eq!(first.ack(), Err(AckError::LeaseExpired));
+    again.ack().unwrap();
+    assert_eq!(topic.stats().groups[0].redelivered, 1);
+}
+
+#[test]
+fn touch_keeps_a_lease_alive() {
+    let (clock, topic) = setup(16);
+    let mut a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    topic.try_publish(1).unwrap();
+    let mut d = a.try_recv().unwrap();
+    for _ in 0..5 {
+        clock.advance(ms(80));
+        d.touch().unwrap();
+        assert_eq!(a.try_recv().unwrap_err(), TryRecvError::Empty);
+    }
+    d.ack().unwrap();
+    clock.advance(ms(1000));
+    assert_eq!(a.try_recv().unwrap_err(), TryRecvError::Empty);
+}
+
+#[test]
+fn nack_with_delay_redelivers_after_the_delay() {
+    let (clock, topic) = setup(16);
+    let mut a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    topic.try_publish(1).unwrap();
+    a.try_recv().unwrap().nack_after(ms(30)).unwrap();
+    assert_eq!(a.try_recv().unwrap_err(), TryRecvError::Empty);
+    clock.advance(ms(30));
+    let d = a.try_recv().unwrap();
+    assert_eq!(d.deliveries(), 2);
+    // Without a delay (and no backoff) it comes back at once.
+    d.nack().unwrap();
+    assert_eq!(a.try_recv().unwrap().deliveries(), 3);
+}
+
+#[test]
+fn backoff_schedule_spaces_redeliveries() {
+    let (clock, topic) = setup(16);
+    let cfg = config().backoff(Backoff::schedule(vec![ms(10), ms(40)]));
+    let mut a = topic.group_acked("g", StartAt::Earliest, cfg).unwrap();
+    topic.try_publish(1).unwrap();
+    a.try_recv().unwrap().nack().unwrap(); // after attempt 1: 10 ms
+    clock.advance(ms(9));
+    assert!(a.try_recv().is_err());
+    clock.advance(ms(1));
+    a.try_recv().unwrap().nack().unwrap(); // after attempt 2: 40 ms
+    clock.advance(ms(39));
+    assert!(a.try_recv().is_err());
+    clock.advance(ms(1));
+    let d = a.try_recv().unwrap();
+    drop(d); // dropped without ack: attempt 3 → last entry, 40 ms
+    clock.advance(ms(39));
+    assert!(a.try_recv().is_err());
+    clock.advance(ms(1));
+    assert_eq!(a.try_recv().unwrap().deliveries(), 4);
+}
+
+#[test]
+fn max_deliveries_sends_to_the_dead_letter_topic_with_its_origin() {
+    let clock = Arc::new(ManualClock::new());
+    let broker = Broker::<u32>::new();
+    let orders = broker
+        .create("orders", TopicConfig::new(16).clock(clock.clone()))
+        .unwrap();
+    let dlq = Topic::<DeadLetter<u32>>::with_capacity(16).unwrap();
+    let mut dead = dlq.subscribe(StartAt::Earliest).unwrap();
+    let cfg = config().max_deliveries(2).dead_letter(dlq.clone());
+    let mut a = orders
+        .group_acked("billing", StartAt::Earliest, cfg)
+        .unwrap();
+    orders.try_publish(5).unwrap();
+    orders.try_publish(6).unwrap();
+    a.try_recv().unwrap().nack().unwrap(); // offset 0, attempt 1
+    let d = a.try_recv().unwrap(); // offset 0 again (redeliveries first), attempt 2
+    assert_eq!((d.offset(), d.deliveries()), (0, 2));
+    d.nack().unwrap();
+    // Attempt 3 would exceed max: dead-lettered, and the next message comes instead.
+    let next = a.try_recv().unwrap();
+    assert_eq!(next.offset(), 1);
+    let letter = dead.try_recv().unwrap().into_value();
+    assert_eq!(letter.topic.as_deref(), Some("orders"));
+    assert_eq!(letter.group, "billing");
+    assert_eq!(
+        (letter.partition, letter.offset, letter.deliveries),
+        (0, 0, 2)
+    );
+    assert_eq!(letter.reason, DeadLetterReason::MaxDeliveries);
+    assert_eq!(letter.value, 5);
+    next.reject().unwrap();
+    let rejected = dead.try_recv().unwrap().into_value();
+    assert_eq!(
+        (rejected.offset, rejected.reason, rejected.value),
+        (1, DeadLetterReason::Rejected, 6)
+    );
+    let stats = orders.stats();
+    assert_eq!(stats.groups[0].dead_lettered, 2);
+    assert_eq!(stats.groups[0].in_flight, 0);
+    assert_eq!(a.committed(0).unwrap(), 2);
+}
+
+#[test]
+fn dropped_delivery_goes_to_another_member() {
+    let (_clock, topic) = setup(16);
+    let mut a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    let mut b = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    topic.try_publish(9).unwrap();
+    drop(a.try_recv().unwrap());
+    let d = b.try_recv().unwrap();
+    assert_eq!((*d.value(), d.deliveries()), (9, 2));
+    d.ack().unwrap();
+}
+
+#[test]
+fn a_member_that_leaves_releases_its_leases_at_once() {
+    let (_clock, topic) = setup(16);
+    let mut a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    let mut b = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    topic.try_publish(1).unwrap();
+    topic.try_publish(2).unwrap();
+    let held = (a.try_recv().unwrap(), a.try_recv().unwrap());
+    assert_eq!(b.try_recv().unwrap_err(), TryRecvError::Empty);
+    assert_eq!(b.pending().len(), 2);
+    drop(a);
+    let got = [b.try_recv().unwrap(), b.try_recv().unwrap()];
+    assert_eq!([*got[0].value(), *got[1].value()], [1, 2]);
+    // The old deliveries are stale now.
+    assert_eq!(held.0.ack(), Err(AckError::LeaseExpired));
+    for d in got {
+        d.ack().unwrap();
+    }
+    drop(held.1);
+    assert!(b.pending().is_empty());
+}
+
+#[test]
+fn max_in_flight_is_flow_control() {
+    let (_clock, topic) = setup(16);
+    let mut a = topic
+        .group_acked("g", StartAt::Earliest, config().max_in_flight(2))
+        .unwrap();
+    for v in 0..4 {
+        topic.try_publish(v).unwrap();
+    }
+    let d0 = a.try_recv().unwrap();
+    let _d1 = a.try_recv().unwrap();
+    assert_eq!(a.try_recv().unwrap_err(), TryRecvError::Empty);
+    d0.ack().unwrap();
+    assert_eq!(a.try_recv().unwrap().offset(), 2);
+    assert!(matches!(
+        topic.group_acked("h", StartAt::Earliest, config().max_in_flight(0)),
+        Err(memq_core::Error::ZeroInFlight)
+    ));
+}
+
+#[test]
+fn block_retention_never_passes_the_committed_position() {
+    let (_clock, topic) = setup(2);
+    let mut a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    topic.try_publish(0).unwrap();
+    topic.try_publish(1).unwrap();
+    let d0 = a.try_recv().unwrap();
+    let d1 = a.try_recv().unwrap();
+    // Both delivered but unacked: the log may not evict either.
+    assert!(matches!(topic.try_publish(2), Err(PublishError::Full(2))));
+    d1.ack().unwrap();
+    assert!(matches!(topic.try_publish(2), Err(PublishError::Full(2))));
+    d0.ack().unwrap();
+    topic.try_publish(2).unwrap();
+}
+
+#[test]
+fn eviction_of_an_unacked_message_is_counted_not_dangling() {
+    let clock = Arc::new(ManualClock::new());
+    let topic = Topic::<u32>::new(
+        TopicConfig::new(2)
+            .overflow(Overflow::DropOldest)
+            .clock(clock.clone()),
+    )
+    .unwrap();
+    let mut a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    topic.try_publish(0).unwrap();
+    let d0 = a.try_recv().unwrap();
+    d0.nack().unwrap(); // back to the group, not yet redelivered
+    topic.try_publish(1).unwrap();
+    topic.try_publish(2).unwrap(); // evicts offset 0
+    let d = a.try_recv().unwrap();
+    assert_eq!(
+        d.offset(),
+        1,
+        "the evicted message is skipped, not handed out"
+    );
+    assert_eq!(topic.stats().groups[0].evicted_unacked, 1);
+}
+
+#[test]
+fn mode_mismatch_is_an_error() {
+    let (_clock, topic) = setup(4);
+    let _auto = topic.group("auto", StartAt::Earliest).unwrap();
+    assert!(matches!(
+        topic.group_acked("auto", StartAt::Earliest, config()),
+        Err(memq_core::Error::GroupModeMismatch(_))
+    ));
+    let _explicit = topic
+        .group_acked("explicit", StartAt::Earliest, config())
+        .unwrap();
+    assert!(matches!(
+        topic.group("explicit", StartAt::Earliest),
+        Err(memq_core::Error::GroupModeMismatch(_))
+    ));
+}
+
+#[test]
+fn close_ends_members_once_everything_is_acked() {
+    let (_clock, topic) = setup(4);
+    let mut a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    topic.try_publish(1).unwrap();
+    let d = a.try_recv().unwrap();
+    topic.close();
+    assert_eq!(
+        a.try_recv().unwrap_err(),
+        TryRecvError::Empty,
+        "one unacked"
+    );
+    d.nack().unwrap();
+    let d = a.try_recv().unwrap();
+    d.ack().unwrap();
+    assert_eq!(a.try_recv().unwrap_err(), TryRecvError::Closed);
+}
+
+#[test]
+fn a_parked_member_is_woken_when_a_lease_runs_out() {
+    // Real time here: the group's timer must wake a member blocked in recv.
+    let topic = Topic::<u32>::with_capacity(4).unwrap();
+    let cfg = AckConfig::new().ack_wait(ms(30));
+    let mut a = topic.group_acked("g", StartAt::Earliest, cfg).unwrap();
+    let mut b = topic
+        .group_acked("g", StartAt::Earliest, AckConfig::new())
+        .unwrap();
+    topic.try_publish(3).unwrap();
+    let held = a.try_recv().unwrap(); // never acked
+    let waiter = thread::spawn(move || {
+        let d = b.recv_blocking_timeout(Duration::from_secs(20));
+        d.map(|d| {
+            let r = (*d.value(), d.deliveries());
+            d.ack().unwrap();
+            r
+        })
+    });
+    assert_eq!(waiter.join().unwrap(), Ok((3, 2)));
+    assert_eq!(held.ack(), Err(AckError::LeaseExpired));
+}
+
+#[test]
+fn an_aborted_task_s_message_is_redelivered_to_another_member() {
+    let topic = Topic::<u32>::with_capacity(8).unwrap();
+    let mut a = topic
+        .group_acked("g", StartAt::Earliest, AckConfig::new())
+        .unwrap();
+    let mut b = topic
+        .group_acked("g", StartAt::Earliest, AckConfig::new())
+        .unwrap();
+    topic.try_publish(42).unwrap();
+    // A task that takes the delivery and is aborted (dropped) mid-processing.
+    let mut task = Box::pin(async move {
+        let d = a.recv().await.unwrap();
+        futures_util::future::pending::<()>().await;
+        d.ack().unwrap();
+    });
+    let waker = futures_util::task::noop_waker();
+    assert!(task
+        .as_mut()
+        .poll(&mut std::task::Context::from_waker(&waker))
+        .is_pending());
+    assert_eq!(
+        b.try_recv().unwrap_err(),
+        TryRecvError::Empty,
+        "leased by a"
+    );
+    drop(task); // abort
+    let d = b.try_recv().unwrap();
+    assert_eq!((*d.value(), d.deliveries()), (42, 2));
+    d.ack().unwrap();
+}
+
+#[test]
+fn recv_timeout_on_an_idle_explicit_group_times_out() {
+    let topic = Topic::<u32>::with_capacity(4).unwrap();
+    let mut a = topic
+        .group_acked("g", StartAt::Earliest, AckConfig::new())
+        .unwrap();
+    assert_eq!(
+        a.recv_blocking_timeout(ms(20)).unwrap_err(),
+        RecvTimeoutError::Timeout
+    );
+    topic.close();
+    assert_eq!(a.recv_blocking().unwrap_err(), RecvError::Closed);
+}
+
+/// 4 publishers × 4 members that randomly ack, nack, drop and reject: every message ends
+/// acked exactly once or dead-lettered, none lost.
+#[test]
+fn stress_random_settlement_every_message_acked_once_or_dead_lettered() {
+    const PER_PUBLISHER: u32 = 5_000;
+    let topic = Topic::<u32>::with_capacity(64).unwrap();
+    let dlq = Topic::<DeadLetter<u32>>::with_capacity(64).unwrap();
+    let mut dead = dlq.subscribe(StartAt::Earliest).unwrap();
+    let dead_reader = thread::spawn(move || {
+        let mut got = Vec::new();
+        while let Ok(m) = dead.recv_blocking() {
+            got.push(m.into_value().value);
+        }
+        got
+    });
+    let cfg = || {
+        AckConfig::new()
+            .ack_wait(Duration::from_secs(30))
+            .max_deliveries(3)
+            .max_in_flight(16)
+            .dead_letter(dlq.clone())
+    };
+    let members: Vec<_> = (0..4)
+        .map(|_| topic.group_acked("g", StartAt::Earliest, cfg()).unwrap())
+        .collect();
+    let seed = AtomicU64::new(0x9e37_79b9_7f4a_7c15);
+    let rand = Arc::new(seed);
+    let workers: Vec<_> = members
+        .into_iter()
+        .enumerate()
+        .map(|(w, mut m)| {
+            let rand = rand.clone();
+            thread::spawn(move || {
+                let mut acked = Vec::new();
+                loop {
+                    let d = match m.recv_blocking() {
+                        Ok(d) => d,
+                        Err(RecvError::Closed) => break,
+                        Err(e) => panic!("worker {w}: {e}"),
+                    };
+                    // xorshift, shared: good enough to mix the choices.
+                    let mut x = rand.fetch_add(0x9e37_79b9, Ordering::Relaxed) ^ (w as u64);
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let v = *d.value();
+                    match x % 10 {
+                        0 => d.nack().unwrap(),
+                        1 => drop(d),
+                        2 if x % 20 == 2 => d.reject().unwrap(),
+                        _ => {
+                            if d.ack().is_ok() {
+                                acked.push(v);
+                            }
+                        }
+                    }
+                }
+                acked
+            })
+        })
+        .collect();
+    let publishers: Vec<_> = (0..4u32)
+        .map(|p| {
+            let topic = topic.clone();
+            thread::spawn(move || {
+                for i in 0..PER_PUBLISHER {
+                    topic.publish_blocking(p * PER_PUBLISHER + i).unwrap();
+                }
+            })
+        })
+        .collect();
+    for p in publishers {
+        p.join().unwrap();
+    }
+    topic.close();
+    let mut outcome: HashMap<u32, u32> = HashMap::new();
+    for w in workers {
+        for v in w.join().unwrap() {
+            *outcome.entry(v).or_default() += 1;
+        }
+    }
+    let stats = topic.stats();
+    drop(topic);
+    drop(dlq);
+    let dead_letters = dead_reader.join().unwrap();
+    for v in &dead_letters {
+        *outcome.entry(*v).or_default() += 1;
+    }
+    let total = 4 * PER_PUBLISHER;
+    let twice: Vec<_> = outcome.iter().filter(|(_, &n)| n > 1).collect();
+    assert!(
+        twice.is_empty(),
+        "settled more than once: {:?}",
+        &twice[..twice.len().min(5)]
+    );
+    assert_eq!(
+        outcome.len() as u32,
+        total,
+        "lost {}",
+        total - outcome.len() as u32
+    );
+    let g = &stats.groups[0];
+    assert_eq!(g.acked + g.dead_lettered, u64::from(total));
+    assert_eq!(g.in_flight, 0);
+    assert!(g.redelivered > 0 && g.dead_lettered > 0);
+    eprintln!(
+        "acked {} dead-lettered {} redelivered {}",
+        g.acked, g.dead_lettered, g.redelivered
+    );
+}
