@@ -1,4 +1,6 @@
 # Every example runs and checks what it received (each exits non-zero on a mismatch).
+# `cargo test` builds examples under hashed names only; build the runnable binaries.
+run cargo build --examples --profile "$MEMQ_PROFILE"
 bin=$(target_dir)/examples
 for ex in quickstart; do
     run "$bin/$ex"

@@ -1,0 +1,199 @@
+//! The boundary every export goes through: the panic guard, NULL checks, borrowing of
+//! caller memory, handle allocation, and reading integers from C into Rust values.
+//!
+//! Each helper states in its `# Safety` list what the caller (the export, and through it
+//! the C caller) must guarantee; the exports repeat those rules in the header.
+
+use core::ffi::{c_char, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::status::memq_status;
+
+/// The result of an export's body: `Err` carries the status to return.
+pub(crate) type Outcome = Result<(), memq_status>;
+
+/// Runs an export's body, turning a panic into `MEMQ_STATUS_PANIC` so that no unwind
+/// crosses into C.
+pub(crate) fn guard(body: impl FnOnce() -> Outcome) -> memq_status {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => memq_status::Ok,
+        Ok(Err(status)) => status,
+        Err(payload) => {
+            // The payload is a `&str` or `String` for every panic in this library; its
+            // drop cannot unwind.
+            drop(payload);
+            memq_status::Panic
+        }
+    }
+}
+
+/// [`guard`] for the `_free` functions, which return nothing.
+pub(crate) fn guard_void(body: impl FnOnce()) {
+    let _ = catch_unwind(AssertUnwindSafe(body));
+}
+
+/// Borrows the object behind a handle.
+///
+/// # Safety
+///
+/// `p` is NULL or points to a live `T` that is not mutated for `'a` (except through
+/// interior mutability).
+pub(crate) unsafe fn borrow<'a, T>(p: *const T) -> Result<&'a T, memq_status> {
+    // SAFETY: by this function's contract `p` is NULL (`as_ref` gives `None`) or valid
+    // for shared reads for 'a.
+    unsafe { p.as_ref() }.ok_or(memq_status::NullPointer)
+}
+
+/// Checks that a required out-parameter is not NULL.
+pub(crate) fn out<T>(p: *mut T) -> Result<OutPtr<T>, memq_status> {
+    if p.is_null() {
+        Err(memq_status::NullPointer)
+    } else {
+        Ok(OutPtr(p))
+    }
+}
+
+/// An optional out-parameter: NULL means the caller does not want the value.
+pub(crate) fn optional_out<T>(p: *mut T) -> Option<OutPtr<T>> {
+    out(p).ok()
+}
+
+/// A checked, non-NULL out-parameter. Written at most once, at the end of a call that
+/// succeeds (or for the value that explains a failure).
+#[derive(Debug)]
+pub(crate) struct OutPtr<T>(*mut T);
+
+impl<T> OutPtr<T> {
+    /// Stores `value`.
+    ///
+    /// # Safety
+    ///
+    /// The pointer given to [`out`] is valid for writes of a `T` and suitably aligned.
+    pub(crate) unsafe fn write(self, value: T) {
+        debug_assert!(!self.0.is_null());
+        // SAFETY: non-NULL by construction; valid and aligned by this function's
+        // contract. `write` does not drop the (possibly uninitialised) old value.
+        unsafe { self.0.write(value) }
+    }
+}
+
+/// Borrows `len` bytes at `data`. NULL with a length of 0 is the empty slice; NULL with a
+/// nonzero length is `MEMQ_STATUS_NULL_POINTER`.
+///
+/// # Safety
+///
+/// Unless it is NULL, `data` points to `len` initialised bytes that stay valid and
+/// unmodified for `'a`.
+pub(crate) unsafe fn bytes<'a>(data: *const u8, len: usize) -> Result<&'a [u8], memq_status> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if data.is_null() {
+        return Err(memq_status::NullPointer);
+    }
+    if len > isize::MAX as usize {
+        return Err(memq_status::InvalidArgument);
+    }
+    // SAFETY: non-NULL and at most isize::MAX bytes (checked above); readable,
+    // initialised and unmodified for 'a by this function's contract.
+    Ok(unsafe { core::slice::from_raw_parts(data, len) })
+}
+
+/// Borrows `len` items at `items`, with the same NULL rules as [`bytes`].
+///
+/// # Safety
+///
+/// Unless it is NULL, `items` points to `len` initialised, aligned `T`s that stay valid
+/// and unmodified for `'a`.
+pub(crate) unsafe fn slice<'a, T>(items: *const T, len: usize) -> Result<&'a [T], memq_status> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if items.is_null() {
+        return Err(memq_status::NullPointer);
+    }
+    if len
+        .checked_mul(size_of::<T>())
+        .is_none_or(|n| n > isize::MAX as usize)
+    {
+        return Err(memq_status::InvalidArgument);
+    }
+    // SAFETY: non-NULL, size within isize::MAX (checked above); valid, aligned and
+    // unmodified for 'a by this function's contract.
+    Ok(unsafe { core::slice::from_raw_parts(items, len) })
+}
+
+/// Borrows a NUL-terminated UTF-8 string (a topic or group name).
+///
+/// # Safety
+///
+/// Unless it is NULL, `s` points to a NUL-terminated string that stays valid and
+/// unmodified for `'a`.
+pub(crate) unsafe fn name<'a>(s: *const c_char) -> Result<&'a str, memq_status> {
+    if s.is_null() {
+        return Err(memq_status::NullPointer);
+    }
+    // SAFETY: non-NULL; NUL-terminated and valid for 'a by this function's contract.
+    let s = unsafe { CStr::from_ptr(s) };
+    s.to_str().map_err(|_| memq_status::InvalidArgument)
+}
+
+/// Moves `value` to the heap and hands the pointer to C, which frees it with
+/// [`release`].
+pub(crate) fn into_handle<T>(value: T) -> *mut T {
+    Box::into_raw(Box::new(value))
+}
+
+/// Takes back and drops a handle made by [`into_handle`]; NULL does nothing.
+///
+/// # Safety
+///
+/// `p` is NULL or came from [`into_handle`] with the same `T`, and is not used again.
+pub(crate) unsafe fn release<T>(p: *mut T) {
+    if !p.is_null() {
+        // SAFETY: by this function's contract `p` came from `Box::into_raw` for this `T`
+        // and ownership comes back here exactly once.
+        drop(unsafe { Box::from_raw(p) });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_a_status() {
+        assert_eq!(guard(|| Ok(())), memq_status::Ok);
+        assert_eq!(guard(|| Err(memq_status::Full)), memq_status::Full);
+        assert_eq!(
+            guard(|| panic!("deliberate panic, testing the boundary")),
+            memq_status::Panic
+        );
+        let s = String::from("deliberate panic with a String payload, testing the boundary");
+        assert_eq!(guard(move || std::panic::panic_any(s)), memq_status::Panic);
+        guard_void(|| panic!("deliberate panic in a free, testing the boundary"));
+    }
+
+    #[test]
+    fn null_and_empty_inputs() {
+        // SAFETY: NULL pointers, which these helpers must reject without reading.
+        unsafe {
+            assert_eq!(
+                borrow::<u8>(core::ptr::null()),
+                Err(memq_status::NullPointer)
+            );
+            assert_eq!(bytes(core::ptr::null(), 0), Ok(&[][..]));
+            assert_eq!(bytes(core::ptr::null(), 1), Err(memq_status::NullPointer));
+            assert_eq!(slice::<u64>(core::ptr::null(), 0), Ok(&[][..]));
+            assert_eq!(name(core::ptr::null()), Err(memq_status::NullPointer));
+            release::<u8>(core::ptr::null_mut());
+        }
+        let dangling = core::ptr::NonNull::dangling().as_ptr();
+        // SAFETY: a non-NULL pointer with a length too large to be real is rejected
+        // before it is read.
+        let too_long = unsafe { bytes(dangling, usize::MAX) };
+        assert_eq!(too_long, Err(memq_status::InvalidArgument));
+        assert!(out::<u8>(core::ptr::null_mut()).is_err());
+        assert!(optional_out::<u8>(core::ptr::null_mut()).is_none());
+    }
+}

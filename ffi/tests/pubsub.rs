@@ -1,0 +1,561 @@
+//! Publishing and receiving through the C ABI: subscribers, groups, partitions, keys,
+//! batches, overflow policies, timestamps, TTL, the broker and stats. Every message sent
+//! is counted back.
+
+mod common;
+
+use std::collections::HashSet;
+use std::ptr::{null, null_mut};
+use std::thread;
+
+use common::*;
+use memq::*;
+
+/// What the header's thread-safety notes promise: every handle may move between threads,
+/// and be shared by them (calls on a shared subscriber or consumer are serialised).
+#[test]
+fn handles_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<memq_broker>();
+    send_sync::<memq_topic>();
+    send_sync::<memq_subscriber>();
+    send_sync::<memq_consumer>();
+    send_sync::<memq_message>();
+}
+
+#[test]
+fn broadcast_and_replay() {
+    let t = topic(16);
+    let early = subscribe(t, memq_start::Earliest);
+    for i in 0..10u8 {
+        let r = publish(t, &[i; 3]);
+        assert_eq!((r.offset, r.partition), (u64::from(i), 0));
+    }
+    let late = subscribe(t, memq_start::Earliest);
+    let mut at = null_mut();
+    // SAFETY: live topic, valid out-pointer.
+    unsafe {
+        assert_eq!(
+            memq_subscriber_new(t, memq_start::Offset as u32, 7, &mut at),
+            OK
+        );
+    }
+    for s in [early, late] {
+        for i in 0..10u8 {
+            assert_eq!(recv(s, 0), Ok(vec![i; 3]));
+        }
+        assert_eq!(recv(s, 0), Err(memq_status::Empty));
+    }
+    for i in 7..10u8 {
+        assert_eq!(recv(at, 0), Ok(vec![i; 3]));
+    }
+    let mut lag = 99;
+    // SAFETY: live handles, valid out-pointers; each freed once.
+    unsafe {
+        assert_eq!(memq_subscriber_lag(at, &mut lag), OK);
+        assert_eq!(lag, 0);
+        for s in [early, late, at] {
+            memq_subscriber_free(s);
+        }
+        memq_topic_free(t);
+    }
+}
+
+#[test]
+fn message_accessors() {
+    let mut c = config(8, 1, memq_overflow::Block);
+    c.flags = MEMQ_TOPIC_TIMESTAMPS;
+    let stamped = topic_with(&c);
+    let plain = topic(8);
+    let s1 = subscribe(stamped, memq_start::Earliest);
+    let s2 = subscribe(plain, memq_start::Earliest);
+    publish(stamped, b"hello");
+    publish(plain, b"hello");
+    // SAFETY: live handles, valid out-pointers; each freed once.
+    unsafe {
+        for (s, has_ts) in [(s1, true), (s2, false)] {
+            let mut m = null_mut();
+            assert_eq!(memq_subscriber_recv(s, 0, &mut m, null_mut()), OK);
+            let (mut data, mut len, mut off, mut part, mut ts) = (null(), 0, 9, 9, 0);
+            assert_eq!(memq_message_data(m, &mut data), OK);
+            assert_eq!(memq_message_len(m, &mut len), OK);
+            assert_eq!(std::slice::from_raw_parts(data, len), b"hello");
+            assert_eq!(memq_message_offset(m, &mut off), OK);
+            assert_eq!(memq_message_partition(m, &mut part), OK);
+            assert_eq!((off, part), (0, 0));
+            let st = memq_message_timestamp(m, &mut ts);
+            let mut meta = memq_message_meta::default();
+            assert_eq!(memq_message_get_meta(m, &mut meta), OK);
+            assert_eq!(meta.has_timestamp, has_ts);
+            if has_ts {
+                assert_eq!(st, OK);
+                assert!(ts > 0);
+                assert_eq!(meta.timestamp_ns, ts);
+            } else {
+                assert_eq!((st, ts), (memq_status::NoTimestamp, 0));
+            }
+            memq_message_free(m);
+        }
+        memq_subscriber_free(s1);
+        memq_subscriber_free(s2);
+        memq_topic_free(stamped);
+        memq_topic_free(plain);
+    }
+}
+
+#[test]
+fn groups_share_work_and_resume() {
+    let t = topic(64);
+    let a = member(t, "workers");
+    let b = member(t, "workers");
+    for i in 0..20u8 {
+        publish(t, &[i]);
+    }
+    let mut seen = Vec::new();
+    for _ in 0..10 {
+        seen.extend(consume(a, 0).unwrap());
+        seen.extend(consume(b, 0).unwrap());
+    }
+    seen.sort_unstable();
+    assert_eq!(
+        seen,
+        (0..20).collect::<Vec<u8>>(),
+        "each message to exactly one member"
+    );
+    assert_eq!(consume(a, 0), Err(memq_status::Empty));
+    let mut gs = memq_group_stats::default();
+    let mut committed = 0;
+    // SAFETY: live handles, NUL-terminated names, valid out-pointers.
+    unsafe {
+        assert_eq!(
+            memq_topic_get_group_stats(t, c"workers".as_ptr(), &mut gs),
+            OK
+        );
+        assert_eq!((gs.members, gs.lag, gs.delivered), (2, 0, 20));
+        assert_eq!(memq_consumer_committed(a, 0, &mut committed), OK);
+        assert_eq!(committed, 20);
+        memq_consumer_free(a);
+        memq_consumer_free(b);
+    }
+    // The group outlives its members: a new one resumes where it left off.
+    publish(t, b"next");
+    let c = member(t, "workers");
+    assert_eq!(consume(c, 0), Ok(b"next".to_vec()));
+    // SAFETY: live handles, freed once.
+    unsafe {
+        memq_consumer_free(c);
+        memq_topic_free(t);
+    }
+}
+
+#[test]
+fn keyed_and_partitioned_publishing() {
+    let t = topic_with(&config(32, 4, memq_overflow::Block));
+    for key in [&b"user-1"[..], b"user-2", b"", b"a much longer key"] {
+        let mut want = 99;
+        let mut r = memq_receipt::default();
+        // SAFETY: live topic, readable key and data, valid out-pointers.
+        unsafe {
+            assert_eq!(
+                memq_key_partition(key.as_ptr(), key.len(), 4, &mut want),
+                OK
+            );
+            assert_eq!(want, memq_core::key_partition(key, 4));
+            for _ in 0..2 {
+                let st = memq_topic_publish_keyed(
+                    t,
+                    key.as_ptr(),
+                    key.len(),
+                    b"v".as_ptr(),
+                    1,
+                    0,
+                    &mut r,
+                );
+                assert_eq!(st, OK);
+                assert_eq!(r.partition, want, "a key always lands on its partition");
+            }
+        }
+    }
+    // The empty key may be given as NULL.
+    let mut r = memq_receipt::default();
+    // SAFETY: live topic, NULL key of length 0, valid data and out-pointer.
+    unsafe {
+        assert_eq!(
+            memq_topic_publish_keyed(t, null(), 0, b"v".as_ptr(), 1, 0, &mut r),
+            OK
+        );
+        assert_eq!(r.partition, memq_core::key_partition(b"", 4));
+        assert_eq!(
+            memq_topic_publish_to(t, 3, b"p3".as_ptr(), 2, 0, &mut r),
+            OK
+        );
+        assert_eq!(r.partition, 3);
+    }
+    let s = {
+        let mut s = null_mut();
+        // SAFETY: live topic, valid out-pointer.
+        let st = unsafe { memq_subscriber_new_partition(t, 3, 0, 0, &mut s) };
+        assert_eq!(st, OK);
+        s
+    };
+    let mut ps = memq_partition_stats::default();
+    let mut ts = memq_topic_stats::default();
+    // SAFETY: live handles, valid out-pointers.
+    unsafe {
+        assert_eq!(memq_topic_get_partition_stats(t, 3, &mut ps), OK);
+        assert_eq!(memq_topic_get_stats(t, &mut ts), OK);
+    }
+    assert_eq!(ts.published, 10);
+    assert_eq!((ts.partitions, ts.capacity), (4, 32));
+    let mut got = 0;
+    while recv(s, 0).is_ok() {
+        got += 1;
+    }
+    assert_eq!(got, ps.published, "the subscriber reads its partition only");
+    // SAFETY: live handles, freed once.
+    unsafe {
+        memq_subscriber_free(s);
+        memq_topic_free(t);
+    }
+}
+
+#[test]
+fn batches_in_and_out() {
+    let t = topic(64);
+    let s = subscribe(t, memq_start::Earliest);
+    let payloads: Vec<Vec<u8>> = (0..40u8).map(|i| vec![i; usize::from(i) + 1]).collect();
+    let items: Vec<memq_slice> = payloads
+        .iter()
+        .map(|p| memq_slice {
+            data: p.as_ptr(),
+            len: p.len(),
+        })
+        .collect();
+    let mut r = memq_receipt::default();
+    // SAFETY: live topic, `items` of readable payloads, valid receipt.
+    unsafe {
+        assert_eq!(
+            memq_topic_publish_batch(t, items.as_ptr(), 25, -1, &mut r),
+            OK
+        );
+        assert_eq!(r.offset, 0);
+        assert_eq!(
+            memq_topic_publish_batch_to(t, 0, items[25..].as_ptr(), 15, 100, &mut r),
+            OK
+        );
+        assert_eq!(
+            r.offset, 25,
+            "contiguous offsets; the receipt is the first one's"
+        );
+    }
+    let mut got = Vec::new();
+    let mut msgs = [null_mut(); 16];
+    while got.len() < 40 {
+        let mut n = 0;
+        // SAFETY: live subscriber, array of 16, valid out-pointers.
+        let st =
+            unsafe { memq_subscriber_recv_many(s, msgs.as_mut_ptr(), 16, &mut n, 0, null_mut()) };
+        assert_eq!(st, OK);
+        assert!((1..=16).contains(&n));
+        for m in &msgs[..n] {
+            let (data, meta) = take(*m);
+            assert_eq!(meta.offset as usize, got.len());
+            got.push(data);
+        }
+    }
+    assert_eq!(got, payloads);
+    // SAFETY: live handles; `memq_message_free_many` on an array of handles.
+    unsafe {
+        publish(t, b"one");
+        publish(t, b"two");
+        let mut n = 0;
+        assert_eq!(
+            memq_subscriber_recv_many(s, msgs.as_mut_ptr(), 16, &mut n, -1, null_mut()),
+            OK
+        );
+        assert_eq!(n, 2);
+        memq_message_free_many(msgs.as_mut_ptr(), n);
+        assert!(msgs[..n].iter().all(|m| m.is_null()));
+        memq_subscriber_free(s);
+        memq_topic_free(t);
+    }
+}
+
+#[test]
+fn drop_oldest_reports_the_lag() {
+    let t = topic_with(&config(4, 1, memq_overflow::DropOldest));
+    let s = subscribe(t, memq_start::Earliest);
+    for i in 0..10u8 {
+        publish(t, &[i]);
+    }
+    let mut m = null_mut();
+    let mut lagged = 0;
+    // SAFETY: live handles, valid out-pointers.
+    unsafe {
+        assert_eq!(
+            memq_subscriber_recv(s, 0, &mut m, &mut lagged),
+            memq_status::Lagged
+        );
+        assert!(m.is_null());
+        assert_eq!(lagged, 6);
+        let mut st = memq_topic_stats::default();
+        assert_eq!(memq_topic_get_stats(t, &mut st), OK);
+        assert_eq!((st.evicted, st.depth), (6, 4));
+    }
+    for i in 6..10u8 {
+        assert_eq!(recv(s, 0), Ok(vec![i]));
+    }
+    // The lag count is optional, and batch receives report it too.
+    for i in 0..6u8 {
+        publish(t, &[i]);
+    }
+    let mut msgs = [null_mut(); 8];
+    let mut n = 0;
+    lagged = 0;
+    // SAFETY: live handles, array of 8, valid out-pointers.
+    unsafe {
+        let st = memq_subscriber_recv_many(s, msgs.as_mut_ptr(), 8, &mut n, 0, &mut lagged);
+        assert_eq!((st, lagged), (memq_status::Lagged, 2));
+        assert_eq!(
+            memq_subscriber_recv_many(s, msgs.as_mut_ptr(), 8, &mut n, 0, null_mut()),
+            OK
+        );
+        assert_eq!(n, 4);
+        memq_message_free_many(msgs.as_mut_ptr(), n);
+        memq_subscriber_free(s);
+        memq_topic_free(t);
+    }
+}
+
+#[test]
+fn reject_is_full_at_once() {
+    let t = topic_with(&config(2, 1, memq_overflow::Reject));
+    let s = subscribe(t, memq_start::Earliest);
+    publish(t, b"1");
+    publish(t, b"2");
+    let mut r = memq_receipt::default();
+    // SAFETY: live topic, valid data and receipt.
+    unsafe {
+        // Even with a wait, a REJECT topic does not wait.
+        assert_eq!(
+            memq_topic_publish(t, b"3".as_ptr(), 1, -1, &mut r),
+            memq_status::Full
+        );
+    }
+    assert_eq!(recv(s, 0), Ok(b"1".to_vec()));
+    publish(t, b"3");
+    // SAFETY: live handles, freed once.
+    unsafe {
+        memq_subscriber_free(s);
+        memq_topic_free(t);
+    }
+}
+
+#[test]
+fn ttl_expires_messages() {
+    let mut c = config(8, 1, memq_overflow::Block);
+    c.ttl_ms = 20;
+    let t = topic_with(&c);
+    let s = subscribe(t, memq_start::Earliest);
+    publish(t, b"old");
+    thread::sleep(std::time::Duration::from_millis(60));
+    publish(t, b"new");
+    let mut m = null_mut();
+    let mut lagged = 0;
+    // SAFETY: live handles, valid out-pointers.
+    unsafe {
+        assert_eq!(
+            memq_subscriber_recv(s, 0, &mut m, &mut lagged),
+            memq_status::Lagged
+        );
+        assert_eq!(lagged, 1);
+    }
+    assert_eq!(recv(s, 0), Ok(b"new".to_vec()));
+    let mut st = memq_topic_stats::default();
+    // SAFETY: live handles, valid out-pointer; freed once.
+    unsafe {
+        assert_eq!(memq_topic_get_stats(t, &mut st), OK);
+        assert_eq!(st.expired, 1);
+        memq_subscriber_free(s);
+        memq_topic_free(t);
+    }
+}
+
+#[test]
+fn blocking_publish_and_receive_across_threads() {
+    const N: u32 = 20_000;
+    let t = topic(8);
+    let s = subscribe(t, memq_start::Earliest) as usize;
+    let c = member(t, "g") as usize;
+    let tp = t as usize;
+    let producer = thread::spawn(move || {
+        for i in 0..N {
+            let v = i.to_le_bytes();
+            let mut r = memq_receipt::default();
+            // SAFETY: the topic outlives this thread (joined before it is freed).
+            let st =
+                unsafe { memq_topic_publish(tp as *const memq_topic, v.as_ptr(), 4, -1, &mut r) };
+            assert_eq!(st, OK);
+            assert_eq!(r.offset, u64::from(i));
+        }
+    });
+    let group = thread::spawn(move || {
+        let mut seen = HashSet::new();
+        for _ in 0..N {
+            let v = consume(c as *const memq_consumer, -1).unwrap();
+            assert!(seen.insert(u32::from_le_bytes(v.try_into().unwrap())));
+        }
+        seen.len()
+    });
+    for i in 0..N {
+        let v = recv(s as *const memq_subscriber, 1000).unwrap();
+        assert_eq!(
+            u32::from_le_bytes(v.try_into().unwrap()),
+            i,
+            "in order, none lost"
+        );
+    }
+    producer.join().unwrap();
+    assert_eq!(group.join().unwrap(), N as usize);
+    // SAFETY: live handles, no other thread uses them any more; freed once.
+    unsafe {
+        memq_subscriber_free(s as *mut memq_subscriber);
+        memq_consumer_free(c as *mut memq_consumer);
+        memq_topic_free(t);
+    }
+}
+
+#[test]
+fn a_shared_subscriber_serialises_instead_of_racing() {
+    const N: usize = 4_000;
+    let t = topic(N);
+    let s = subscribe(t, memq_start::Earliest) as usize;
+    for i in 0..N {
+        publish(t, &(i as u32).to_le_bytes());
+    }
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            thread::spawn(move || {
+                let mut got = Vec::new();
+                while let Ok(v) = recv(s as *const memq_subscriber, 0) {
+                    got.push(u32::from_le_bytes(v.try_into().unwrap()));
+                }
+                got
+            })
+        })
+        .collect();
+    let mut all: Vec<u32> = readers
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    all.sort_unstable();
+    assert_eq!(all, (0..N as u32).collect::<Vec<_>>());
+    // SAFETY: live handles, no other thread uses them any more; freed once.
+    unsafe {
+        memq_subscriber_free(s as *mut memq_subscriber);
+        memq_topic_free(t);
+    }
+}
+
+#[test]
+fn closing_wakes_blocked_calls() {
+    let t = topic(1);
+    let s = subscribe(t, memq_start::Latest) as usize;
+    let c = member(t, "g") as usize;
+    let tp = t as usize;
+    let reader = thread::spawn(move || recv(s as *const memq_subscriber, -1));
+    let publisher = thread::spawn(move || {
+        let t = tp as *const memq_topic;
+        let mut r = memq_receipt::default();
+        // SAFETY: the topic outlives this thread.
+        unsafe {
+            // The subscriber reads it; the group does not, so the next publish blocks.
+            assert_eq!(memq_topic_publish(t, b"a".as_ptr(), 1, -1, &mut r), OK);
+            memq_topic_publish(t, b"b".as_ptr(), 1, -1, &mut r)
+        }
+    });
+    thread::sleep(std::time::Duration::from_millis(50));
+    // SAFETY: live topic.
+    assert_eq!(unsafe { memq_topic_close(t) }, OK);
+    assert_eq!(publisher.join().unwrap(), memq_status::Closed);
+    assert_eq!(reader.join().unwrap(), Ok(b"a".to_vec()));
+    // The group drains what is retained, then sees the close too.
+    assert_eq!(consume(c as *const memq_consumer, -1), Ok(b"a".to_vec()));
+    assert_eq!(
+        consume(c as *const memq_consumer, -1),
+        Err(memq_status::Closed)
+    );
+    assert_eq!(
+        recv(s as *const memq_subscriber, -1),
+        Err(memq_status::Closed)
+    );
+    // SAFETY: no other thread uses the handles any more; freed once.
+    unsafe {
+        memq_subscriber_free(s as *mut memq_subscriber);
+        memq_consumer_free(c as *mut memq_consumer);
+        memq_topic_free(t);
+    }
+}
+
+#[test]
+fn the_last_handle_closes_the_topic() {
+    let t = topic(4);
+    let mut t2 = null_mut();
+    // SAFETY: live topic, valid out-pointer.
+    assert_eq!(unsafe { memq_topic_clone(t, &mut t2) }, OK);
+    let s = subscribe(t, memq_start::Earliest);
+    publish(t2, b"x");
+    // SAFETY: each handle freed once.
+    unsafe { memq_topic_free(t) };
+    assert_eq!(recv(s, 0), Ok(b"x".to_vec()));
+    assert_eq!(
+        recv(s, 0),
+        Err(memq_status::Empty),
+        "a handle is left: still open"
+    );
+    // SAFETY: as above.
+    unsafe { memq_topic_free(t2) };
+    assert_eq!(recv(s, -1), Err(memq_status::Closed));
+    // SAFETY: as above.
+    unsafe { memq_subscriber_free(s) };
+}
+
+#[test]
+fn broker_topics_by_name() {
+    let mut b = null_mut();
+    let c = config(8, 2, memq_overflow::DropOldest);
+    let (mut created, mut found) = (null_mut(), null_mut());
+    // SAFETY: live broker, NUL-terminated names, valid configs and out-pointers.
+    unsafe {
+        assert_eq!(memq_broker_new(&mut b), OK);
+        assert_eq!(
+            memq_broker_create_topic(b, c"orders".as_ptr(), &c, &mut created),
+            OK
+        );
+        assert_eq!(memq_broker_get_topic(b, c"orders".as_ptr(), &mut found), OK);
+        let s = subscribe(found, memq_start::Earliest);
+        publish(created, b"o-1");
+        assert_eq!(recv(s, 0), Ok(b"o-1".to_vec()));
+        let mut st = memq_topic_stats::default();
+        assert_eq!(memq_topic_get_stats(found, &mut st), OK);
+        assert_eq!(
+            (st.capacity, st.partitions, st.overflow),
+            (8, 2, memq_overflow::DropOldest as u32)
+        );
+        assert_eq!(st.subscribers, 1);
+        // Freeing handles leaves the topic registered and open.
+        memq_topic_free(created);
+        memq_topic_free(found);
+        let mut n = 0;
+        assert_eq!(memq_broker_topic_count(b, &mut n), OK);
+        assert_eq!(n, 1);
+        assert_eq!(recv(s, 0), Err(memq_status::Empty));
+        // Deleting closes it.
+        assert_eq!(memq_broker_delete_topic(b, c"orders".as_ptr()), OK);
+        assert_eq!(recv(s, 0), Err(memq_status::Closed));
+        assert_eq!(memq_broker_topic_count(b, &mut n), OK);
+        assert_eq!(n, 0);
+        memq_subscriber_free(s);
+        memq_broker_free(b);
+    }
+}

@@ -1,0 +1,75 @@
+# The C ABI (memq-ffi): include/memq.h is exactly what the pinned cbindgen makes of
+# ffi/src; the C and C++ examples build without a warning against it and libmemq, check
+# every message they receive, and do so again under valgrind (or AddressSanitizer) with no
+# error and no leak.
+
+# The one cbindgen version that generates include/memq.h. To move to another: change it
+# here, regenerate the header with it (see ffi/cbindgen.toml) and commit both.
+MEMQ_CBINDGEN_VERSION=0.29.4
+
+ffi_lib=$(target_dir)
+# libmemq.{so,a}: the test stage built them; this is a no-op then, and makes the stage
+# work on its own (`scripts/check ffi`).
+run cargo build -p memq-ffi --profile "$MEMQ_PROFILE"
+
+# memq-ffi is left out of `cargo doc --workspace` (its lib shares the name `memq` with the
+# memq crate: see ffi/Cargo.toml), so its docs are checked here, out of target/doc's way.
+RUSTDOCFLAGS="-D warnings" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/ffi-doc" \
+    run cargo rustdoc -p memq-ffi --lib --profile "$MEMQ_PROFILE"
+
+# ---- the header is fresh -----------------------------------------------------------------
+ffi_cbindgen="$HOME/.cargo/bin/cbindgen"
+if ! "$ffi_cbindgen" --version 2>/dev/null | grep -qx "cbindgen $MEMQ_CBINDGEN_VERSION"; then
+    run cargo install cbindgen --version "=$MEMQ_CBINDGEN_VERSION" --locked --root "$HOME/.cargo"
+fi
+ffi_fresh=$(mktemp --suffix=.h)
+run "$ffi_cbindgen" --quiet --config ffi/cbindgen.toml --crate memq-ffi --output "$ffi_fresh" ffi
+if ! diff -u include/memq.h "$ffi_fresh"; then
+    rm -f "$ffi_fresh"
+    echo "include/memq.h differs from what cbindgen $MEMQ_CBINDGEN_VERSION generates; run" >&2
+    echo "  $ffi_cbindgen --config ffi/cbindgen.toml --crate memq-ffi --output include/memq.h ffi" >&2
+    exit 1
+fi
+rm -f "$ffi_fresh"
+note "include/memq.h matches cbindgen $MEMQ_CBINDGEN_VERSION"
+
+# ---- the C and C++ examples ----------------------------------------------------------------
+if ! ensure_apt gcc gcc || ! ensure_apt g++ g++; then
+    skip "C and C++ examples of the C ABI" "gcc/g++ missing and apt-get cannot install them"
+else
+    ffi_lib_abs=$(cd "$ffi_lib" && pwd)
+    # The C example links the static library, with the system libraries Rust's std needs
+    # (`--print native-static-libs` of the staticlib on Linux); the C++ one links the
+    # shared library, found through an rpath.
+    ffi_native=(-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc)
+    ffi_c=(gcc -std=c11 -g -Wall -Wextra -Werror -Iinclude examples/c/pubsub.c
+        "$ffi_lib/libmemq.a" "${ffi_native[@]}")
+    ffi_cpp=(g++ -std=c++17 -g -Wall -Wextra -Werror -Iinclude examples/cpp/demo.cpp
+        -L"$ffi_lib_abs" -lmemq -Wl,-rpath,"$ffi_lib_abs" -pthread)
+    mkdir -p examples/c/build examples/cpp/build
+    run "${ffi_c[@]}" -O2 -o examples/c/build/pubsub
+    run "${ffi_cpp[@]}" -O2 -o examples/cpp/build/demo
+    run examples/c/build/pubsub
+    run examples/cpp/build/demo
+
+    # Under a memory checker, with fewer messages (valgrind runs code ~50x slower).
+    ffi_checked=20000
+    if ensure_apt valgrind valgrind; then
+        ffi_vg=(valgrind --leak-check=full --error-exitcode=1
+            --errors-for-leak-kinds=definite,indirect,possible
+            --suppressions=examples/valgrind.supp)
+        run "${ffi_vg[@]}" examples/c/build/pubsub "$ffi_checked"
+        run "${ffi_vg[@]}" examples/cpp/build/demo
+    elif echo 'int main(void){return 0;}' |
+        gcc -fsanitize=address -x c - -o /dev/null 2>/dev/null; then
+        note "valgrind unavailable: AddressSanitizer (with LeakSanitizer) instead"
+        ffi_asan=(-O1 -fsanitize=address -fno-omit-frame-pointer)
+        run "${ffi_c[@]}" "${ffi_asan[@]}" -o examples/c/build/pubsub-asan
+        run "${ffi_cpp[@]}" "${ffi_asan[@]}" -o examples/cpp/build/demo-asan
+        ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 run examples/c/build/pubsub-asan "$ffi_checked"
+        ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 run examples/cpp/build/demo-asan
+    else
+        skip "C and C++ examples under a memory checker" \
+            "neither valgrind nor AddressSanitizer is available"
+    fi
+fi
