@@ -343,6 +343,9 @@ pub(crate) struct Pending {
     pub(crate) deliveries: u32,
     pub(crate) state: PState,
     first_delivered: u64,
+    /// Set once the message is bound for the dead-letter topic: if that topic was full,
+    /// the next attempt moves it there again instead of delivering it.
+    dead: Option<DeadLetterReason>,
 }
 
 /// An explicit group's bookkeeping on one partition.
@@ -465,7 +468,11 @@ impl Acks {
 /// What the next delivery attempt found on a partition.
 enum Take<T> {
     Delivered(Message<T>, u32),
-    DeadLetter { offset: u64, deliveries: u32 },
+    DeadLetter {
+        offset: u64,
+        deliveries: u32,
+        reason: DeadLetterReason,
+    },
     Lagged(u64),
     Nothing,
 }
@@ -634,9 +641,13 @@ impl<T> AckConsumer<T> {
                     acks.evicted_unacked += 1;
                     continue;
                 }
+                if let Some(reason) = pe.dead {
+                    pe.state = PState::DeadLettering;
+                    break Err((offset, pe.deliveries, reason));
+                }
                 if max_deliveries.is_some_and(|m| pe.deliveries >= m) {
                     pe.state = PState::DeadLettering;
-                    break Err((offset, pe.deliveries));
+                    break Err((offset, pe.deliveries, DeadLetterReason::MaxDeliveries));
                 }
                 pe.deliveries += 1;
                 pe.member = member;
@@ -666,6 +677,7 @@ impl<T> AckConsumer<T> {
                         deliveries: 1,
                         state: PState::Leased { deadline },
                         first_delivered: now,
+                        dead: None,
                     },
                 );
                 acks.leases.insert((deadline, offset));
@@ -679,9 +691,13 @@ impl<T> AckConsumer<T> {
         let cursor = g.cursor;
         let key = &mut self.inner.keys[p];
         let outcome = match picked {
-            Err((offset, deliveries)) => {
+            Err((offset, deliveries, reason)) => {
                 g.waiters.settle(*key);
-                Take::DeadLetter { offset, deliveries }
+                Take::DeadLetter {
+                    offset,
+                    deliveries,
+                    reason,
+                }
             }
             Ok(Some((offset, attempt))) => {
                 g.delivered += 1;
@@ -761,8 +777,12 @@ impl<T> AckConsumer<T> {
                         self.inner.cancel_wait();
                         return Poll::Ready(Err(RecvError::Lagged(missed)));
                     }
-                    Take::DeadLetter { offset, deliveries } => {
-                        self.dead_letter(p, offset, deliveries, DeadLetterReason::MaxDeliveries);
+                    Take::DeadLetter {
+                        offset,
+                        deliveries,
+                        reason,
+                    } => {
+                        self.dead_letter(p, offset, deliveries, reason);
                         retry = true;
                         break;
                     }
@@ -882,8 +902,12 @@ fn dead_letter<T: Clone>(
         acks.unacked.remove(&offset);
         acks.dead_lettered += 1;
     } else {
-        // The dead-letter topic is full (or closed): the message stays in the group and
-        // the move is tried again shortly, without spinning.
+        // The dead-letter topic is full (or closed): the message stays in the group,
+        // still bound for the dead-letter topic, and the move is tried again shortly
+        // (without spinning) instead of delivering it again.
+        if let Some(pe) = acks.unacked.get_mut(&offset) {
+            pe.dead = Some(reason);
+        }
         acks.requeue(offset, now, DEAD_LETTER_RETRY.min(settings.ack_wait).max(1));
     }
     let committed = acks.committed();
@@ -1117,7 +1141,8 @@ impl<T> Delivery<T> {
     }
 
     /// Rejects the message: it goes to the dead-letter topic (or, without one, is dropped
-    /// and counted as dead-lettered) and is not delivered again.
+    /// and counted as dead-lettered) and is not delivered again. If the dead-letter topic
+    /// is full, the message stays in the group until it can be moved there.
     ///
     /// # Errors
     ///

@@ -478,3 +478,28 @@ fn stress_random_settlement_every_message_acked_once_or_dead_lettered() {
         g.acked, g.dead_lettered, g.redelivered
     );
 }
+
+#[test]
+fn a_rejected_message_waits_for_room_in_a_full_dead_letter_topic() {
+    let (clock, topic) = setup(16);
+    let dlq = Topic::<DeadLetter<u32>>::with_capacity(1).unwrap();
+    let mut dead = dlq.subscribe(StartAt::Earliest).unwrap();
+    let cfg = config().dead_letter(dlq.clone());
+    let mut a = topic.group_acked("g", StartAt::Earliest, cfg).unwrap();
+    topic.try_publish(1).unwrap();
+    topic.try_publish(2).unwrap();
+    a.try_recv().unwrap().reject().unwrap(); // fills the dead-letter topic
+    a.try_recv().unwrap().reject().unwrap(); // no room: stays bound for it
+    clock.advance(ms(50));
+    assert_eq!(
+        a.try_recv().unwrap_err(),
+        TryRecvError::Empty,
+        "a rejected message is never delivered again"
+    );
+    assert_eq!(dead.try_recv().unwrap().into_value().value, 1);
+    clock.advance(ms(50));
+    assert_eq!(a.try_recv().unwrap_err(), TryRecvError::Empty);
+    let second = dead.try_recv().unwrap().into_value();
+    assert_eq!((second.value, second.reason), (2, DeadLetterReason::Rejected));
+    assert_eq!(topic.stats().groups[0].dead_lettered, 2);
+}
