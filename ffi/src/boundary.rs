@@ -6,6 +6,7 @@
 
 use core::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Mutex, MutexGuard};
 
 use crate::status::memq_status;
 
@@ -136,6 +137,12 @@ pub(crate) unsafe fn name<'a>(s: *const c_char) -> Result<&'a str, memq_status> 
     // SAFETY: non-NULL; NUL-terminated and valid for 'a by this function's contract.
     let s = unsafe { CStr::from_ptr(s) };
     s.to_str().map_err(|_| memq_status::InvalidArgument)
+}
+
+/// Locks the state behind a handle. A lock is poisoned only by a panic caught earlier in
+/// a call on the same handle, which is reported as `MEMQ_STATUS_PANIC` from then on.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> Result<MutexGuard<'_, T>, memq_status> {
+    m.lock().map_err(|_| memq_status::Panic)
 }
 
 /// Moves `value` to the heap and hands the pointer to C, which frees it with

@@ -9,13 +9,16 @@
 //!
 //! - Every object is an opaque handle made by a `memq_*_new` function (or handed out by a
 //!   receive) and released by its `memq_*_free` function; `free(NULL)` does nothing.
+//!   A `memq_delivery` (a lease in an explicit-ack group) is freed like any other handle,
+//!   whether or not it was acked, nacked or rejected: settling ends the lease, freeing
+//!   ends the handle.
 //! - Every function but `memq_version`, `memq_status_str` and the `_free` functions
 //!   returns a [`memq_status`]; `MEMQ_STATUS_OK` is 0. Running out of messages, time or
 //!   room are statuses, not crashes.
 //! - Out-parameters are written only when the function returns `MEMQ_STATUS_OK`; the few
 //!   that exist to explain a failure (a lag count, a required buffer length) say so.
 //! - Every pointer is checked for NULL. Enumerations from C (overflow policy, start
-//!   position) are read as `uint32_t` and validated.
+//!   position, backoff) are read as `uint32_t` and validated.
 //! - No panic crosses the boundary: each export catches it and returns
 //!   `MEMQ_STATUS_PANIC`.
 //! - Blocking calls take `timeout_ms`: 0 does not wait, a negative value waits forever, a
@@ -38,11 +41,17 @@ mod reader;
 
 mod message;
 
+mod ack;
+
+mod dead_letter;
+
 // Helpers.
 mod boundary;
 mod wait;
 
+pub use ack::*;
 pub use broker::*;
+pub use dead_letter::*;
 pub use message::*;
 pub use reader::*;
 pub use status::*;

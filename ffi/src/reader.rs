@@ -4,13 +4,15 @@
 
 use core::ffi::c_char;
 use core::time::Duration;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use bytes::Bytes;
 use memq_core::{Consumer, Message, Subscriber};
 
 use crate::boundary::Outcome;
-use crate::boundary::{borrow, guard, guard_void, into_handle, name, optional_out, out, release};
+use crate::boundary::{
+    borrow, guard, guard_void, into_handle, lock, name, optional_out, out, release,
+};
 use crate::message::{copy_out, give_message, give_meta, memq_message, memq_message_meta};
 use crate::status::{memq_status, Miss};
 use crate::topic::{memq_start, memq_topic};
@@ -120,17 +122,12 @@ impl<S: Source> Reader<S> {
     }
 }
 
-fn lock<S>(reader: &Mutex<Reader<S>>) -> Result<MutexGuard<'_, Reader<S>>, memq_status> {
-    // Poisoned only by a panic caught earlier in a call on this handle.
-    reader.lock().map_err(|_| memq_status::Panic)
-}
-
 /// Reports a miss, with the lag count for `MEMQ_STATUS_LAGGED`.
 ///
 /// # Safety
 ///
 /// `lagged_out` is NULL or valid for writing a `uint64_t`.
-unsafe fn missed(miss: Miss, lagged_out: *mut u64) -> memq_status {
+pub(crate) unsafe fn missed(miss: Miss, lagged_out: *mut u64) -> memq_status {
     if let (Miss::Lagged(n), Some(lagged_out)) = (miss, optional_out(lagged_out)) {
         // SAFETY: non-NULL, and valid for writes by this function's contract.
         unsafe { lagged_out.write(n) };
@@ -494,7 +491,8 @@ pub unsafe extern "C" fn memq_subscriber_lag(
 ///
 /// Returns `MEMQ_STATUS_INVALID_ARGUMENT` for an unknown `start` or a `group` that is not
 /// UTF-8, `MEMQ_STATUS_OUT_OF_RANGE` for a new group's offset past the end of a
-/// partition, `MEMQ_STATUS_NULL_POINTER` if a pointer is NULL.
+/// partition, `MEMQ_STATUS_GROUP_MODE_MISMATCH` if `group` is an explicit-ack group (see
+/// `memq_ack_consumer_new`), `MEMQ_STATUS_NULL_POINTER` if a pointer is NULL.
 ///
 /// Thread safety: as `memq_subscriber_new`.
 ///

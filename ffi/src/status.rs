@@ -3,7 +3,7 @@
 
 use core::ffi::{c_char, CStr};
 
-use memq_core::{Error, PublishError, RecvError, RecvTimeoutError, TryRecvError};
+use memq_core::{AckError, Error, PublishError, RecvError, RecvTimeoutError, TryRecvError};
 
 /// What a call did. Returned by every function except `memq_version`, `memq_status_str`
 /// and the `_free` functions. In C it is a `uint32_t`; compare it with the constants.
@@ -37,7 +37,7 @@ pub enum memq_status {
     UnknownTopic = 9,
     /// A topic of that name already exists in the broker.
     TopicExists = 10,
-    /// No group of that name exists on the topic.
+    /// No group of that name exists on the topic (or a delivery's group was deleted).
     UnknownGroup = 11,
     /// The caller's buffer is too small; the required length was written to the length
     /// out-parameter.
@@ -49,12 +49,20 @@ pub enum memq_status {
     /// A panic inside the library was caught at the boundary. The handle used may be
     /// unusable from now on (it can still be freed).
     Panic = 15,
+    /// The delivery no longer holds its lease, so it cannot be acked, nacked, touched or
+    /// rejected: it was already settled through this handle (ack, nack, reject), its
+    /// `ack_wait` ran out and the message went back to the group, or its consumer was
+    /// freed. The message is (or will be) delivered again unless it was settled.
+    LeaseExpired = 16,
+    /// The group exists with the other acknowledgement mode: `memq_consumer_new` on an
+    /// explicit-ack group, or `memq_ack_consumer_new` on an automatic-commit one.
+    GroupModeMismatch = 17,
 }
 
 impl memq_status {
     /// Every status, in code order (not exported: cbindgen would turn a public one into a
     /// broken macro).
-    const ALL: [memq_status; 16] = [
+    const ALL: [memq_status; 18] = [
         Self::Ok,
         Self::Empty,
         Self::Timeout,
@@ -71,6 +79,8 @@ impl memq_status {
         Self::NoTimestamp,
         Self::AllocFailed,
         Self::Panic,
+        Self::LeaseExpired,
+        Self::GroupModeMismatch,
     ];
 
     /// The status whose code is `code`, as read back from C; `None` for any other value.
@@ -96,6 +106,8 @@ impl memq_status {
             Self::NoTimestamp => c"message has no timestamp",
             Self::AllocFailed => c"allocation failed",
             Self::Panic => c"internal panic caught at the library boundary",
+            Self::LeaseExpired => c"lease expired or already settled",
+            Self::GroupModeMismatch => c"group exists with the other acknowledgement mode",
         }
     }
 }
@@ -135,9 +147,23 @@ impl From<Error> for memq_status {
             Error::UnknownTopic(_) => Self::UnknownTopic,
             Error::TopicExists(_) => Self::TopicExists,
             Error::UnknownGroup(_) => Self::UnknownGroup,
-            // ZeroCapacity, ZeroPartitions, TtlWithoutClock, PartitionRequired, and
-            // whatever configuration errors the core adds.
+            Error::GroupModeMismatch(_) => Self::GroupModeMismatch,
+            // ZeroCapacity, ZeroPartitions, TtlWithoutClock, PartitionRequired,
+            // ZeroInFlight (`max_in_flight` of 0), ClockRequired (only without `std`, so
+            // never here: every topic of this library has a clock or gets the default
+            // one), and whatever configuration errors the core adds.
             _ => Self::InvalidArgument,
+        }
+    }
+}
+
+impl From<AckError> for memq_status {
+    fn from(e: AckError) -> Self {
+        match e {
+            AckError::LeaseExpired => Self::LeaseExpired,
+            // The group is gone: nothing is left to settle with.
+            AckError::GroupDeleted => Self::UnknownGroup,
+            _ => Self::LeaseExpired,
         }
     }
 }

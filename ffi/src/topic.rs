@@ -217,6 +217,27 @@ pub struct memq_topic_stats {
     pub waiting_publishers: usize,
 }
 
+impl memq_topic_stats {
+    /// A snapshot of any topic's counters (byte topics and dead-letter topics alike).
+    pub(crate) fn of<T>(topic: &Topic<T>) -> Self {
+        let s = topic.stats();
+        Self {
+            capacity: s.capacity,
+            partitions: s.partitions.len() as u32,
+            overflow: memq_overflow::to_c(s.overflow),
+            closed: s.closed,
+            published: s.published,
+            delivered: s.delivered,
+            evicted: s.evicted,
+            expired: s.expired,
+            depth: s.depth,
+            subscribers: s.subscribers,
+            groups: s.groups.len(),
+            waiting_publishers: s.partitions.iter().map(|p| p.waiting_publishers).sum(),
+        }
+    }
+}
+
 /// Counters and positions of one partition.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -798,23 +819,8 @@ pub unsafe extern "C" fn memq_topic_get_stats(
         // SAFETY: the caller passes NULL or a live handle.
         let topic = unsafe { borrow(topic) }?;
         let stats_out = out(stats_out)?;
-        let s = topic.topic.stats();
-        let stats = memq_topic_stats {
-            capacity: s.capacity,
-            partitions: s.partitions.len() as u32,
-            overflow: memq_overflow::to_c(s.overflow),
-            closed: s.closed,
-            published: s.published,
-            delivered: s.delivered,
-            evicted: s.evicted,
-            expired: s.expired,
-            depth: s.depth,
-            subscribers: s.subscribers,
-            groups: s.groups.len(),
-            waiting_publishers: s.partitions.iter().map(|p| p.waiting_publishers).sum(),
-        };
         // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { stats_out.write(stats) };
+        unsafe { stats_out.write(memq_topic_stats::of(&topic.topic)) };
         Ok(())
     })
 }

@@ -293,9 +293,14 @@ fn status_strings() {
         let s = unsafe { CStr::from_ptr(memq_status_str(code as u32)) };
         assert!(!s.is_empty() && s != c"unknown status");
     }
-    assert_eq!(count, 16);
+    assert_eq!(count, 18);
     assert_eq!(memq_status::from_code(15), Some(memq_status::Panic));
-    for bad in [16, 1000, u32::MAX] {
+    assert_eq!(memq_status::from_code(16), Some(memq_status::LeaseExpired));
+    assert_eq!(
+        memq_status::from_code(17),
+        Some(memq_status::GroupModeMismatch)
+    );
+    for bad in [18, 1000, u32::MAX] {
         assert_eq!(memq_status::from_code(bad), None);
         // SAFETY: as above.
         let s = unsafe { CStr::from_ptr(memq_status_str(bad)) };
@@ -306,6 +311,8 @@ fn status_strings() {
     assert_eq!(v.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
     assert_eq!(memq_status::Ok as u32, 0);
     assert_eq!(memq_status::Panic as u32, 15);
+    assert_eq!(memq_status::LeaseExpired as u32, 16);
+    assert_eq!(memq_status::GroupModeMismatch as u32, 17);
 }
 
 #[test]

@@ -264,3 +264,112 @@ fn bad_input_leaks_nothing() {
         }
     });
 }
+
+/// The explicit-ack paths, good and bad: deliveries acked, nacked, rejected, dead-lettered
+/// and freed unsettled; settling twice; consumers freed with leases; dead letters read.
+/// Only calls that do not wait, so that no timer thread allocates on this thread's
+/// behalf.
+#[test]
+fn acknowledgements_leak_nothing() {
+    no_leak(|| {
+        // SAFETY: every pointer is NULL, live, or valid for its use; each handle is
+        // freed once.
+        unsafe {
+            let mut dlt = null_mut();
+            assert_eq!(
+                memq_dead_letter_topic_new(&config(8, 1, memq_overflow::Block), &mut dlt),
+                OK
+            );
+            let mut dls = null_mut();
+            assert_eq!(memq_dead_letter_subscriber_new(dlt, 0, 0, &mut dls), OK);
+            let mut b = null_mut();
+            assert_eq!(memq_broker_new(&mut b), OK);
+            let mut t = null_mut();
+            assert_eq!(
+                memq_broker_create_topic(
+                    b,
+                    c"jobs".as_ptr(),
+                    &config(8, 1, memq_overflow::Block),
+                    &mut t
+                ),
+                OK
+            );
+            let mut cfg = memq_ack_config::default();
+            assert_eq!(memq_ack_config_init(&mut cfg), OK);
+            cfg.max_deliveries = 2;
+            cfg.dead_letter = dlt;
+            let mut bad = cfg;
+            bad.max_in_flight = 0;
+            let mut c = null_mut();
+            assert_eq!(
+                memq_ack_consumer_new(t, c"g".as_ptr(), 0, 0, &bad, &mut c),
+                memq_status::InvalidArgument
+            );
+            let auto = member(t, "auto");
+            assert_eq!(
+                memq_ack_consumer_new(t, c"auto".as_ptr(), 0, 0, &cfg, &mut c),
+                memq_status::GroupModeMismatch
+            );
+            memq_consumer_free(auto);
+            assert_eq!(
+                memq_ack_consumer_new(t, c"g".as_ptr(), 0, 0, &cfg, &mut c),
+                OK
+            );
+            memq_dead_letter_topic_free(dlt);
+            for payload in [&b"ack"[..], b"reject", b"poison", b"held"] {
+                publish(t, payload);
+            }
+            let recv = |c| {
+                let mut d = null_mut();
+                assert_eq!(memq_ack_consumer_recv(c, 0, &mut d, null_mut()), OK);
+                d
+            };
+            let d = recv(c);
+            assert_eq!(memq_delivery_ack(d), OK);
+            assert_eq!(memq_delivery_ack(d), memq_status::LeaseExpired);
+            memq_delivery_free(d);
+            let d = recv(c);
+            assert_eq!(memq_delivery_reject(d), OK);
+            memq_delivery_free(d);
+            let d = recv(c);
+            assert_eq!(memq_delivery_nack(d), OK);
+            memq_delivery_free(d);
+            // The redelivery of "poison", freed unsettled: its second and last delivery.
+            memq_delivery_free(recv(c));
+            let held = recv(c);
+            let mut pending = 0;
+            assert_eq!(memq_ack_consumer_pending(c, &mut pending), OK);
+            assert_eq!(pending, 1);
+            let mut gs = memq_ack_group_stats::default();
+            assert_eq!(
+                memq_topic_get_ack_group_stats(t, c"g".as_ptr(), &mut gs),
+                OK
+            );
+            assert_eq!((gs.acked, gs.dead_lettered), (1, 2));
+            for _ in 0..2 {
+                let mut l = null_mut();
+                assert_eq!(
+                    memq_dead_letter_subscriber_recv(dls, 0, &mut l, null_mut()),
+                    OK
+                );
+                let mut info = memq_dead_letter_info::default();
+                assert_eq!(memq_dead_letter_get_info(l, &mut info), OK);
+                assert!(!info.topic.is_null() && !info.group.is_null());
+                memq_dead_letter_free(l);
+            }
+            // A consumer freed with a lease out, and its delivery freed after it.
+            memq_ack_consumer_free(c);
+            assert_eq!(memq_delivery_touch(held), memq_status::LeaseExpired);
+            memq_delivery_free(held);
+            memq_topic_free(t);
+            memq_broker_free(b);
+            memq_dead_letter_subscriber_free(dls);
+
+            memq_ack_consumer_free(null_mut());
+            memq_delivery_free(null_mut());
+            memq_dead_letter_topic_free(null_mut());
+            memq_dead_letter_subscriber_free(null_mut());
+            memq_dead_letter_free(null_mut());
+        }
+    });
+}

@@ -1,7 +1,7 @@
 # The C ABI (memq-ffi): include/memq.h is exactly what the pinned cbindgen makes of
-# ffi/src; the C and C++ examples build without a warning against it and libmemq, check
-# every message they receive, and do so again under valgrind (or AddressSanitizer) with no
-# error and no leak.
+# ffi/src; the C examples (pub/sub and groups; explicit acks and dead letters) and the C++
+# one build without a warning against it and libmemq, check every message they receive,
+# and do so again under valgrind (or AddressSanitizer) with no error and no leak.
 
 # The one cbindgen version that generates include/memq.h. To move to another: change it
 # here, regenerate the header with it (see ffi/cbindgen.toml) and commit both.
@@ -42,14 +42,18 @@ else
     # (`--print native-static-libs` of the staticlib on Linux); the C++ one links the
     # shared library, found through an rpath.
     ffi_native=(-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc)
-    ffi_c=(gcc -std=c11 -g -Wall -Wextra -Werror -Iinclude examples/c/pubsub.c
-        "$ffi_lib/libmemq.a" "${ffi_native[@]}")
+    ffi_c=(gcc -std=c11 -g -Wall -Wextra -Werror -Iinclude)
+    ffi_c_libs=("$ffi_lib/libmemq.a" "${ffi_native[@]}")
     ffi_cpp=(g++ -std=c++17 -g -Wall -Wextra -Werror -Iinclude examples/cpp/demo.cpp
         -L"$ffi_lib_abs" -lmemq -Wl,-rpath,"$ffi_lib_abs" -pthread)
     mkdir -p examples/c/build examples/cpp/build
-    run "${ffi_c[@]}" -O2 -o examples/c/build/pubsub
+    for ffi_example in pubsub acks; do
+        run "${ffi_c[@]}" -O2 "examples/c/$ffi_example.c" "${ffi_c_libs[@]}" \
+            -o "examples/c/build/$ffi_example"
+    done
     run "${ffi_cpp[@]}" -O2 -o examples/cpp/build/demo
     run examples/c/build/pubsub
+    run examples/c/build/acks
     run examples/cpp/build/demo
 
     # Under a memory checker, with fewer messages (valgrind runs code ~50x slower).
@@ -59,14 +63,19 @@ else
             --errors-for-leak-kinds=definite,indirect,possible
             --suppressions=examples/valgrind.supp)
         run "${ffi_vg[@]}" examples/c/build/pubsub "$ffi_checked"
+        run "${ffi_vg[@]}" examples/c/build/acks "$ffi_checked"
         run "${ffi_vg[@]}" examples/cpp/build/demo
     elif echo 'int main(void){return 0;}' |
         gcc -fsanitize=address -x c - -o /dev/null 2>/dev/null; then
         note "valgrind unavailable: AddressSanitizer (with LeakSanitizer) instead"
         ffi_asan=(-O1 -fsanitize=address -fno-omit-frame-pointer)
-        run "${ffi_c[@]}" "${ffi_asan[@]}" -o examples/c/build/pubsub-asan
+        for ffi_example in pubsub acks; do
+            run "${ffi_c[@]}" "${ffi_asan[@]}" "examples/c/$ffi_example.c" "${ffi_c_libs[@]}" \
+                -o "examples/c/build/$ffi_example-asan"
+            ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+                run "examples/c/build/$ffi_example-asan" "$ffi_checked"
+        done
         run "${ffi_cpp[@]}" "${ffi_asan[@]}" -o examples/cpp/build/demo-asan
-        ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 run examples/c/build/pubsub-asan "$ffi_checked"
         ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 run examples/cpp/build/demo-asan
     else
         skip "C and C++ examples under a memory checker" \
