@@ -500,6 +500,9 @@ fn a_rejected_message_waits_for_room_in_a_full_dead_letter_topic() {
     clock.advance(ms(50));
     assert_eq!(a.try_recv().unwrap_err(), TryRecvError::Empty);
     let second = dead.try_recv().unwrap().into_value();
-    assert_eq!((second.value, second.reason), (2, DeadLetterReason::Rejected));
+    assert_eq!(
+        (second.value, second.reason),
+        (2, DeadLetterReason::Rejected)
+    );
     assert_eq!(topic.stats().groups[0].dead_lettered, 2);
 }
