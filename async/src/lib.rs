@@ -1,14 +1,67 @@
 //! memq: an in-process message queue with Kafka-style semantics.
+//!
+//! This crate re-exports the engine, [`memq_core`] (topics with offsets, broadcast
+//! [`Subscriber`]s, consumer groups, partitions, retention, replay, explicit acks, the
+//! [`Broker`]), and adds what needs `std` or a runtime:
+//!
+//! - [`rt`]: the [`Runtime`](rt::Runtime) trait and its adapters for Tokio, async-std,
+//!   smol and plain threads; receive and publish with a time limit on any of them; Tokio's
+//!   cooperative budget for consumers; timers for explicit-ack leases.
+//! - [`pool`]: worker pools over a consumer group, sequential or parallel, with async or
+//!   blocking handlers, results, counters and graceful shutdown.
+//! - [`codec`]: JSON, MessagePack, gzip, zstd and a magic header over byte topics.
+//!
+//! The blocking API (`recv_blocking`, `publish_blocking`, `*_blocking_timeout`) comes with
+//! the core and needs no runtime at all.
+//!
+//! # Examples
+//!
+//! ```
+//! use std::time::Duration;
+//! use memq::pool::{Mode, Shutdown, WorkerPool};
+//! use memq::rt::{RecvTimeoutExt, Threads};
+//! use memq::{StartAt, Topic};
+//!
+//! let orders = Topic::<u64>::with_capacity(64)?;
+//! let mut audit = orders.subscribe(StartAt::Earliest)?;
+//! let pool = WorkerPool::builder(&orders, "billing")
+//!     .mode(Mode::Parallel(2))
+//!     .spawn(&Threads, |order| async move { Ok::<_, String>(*order.value() * 100) })?;
+//!
+//! orders.publish_blocking(7)?;
+//! let seen = Threads::block_on(audit.recv_timeout(Duration::from_secs(5), &Threads))?;
+//! assert_eq!(*seen.value(), 7);
+//! assert_eq!(pool.shutdown_blocking(Shutdown::Drain)?.processed, 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Features
+//!
+//! - `std` (default): the blocking API, [`rt`] with the plain-threads runtime, [`pool`].
+//! - `tokio`, `async-std`, `smol`: the runtime adapters [`rt::Tokio`], [`rt::AsyncStd`],
+//!   [`rt::Smol`]; any combination may be on at once. async-std is discontinued upstream:
+//!   the adapter stays for existing users, and smol is its successor.
+//! - `serde`, `postcard`, `json`, `msgpack`, `gzip`, `zstd`: the codecs in [`codec`].
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 #![doc(test(attr(deny(warnings))))]
+// The crate docs link to every optional module; a build without some features lacks them.
+#![cfg_attr(
+    not(all(
+        feature = "std",
+        feature = "serde",
+        feature = "tokio",
+        feature = "async-std",
+        feature = "smol"
+    )),
+    allow(rustdoc::broken_intra_doc_links)
+)]
 
 pub use memq_core::*;
 
 #[cfg(feature = "serde")]
 pub mod codec;
-
-/// The README's examples, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-pub struct ReadmeDoctests;
+#[cfg(feature = "std")]
+pub mod pool;
+#[cfg(feature = "std")]
+pub mod rt;

@@ -1,0 +1,291 @@
+//! One worker of a pool: receive from the group, run the handler, publish the result,
+//! count. The same loop serves async workers (spawned as tasks) and blocking workers (run
+//! by `block_on` on a thread of the runtime's blocking pool), so both behave alike.
+//!
+//! The point of no return for a message is [`finish`]. In an automatic-commit group the
+//! delivery already committed it, so `finish` only counts; in an explicit-ack group
+//! (`PoolBuilder::acked`) `finish` acks the delivery there, after the handler ran and its
+//! result was published, or nacks it if the handler failed.
+
+use core::fmt;
+use core::future::{poll_fn, Future};
+use core::pin::Pin;
+use core::task::Poll;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::Arc;
+
+use super::signal::{DRAINING, RUNNING, STOPPING};
+use super::{HandlerError, PoolShared, WorkResult};
+use crate::rt::{panic_message, CatchUnwind, Runtime};
+use crate::{AckConsumer, Consumer, Delivery, Message, RecvError, Topic, TryRecvError};
+
+/// How a worker runs the user's handler on one message. Errors and panics come back as
+/// [`HandlerError`]s; nothing unwinds into the worker.
+pub(crate) trait Handler<T, O>: Send + Sync + 'static {
+    fn call(&self, msg: Message<T>) -> impl Future<Output = Result<O, HandlerError>> + Send;
+}
+
+/// An async handler: `Fn(Message<T>) -> impl Future<Output = Result<O, E>>`.
+pub(crate) struct AsyncFn<F>(pub(crate) F);
+
+impl<T, O, E, F, Fut> Handler<T, O> for AsyncFn<F>
+where
+    T: Send + 'static,
+    O: Send + 'static,
+    E: fmt::Display,
+    F: Fn(Message<T>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, E>> + Send,
+{
+    fn call(&self, msg: Message<T>) -> impl Future<Output = Result<O, HandlerError>> + Send {
+        // The handler may panic before it returns a future, or while it is polled.
+        let started = catch_unwind(AssertUnwindSafe(|| (self.0)(msg)));
+        async move {
+            match started {
+                Ok(fut) => match CatchUnwind::new(fut).await {
+                    Ok(Ok(out)) => Ok(out),
+                    Ok(Err(e)) => Err(HandlerError::failed(&e)),
+                    Err(payload) => Err(HandlerError::panicked(panic_message(payload.as_ref()))),
+                },
+                Err(payload) => Err(HandlerError::panicked(panic_message(payload.as_ref()))),
+            }
+        }
+    }
+}
+
+/// A blocking handler: `Fn(Message<T>) -> Result<O, E>`, called on the worker's own
+/// thread.
+pub(crate) struct BlockingFn<F>(pub(crate) F);
+
+impl<T, O, E, F> Handler<T, O> for BlockingFn<F>
+where
+    T: Send + 'static,
+    O: Send + 'static,
+    E: fmt::Display,
+    F: Fn(Message<T>) -> Result<O, E> + Send + Sync + 'static,
+{
+    fn call(&self, msg: Message<T>) -> impl Future<Output = Result<O, HandlerError>> + Send {
+        let out = match catch_unwind(AssertUnwindSafe(|| (self.0)(msg))) {
+            Ok(Ok(out)) => Ok(out),
+            Ok(Err(e)) => Err(HandlerError::failed(&e)),
+            Err(payload) => Err(HandlerError::panicked(panic_message(payload.as_ref()))),
+        };
+        core::future::ready(out)
+    }
+}
+
+/// Counts the worker as active from its creation until it is dropped: when its loop
+/// ends, or when a runtime drops it unfinished.
+pub(crate) struct Active(pub(crate) Arc<PoolShared>);
+
+impl Active {
+    pub(crate) fn new(shared: &Arc<PoolShared>) -> Self {
+        shared.active.fetch_add(1, SeqCst);
+        Self(shared.clone())
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, SeqCst);
+    }
+}
+
+/// Where a worker's messages come from: a member of an automatic-commit group, or of an
+/// explicit-ack group.
+pub(crate) enum Member<T> {
+    Auto(Consumer<T>),
+    Acked(AckConsumer<T>),
+}
+
+pub(crate) struct Worker<T, O, H> {
+    pub(crate) active: Active,
+    pub(crate) slot: usize,
+    pub(crate) member: Member<T>,
+    pub(crate) handler: Arc<H>,
+    pub(crate) results: Option<Topic<WorkResult<O>>>,
+}
+
+/// What waiting for the next message produced.
+enum Next<T> {
+    Message(Message<T>),
+    /// A message of an explicit-ack group, and the lease to settle when done.
+    Leased(Delivery<T>),
+    Missed(u64),
+    /// The pool's state changed; look at it again.
+    Signalled,
+    Closed,
+}
+
+impl<T, O, H> Worker<T, O, H>
+where
+    T: Clone + Send + 'static,
+    O: Clone + Send + 'static,
+    H: Handler<T, O>,
+{
+    pub(crate) async fn run<R: Runtime>(mut self) {
+        let shared = self.active.0.clone();
+        loop {
+            let next = match shared.signal.state() {
+                RUNNING => self.next::<R>().await,
+                DRAINING => {
+                    let taken = match &mut self.member {
+                        Member::Auto(c) => c.try_recv().map(Next::Message),
+                        Member::Acked(c) => c.try_recv().map(Next::Leased),
+                    };
+                    match taken {
+                        Ok(next) => next,
+                        Err(TryRecvError::Lagged(n)) => Next::Missed(n),
+                        // Empty or closed: drained.
+                        Err(_) => Next::Closed,
+                    }
+                }
+                _ => Next::Closed,
+            };
+            match next {
+                Next::Message(m) => {
+                    shared.pushed.fetch_add(1, SeqCst);
+                    self.process::<R>(m, None).await;
+                }
+                Next::Leased(d) => {
+                    shared.pushed.fetch_add(1, SeqCst);
+                    // The handler gets the message; the lease stays here to be settled.
+                    self.process::<R>(d.message().clone(), Some(d)).await;
+                }
+                Next::Missed(n) => {
+                    shared.missed.fetch_add(n, SeqCst);
+                }
+                Next::Signalled => {}
+                Next::Closed => break,
+            }
+        }
+    }
+
+    /// Waits for a message or a change of the pool's state, whichever comes first; idle,
+    /// the worker sleeps in both wait lists.
+    async fn next<R: Runtime>(&mut self) -> Next<T> {
+        let shared = self.active.0.clone();
+        let slot = self.slot;
+        match &mut self.member {
+            Member::Auto(c) => wait::<R, _, _, _>(&shared, slot, c.recv(), Next::Message).await,
+            Member::Acked(c) => wait::<R, _, _, _>(&shared, slot, c.recv(), Next::Leased).await,
+        }
+    }
+
+    async fn process<R: Runtime>(&mut self, msg: Message<T>, lease: Option<Delivery<T>>) {
+        let shared = self.active.0.clone();
+        let (partition, offset) = (msg.partition(), msg.offset());
+        let outcome = self.handler.call(msg).await;
+        // Order matters for `PoolStats`: processed before errors before consumed, and
+        // readers load them in the reverse order.
+        let failed = outcome.is_err();
+        shared.processed.fetch_add(1, SeqCst);
+        if failed {
+            shared.errors.fetch_add(1, SeqCst);
+        }
+        let mut done = !failed;
+        if let Some(results) = &self.results {
+            let result = WorkResult {
+                partition,
+                offset,
+                outcome,
+            };
+            match publish_result::<R, O>(results, result, &shared, self.slot).await {
+                Published::Yes => {}
+                Published::Closed => {
+                    shared.results_dropped.fetch_add(1, SeqCst);
+                }
+                Published::Stopping => {
+                    shared.results_dropped.fetch_add(1, SeqCst);
+                    // Its result is lost: an explicit-ack group delivers it again later.
+                    done = false;
+                }
+            }
+        }
+        finish(&shared, lease, done);
+    }
+}
+
+/// Waits for `recv` or a change of the pool's state, whichever comes first.
+async fn wait<R, F, M, T>(
+    shared: &PoolShared,
+    slot: usize,
+    mut recv: F,
+    wrap: fn(M) -> Next<T>,
+) -> Next<T>
+where
+    R: Runtime,
+    F: Future<Output = Result<M, RecvError>> + Unpin,
+{
+    poll_fn(|cx| {
+        if let Poll::Ready(r) = R::poll_cooperative(cx, |cx| Pin::new(&mut recv).poll(cx)) {
+            return Poll::Ready(match r {
+                Ok(m) => wrap(m),
+                Err(RecvError::Lagged(n)) => Next::Missed(n),
+                Err(_) => Next::Closed,
+            });
+        }
+        // Losing this race drops `recv`, which takes nothing (cancel safe).
+        shared
+            .signal
+            .poll_reached(DRAINING, slot, cx)
+            .map(|()| Next::Signalled)
+    })
+    .await
+}
+
+/// Whether a result was published.
+enum Published {
+    Yes,
+    /// The results topic is closed.
+    Closed,
+    /// The results topic stayed full until the pool was told to stop.
+    Stopping,
+}
+
+/// Publishes a result, waiting for room unless the pool is told to stop.
+async fn publish_result<R: Runtime, O>(
+    results: &Topic<WorkResult<O>>,
+    result: WorkResult<O>,
+    shared: &PoolShared,
+    slot: usize,
+) -> Published {
+    let mut publish = results.publish(result);
+    poll_fn(|cx| {
+        if let Poll::Ready(r) = R::poll_cooperative(cx, |cx| Pin::new(&mut publish).poll(cx)) {
+            return Poll::Ready(match r {
+                Ok(_) => Published::Yes,
+                Err(_) => Published::Closed,
+            });
+        }
+        // Stopping: give up on a full results topic rather than hang the shutdown.
+        // Dropping `publish` publishes nothing.
+        shared
+            .signal
+            .poll_reached(STOPPING, slot, cx)
+            .map(|()| Published::Stopping)
+    })
+    .await
+}
+
+/// The pool is done with a message.
+///
+/// In an explicit-ack group the lease is settled here, after the handler ran and its
+/// result was published, so that a crash before this point redelivers rather than loses:
+/// `ack` when `done`, `nack` otherwise (the handler failed, or its result was dropped by a
+/// stop; the group's backoff, `max_deliveries` and dead-letter topic then apply). An ack
+/// refused because the lease ran out is counted: the message was returned to the group
+/// and is delivered again.
+fn finish<T>(shared: &PoolShared, lease: Option<Delivery<T>>, done: bool) {
+    if let Some(delivery) = lease {
+        let settled = if done {
+            delivery.ack()
+        } else {
+            delivery.nack()
+        };
+        if settled.is_err() {
+            shared.acks_refused.fetch_add(1, SeqCst);
+        }
+    }
+    shared.consumed.fetch_add(1, SeqCst);
+}

@@ -1,0 +1,441 @@
+//! Time limits on any runtime: a generic [`Timeout`], and receive and publish with a time
+//! limit for subscribers, group members (automatic or explicit acks) and topics.
+//!
+//! Each races the core's cancel-safe future against the runtime's sleep; when the sleep
+//! wins, the core future is dropped, which takes nothing (receive) and publishes nothing
+//! (publish).
+
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use core::time::Duration;
+
+use super::Runtime;
+use crate::{
+    AckConsumer, AckRecv, Consumer, Delivery, GroupRecv, GroupRecvMany, Message, Publish,
+    PublishError, Receipt, Recv, RecvError, RecvMany, RecvTimeoutError, Subscriber, Topic,
+};
+
+/// The time limit of [`Runtime::timeout`] ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Elapsed;
+
+impl fmt::Display for Elapsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("deadline has elapsed")
+    }
+}
+
+impl std::error::Error for Elapsed {}
+
+pin_project_lite::pin_project! {
+    /// Future of [`Runtime::timeout`]: the inner future's output, or [`Elapsed`].
+    ///
+    /// The inner future is polled first (under the runtime's cooperative budget), so an
+    /// output that is ready is returned even if the time already ran out.
+    ///
+    /// # Cancel safety
+    ///
+    /// As cancel safe as the inner future.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct Timeout<R: Runtime, F> {
+        #[pin]
+        inner: F,
+        #[pin]
+        sleep: R::Sleep,
+    }
+}
+
+impl<R: Runtime, F> Timeout<R, F> {
+    pub(crate) fn new(inner: F, sleep: R::Sleep) -> Self {
+        Self { inner, sleep }
+    }
+
+    /// The inner future.
+    pub fn get_ref(&self) -> &F {
+        &self.inner
+    }
+}
+
+impl<R: Runtime, F: fmt::Debug> fmt::Debug for Timeout<R, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Timeout")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: Runtime, F: Future> Future for Timeout<R, F> {
+    type Output = Result<F::Output, Elapsed>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let inner = this.inner;
+        if let Poll::Ready(out) = R::poll_cooperative(cx, |cx| inner.poll(cx)) {
+            return Poll::Ready(Ok(out));
+        }
+        this.sleep.poll(cx).map(|()| Err(Elapsed))
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// Future of [`RecvTimeoutExt::recv_timeout`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping it takes no message.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct RecvTimeout<R: Runtime, F> {
+        #[pin]
+        inner: Timeout<R, F>,
+    }
+}
+
+impl<R: Runtime, F> fmt::Debug for RecvTimeout<R, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecvTimeout").finish_non_exhaustive()
+    }
+}
+
+impl<R, F, M> Future for RecvTimeout<R, F>
+where
+    R: Runtime,
+    F: Future<Output = Result<M, RecvError>>,
+{
+    type Output = Result<M, RecvTimeoutError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().inner.poll(cx).map(|out| match out {
+            Ok(r) => r.map_err(RecvTimeoutError::from),
+            Err(Elapsed) => Err(RecvTimeoutError::Timeout),
+        })
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// Future of [`RecvManyTimeoutExt::recv_many_timeout`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping it takes no message.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct RecvManyTimeout<R: Runtime, F> {
+        #[pin]
+        inner: Timeout<R, F>,
+    }
+}
+
+impl<R: Runtime, F> fmt::Debug for RecvManyTimeout<R, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecvManyTimeout").finish_non_exhaustive()
+    }
+}
+
+impl<R, F> Future for RecvManyTimeout<R, F>
+where
+    R: Runtime,
+    F: Future<Output = Result<usize, RecvError>>,
+{
+    type Output = Result<usize, RecvTimeoutError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().inner.poll(cx).map(|out| match out {
+            Ok(r) => r.map_err(RecvTimeoutError::from),
+            Err(Elapsed) => Err(RecvTimeoutError::Timeout),
+        })
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl<T> Sealed for crate::Subscriber<T> {}
+    impl<T> Sealed for crate::Consumer<T> {}
+    impl<T> Sealed for crate::AckConsumer<T> {}
+    impl<T> Sealed for crate::Topic<T> {}
+}
+
+/// Receiving with a time limit, on any [`Runtime`]: for [`Subscriber`], [`Consumer`] and
+/// [`AckConsumer`].
+///
+/// The runtime is passed to each call, so one reader can be used from several runtimes.
+pub trait RecvTimeoutExt: sealed::Sealed {
+    /// What a receive returns: a [`Message`], or a [`Delivery`] for a member of an
+    /// explicit-ack group.
+    type Item;
+
+    /// The reader's `recv` future.
+    type Recv<'a>: Future<Output = Result<Self::Item, RecvError>> + Unpin
+    where
+        Self: 'a;
+
+    /// Receives the next message, waiting at most `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`RecvTimeoutError::Timeout`] if nothing arrived in time;
+    /// [`RecvTimeoutError::Lagged`] and [`RecvTimeoutError::Closed`] as the reader's
+    /// `recv`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a message is taken only in the poll that returns it, so a timeout, or
+    /// dropping the future when it loses a `select!`, loses nothing (and a group member's
+    /// wake-up passes to another member).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use memq::rt::{RecvTimeoutExt, Threads};
+    /// use memq::{RecvTimeoutError, StartAt, Topic};
+    ///
+    /// let topic = Topic::<u32>::with_capacity(8)?;
+    /// let mut worker = topic.group("w", StartAt::Earliest)?;
+    /// let got = Threads::block_on(worker.recv_timeout(Duration::from_millis(10), &Threads));
+    /// assert_eq!(got.unwrap_err(), RecvTimeoutError::Timeout);
+    /// # Ok::<(), memq::Error>(())
+    /// ```
+    fn recv_timeout<R: Runtime>(
+        &mut self,
+        timeout: Duration,
+        rt: &R,
+    ) -> RecvTimeout<R, Self::Recv<'_>>;
+}
+
+/// Receiving a batch with a time limit, on any [`Runtime`]: for [`Subscriber`] and
+/// [`Consumer`].
+pub trait RecvManyTimeoutExt<T>: sealed::Sealed {
+    /// The reader's `recv_many` future.
+    type RecvMany<'a>: Future<Output = Result<usize, RecvError>> + Unpin
+    where
+        Self: 'a,
+        T: 'a;
+
+    /// Waits at most `timeout` for at least one message, then appends up to `limit` to
+    /// `buf` and returns how many. Returns `Ok(0)` only when the topic is closed and
+    /// drained (or `limit` is 0).
+    ///
+    /// # Errors
+    ///
+    /// [`RecvTimeoutError::Timeout`] if nothing arrived in time;
+    /// [`RecvTimeoutError::Lagged`] as the reader's `recv_many`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`RecvTimeoutExt::recv_timeout`]: messages are appended to `buf`
+    /// only in the poll that returns them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use memq::rt::{RecvManyTimeoutExt, Threads};
+    /// use memq::{StartAt, Topic};
+    ///
+    /// let topic = Topic::with_capacity(8)?;
+    /// let mut sub = topic.subscribe(StartAt::Earliest)?;
+    /// topic.try_publish_batch(vec![1, 2, 3])?;
+    /// let mut buf = Vec::new();
+    /// let n = Threads::block_on(sub.recv_many_timeout(&mut buf, 10, Duration::from_secs(1), &Threads))?;
+    /// assert_eq!(n, 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn recv_many_timeout<'a, R: Runtime>(
+        &'a mut self,
+        buf: &'a mut Vec<Message<T>>,
+        limit: usize,
+        timeout: Duration,
+        rt: &R,
+    ) -> RecvManyTimeout<R, Self::RecvMany<'a>>;
+}
+
+macro_rules! recv_timeout_ext {
+    ($reader:ident, $item:ident, $recv:ident) => {
+        impl<T: Clone> RecvTimeoutExt for $reader<T> {
+            type Item = $item<T>;
+            type Recv<'a>
+                = $recv<'a, T>
+            where
+                Self: 'a;
+
+            fn recv_timeout<R: Runtime>(
+                &mut self,
+                timeout: Duration,
+                rt: &R,
+            ) -> RecvTimeout<R, $recv<'_, T>> {
+                RecvTimeout {
+                    inner: rt.timeout(timeout, self.recv()),
+                }
+            }
+        }
+    };
+}
+
+recv_timeout_ext!(Subscriber, Message, Recv);
+recv_timeout_ext!(Consumer, Message, GroupRecv);
+recv_timeout_ext!(AckConsumer, Delivery, AckRecv);
+
+macro_rules! recv_many_timeout_ext {
+    ($reader:ident, $recv_many:ident) => {
+        impl<T: Clone> RecvManyTimeoutExt<T> for $reader<T> {
+            type RecvMany<'a>
+                = $recv_many<'a, T>
+            where
+                Self: 'a,
+                T: 'a;
+
+            fn recv_many_timeout<'a, R: Runtime>(
+                &'a mut self,
+                buf: &'a mut Vec<Message<T>>,
+                limit: usize,
+                timeout: Duration,
+                rt: &R,
+            ) -> RecvManyTimeout<R, $recv_many<'a, T>> {
+                RecvManyTimeout {
+                    inner: rt.timeout(timeout, self.recv_many(buf, limit)),
+                }
+            }
+        }
+    };
+}
+
+recv_many_timeout_ext!(Subscriber, RecvMany);
+recv_many_timeout_ext!(Consumer, GroupRecvMany);
+
+/// Publishing with a time limit, on any [`Runtime`]: for [`Topic`].
+pub trait PublishTimeoutExt<T>: sealed::Sealed {
+    /// Publishes `value`, waiting at most `timeout` for room (policy `Block`); unkeyed
+    /// messages go to partitions in turn, as with `publish`.
+    ///
+    /// Only when it has to wait does it clone `value` (the clone waits in the topic's
+    /// queue of publishers, the original is handed back if time runs out), so cheap-to-clone
+    /// values (`Arc`, `Bytes`) suit it best.
+    ///
+    /// # Errors
+    ///
+    /// [`PublishError::Full`] if there was no room before the time ran out (or at once on
+    /// a full `Reject` topic); [`PublishError::Closed`] if the topic is closed. The
+    /// message is handed back.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before it completes publishes nothing, and a wake-up it had
+    /// received passes to the next waiting publisher.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use memq::rt::{PublishTimeoutExt, Threads};
+    /// use memq::{StartAt, Topic};
+    ///
+    /// let topic = Topic::with_capacity(1)?;
+    /// let _slow = topic.subscribe(StartAt::Earliest)?; // holds the only slot
+    /// topic.try_publish(1)?;
+    /// let err = Threads::block_on(topic.publish_timeout(2, Duration::from_millis(10), &Threads));
+    /// assert_eq!(err.unwrap_err().into_inner(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn publish_timeout<R: Runtime>(
+        &self,
+        value: T,
+        timeout: Duration,
+        rt: &R,
+    ) -> PublishTimeout<'_, R, T>;
+}
+
+impl<T: Clone> PublishTimeoutExt<T> for Topic<T> {
+    fn publish_timeout<R: Runtime>(
+        &self,
+        value: T,
+        timeout: Duration,
+        rt: &R,
+    ) -> PublishTimeout<'_, R, T> {
+        PublishTimeout {
+            topic: self,
+            value: Some(value),
+            publish: None,
+            sleep: rt.sleep(timeout),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// Future of [`PublishTimeoutExt::publish_timeout`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping it publishes nothing.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct PublishTimeout<'a, R: Runtime, T> {
+        topic: &'a Topic<T>,
+        // The caller's value, handed back on timeout.
+        value: Option<T>,
+        // Waiting for room with a clone of `value`.
+        publish: Option<Publish<'a, T>>,
+        #[pin]
+        sleep: R::Sleep,
+    }
+}
+
+impl<R: Runtime, T> fmt::Debug for PublishTimeout<'_, R, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PublishTimeout")
+            .field("waiting", &self.publish.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: Runtime, T: Clone> Future for PublishTimeout<'_, R, T> {
+    type Output = Result<Receipt, PublishError<T>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if this.publish.is_none() {
+            let Some(value) = this.value.take() else {
+                return Poll::Pending; // polled after completion
+            };
+            match this.topic.try_publish(value) {
+                Err(PublishError::Full(value))
+                    if this.topic.overflow() == crate::Overflow::Block =>
+                {
+                    *this.publish = Some(this.topic.publish(value.clone()));
+                    *this.value = Some(value);
+                }
+                done => return Poll::Ready(done),
+            }
+        }
+        if let Some(publish) = this.publish.as_mut() {
+            if let Poll::Ready(out) = R::poll_cooperative(cx, |cx| Pin::new(publish).poll(cx)) {
+                *this.publish = None;
+                return Poll::Ready(match out {
+                    Ok(receipt) => Ok(receipt),
+                    // Hand back the caller's value rather than the clone.
+                    Err(e) => Err(same_error(e, this.value.take())),
+                });
+            }
+        }
+        match this.sleep.poll(cx) {
+            Poll::Ready(()) => {
+                // Dropping the waiting publish publishes nothing.
+                *this.publish = None;
+                match this.value.take() {
+                    Some(v) => Poll::Ready(Err(PublishError::Full(v))),
+                    None => Poll::Pending,
+                }
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// `e` carrying `original` (if there is one) instead of the clone it carries.
+fn same_error<T>(e: PublishError<T>, original: Option<T>) -> PublishError<T> {
+    let Some(v) = original else { return e };
+    match e {
+        PublishError::Closed(_) => PublishError::Closed(v),
+        PublishError::InvalidPartition(_) => PublishError::InvalidPartition(v),
+        _ => PublishError::Full(v),
+    }
+}

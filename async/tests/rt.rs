@@ -1,0 +1,304 @@
+//! The runtime layer itself: join handles, sleeping, timeouts stepped by hand, and the
+//! pool's edge cases.
+#![cfg(all(feature = "tokio", feature = "async-std", feature = "smol"))]
+
+use std::future::Future;
+use std::pin::{pin, Pin};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use memq::pool::{PoolError, Shutdown, WorkResult, WorkerPool};
+use memq::rt::{
+    AsyncStd, JoinError, PublishTimeoutExt, RecvTimeoutExt, Runtime, Smol, Threads, Tokio,
+};
+use memq::{PublishError, RecvTimeoutError, StartAt, Topic};
+
+#[derive(Default)]
+struct CountingWaker(AtomicUsize);
+
+impl Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn poll_once<F: Future + Unpin>(f: &mut F, waker: &Waker) -> Poll<F::Output> {
+    Pin::new(f).poll(&mut Context::from_waker(waker))
+}
+
+fn quiet_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let quiet = info
+                .payload()
+                .downcast_ref::<&str>()
+                .is_some_and(|s| s.contains("memq-test-panic"));
+            if !quiet {
+                default(info);
+            }
+        }));
+    });
+}
+
+#[test]
+fn join_handles_report_output_and_panics_on_every_runtime() {
+    quiet_panics();
+    fn check<R: Runtime>(rt: &R) {
+        assert_eq!(rt.spawn(async { 7 }).join_blocking(), Ok(7));
+        assert_eq!(rt.spawn_blocking(|| 8).join_blocking(), Ok(8));
+        let err = rt
+            .spawn(async { panic!("memq-test-panic") })
+            .join_blocking()
+            .unwrap_err();
+        assert_eq!(err, JoinError::Panicked("memq-test-panic".into()));
+        assert!(err.is_panic());
+        let err = rt
+            .spawn_blocking(|| panic!("memq-test-panic"))
+            .join_blocking()
+            .unwrap_err();
+        assert!(err.is_panic());
+    }
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    check(&Tokio::from(tokio.handle().clone()));
+    check(&AsyncStd);
+    check(&Smol::new());
+    check(&Threads);
+}
+
+#[test]
+fn a_task_dropped_by_its_runtime_reports_cancelled() {
+    let executor = Arc::new(smol::Executor::new());
+    let rt = Smol::with_executor(executor.clone());
+    let handle = rt.spawn(std::future::pending::<()>());
+    assert!(!handle.is_finished());
+    drop(rt);
+    drop(executor); // never run: the executor drops its tasks
+    assert_eq!(handle.join_blocking(), Err(JoinError::Cancelled));
+}
+
+#[test]
+fn threads_sleep_wakes_at_its_deadline_and_unregisters_when_dropped() {
+    let start = Instant::now();
+    Threads::block_on(async {
+        // Several sleepers, registered out of order; each completes after its deadline.
+        let long = Threads.spawn(async {
+            Threads.sleep(Duration::from_millis(60)).await;
+            Instant::now()
+        });
+        Threads.sleep(Duration::from_millis(20)).await;
+        assert!(start.elapsed() >= Duration::from_millis(20));
+        assert!(long.await.unwrap() - start >= Duration::from_millis(60));
+    });
+    // A dropped sleep never wakes anyone.
+    let count = Arc::new(CountingWaker::default());
+    let waker = Waker::from(count.clone());
+    let mut sleep = Box::pin(Threads.sleep(Duration::from_millis(10)));
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    drop(sleep);
+    Threads::block_on(Threads.sleep(Duration::from_millis(40)));
+    assert_eq!(count.0.load(Ordering::SeqCst), 0);
+    // Too long to represent: never completes, and does not break the timer.
+    let mut forever = Box::pin(Threads.sleep(Duration::MAX));
+    assert!(poll_once(&mut forever, &waker).is_pending());
+}
+
+#[test]
+fn a_dropped_recv_timeout_passes_its_wake_up_to_another_member() {
+    let topic = Topic::<u32>::with_capacity(4).unwrap();
+    let mut a = topic.group("g", StartAt::Latest).unwrap();
+    let mut b = topic.group("g", StartAt::Latest).unwrap();
+    let (wa, wb) = (
+        Arc::new(CountingWaker::default()),
+        Arc::new(CountingWaker::default()),
+    );
+    let (waker_a, waker_b) = (Waker::from(wa.clone()), Waker::from(wb.clone()));
+    let mut ra = a.recv_timeout(Duration::from_secs(60), &Threads);
+    let mut rb = b.recv_timeout(Duration::from_secs(60), &Threads);
+    assert!(poll_once(&mut ra, &waker_a).is_pending());
+    assert!(poll_once(&mut rb, &waker_b).is_pending());
+    topic.try_publish(1).unwrap();
+    let woken_first = wa.0.load(Ordering::SeqCst) + wb.0.load(Ordering::SeqCst);
+    assert_eq!(woken_first, 1, "one member is woken for one message");
+    // The woken member's receive is dropped (it lost a race): the other gets the message.
+    if wa.0.load(Ordering::SeqCst) == 1 {
+        drop(ra);
+        assert_eq!(wb.0.load(Ordering::SeqCst), 1, "the wake-up passed on");
+        match poll_once(&mut rb, &waker_b) {
+            Poll::Ready(Ok(m)) => assert_eq!(m.into_value(), 1),
+            other => panic!("{other:?}"),
+        }
+    } else {
+        drop(rb);
+        assert_eq!(wa.0.load(Ordering::SeqCst), 1, "the wake-up passed on");
+        match poll_once(&mut ra, &waker_a) {
+            Poll::Ready(Ok(m)) => assert_eq!(m.into_value(), 1),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_dropped_publish_timeout_publishes_nothing() {
+    let topic = Topic::<String>::with_capacity(1).unwrap();
+    let mut slow = topic.subscribe(StartAt::Earliest).unwrap();
+    topic.try_publish("first".into()).unwrap();
+    let count = Arc::new(CountingWaker::default());
+    let waker = Waker::from(count.clone());
+    {
+        let mut publish =
+            pin!(topic.publish_timeout("never".into(), Duration::from_secs(60), &Threads));
+        assert!(publish
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+    } // dropped while waiting for room
+    assert_eq!(slow.try_recv().unwrap().into_value(), "first");
+    assert!(
+        slow.try_recv().is_err(),
+        "the dropped publish left nothing behind"
+    );
+    // The time limit runs out: the message comes back; closed: it comes back too.
+    let mut hold = topic.subscribe(StartAt::Latest).unwrap();
+    topic.try_publish("second".into()).unwrap();
+    let out = Threads::block_on(topic.publish_timeout(
+        "third".into(),
+        Duration::from_millis(5),
+        &Threads,
+    ));
+    assert_eq!(out, Err(PublishError::Full("third".into())));
+    topic.close();
+    let out = Threads::block_on(topic.publish_timeout(
+        "fourth".into(),
+        Duration::from_millis(5),
+        &Threads,
+    ));
+    assert_eq!(out, Err(PublishError::Closed("fourth".into())));
+    assert_eq!(hold.try_recv().unwrap().into_value(), "second");
+}
+
+#[test]
+fn recv_timeout_on_a_deleted_group_is_closed() {
+    let topic = Topic::<u32>::with_capacity(4).unwrap();
+    let mut m = topic.group("g", StartAt::Latest).unwrap();
+    topic.delete_group("g").unwrap();
+    let out = Threads::block_on(m.recv_timeout(Duration::from_secs(60), &Threads));
+    assert_eq!(out.unwrap_err(), RecvTimeoutError::Closed);
+}
+
+#[test]
+fn pool_counts_results_it_could_not_publish() {
+    let topic = Topic::<u32>::with_capacity(8).unwrap();
+    let results = Topic::<WorkResult<u32>>::with_capacity(8).unwrap();
+    results.close();
+    let pool = WorkerPool::builder(&topic, "g")
+        .results(results)
+        .spawn_blocking(&Threads, |m| Ok::<_, String>(*m.value()))
+        .unwrap();
+    topic.publish_blocking(1).unwrap();
+    let stats = pool.shutdown_blocking(Shutdown::Drain).unwrap();
+    assert_eq!(
+        (stats.processed, stats.consumed, stats.results_dropped),
+        (1, 1, 1)
+    );
+}
+
+#[test]
+fn pool_on_a_full_results_topic_still_stops() {
+    let topic = Topic::<u32>::with_capacity(8).unwrap();
+    let results = Topic::<WorkResult<u32>>::with_capacity(1).unwrap();
+    let _unread = results.subscribe(StartAt::Earliest).unwrap();
+    let (handled, handled_rx) = std::sync::mpsc::channel();
+    let pool = WorkerPool::builder(&topic, "g")
+        .results(results)
+        .spawn(&Threads, move |m| {
+            handled.send(*m.value()).unwrap();
+            async move { Ok::<_, String>(*m.value()) }
+        })
+        .unwrap();
+    topic.publish_blocking(1).unwrap();
+    topic.publish_blocking(2).unwrap();
+    // The first result fills the results topic (its reader never reads); the second
+    // cannot be published.
+    assert_eq!(handled_rx.recv().unwrap(), 1);
+    assert_eq!(handled_rx.recv().unwrap(), 2);
+    let stats = pool.shutdown_blocking(Shutdown::Stop).unwrap();
+    assert_eq!(stats.active, 0);
+    assert_eq!(stats.pushed, stats.consumed);
+    assert_eq!(stats.consumed, 2);
+    assert_eq!(stats.results_dropped, 1);
+}
+
+#[test]
+fn pool_errors() {
+    let topic = Topic::<u32>::with_capacity(8).unwrap();
+    let zero = WorkerPool::builder(&topic, "g")
+        .mode(memq::pool::Mode::Parallel(0))
+        .spawn(&Threads, |_m| async { Ok::<(), String>(()) })
+        .unwrap_err();
+    assert_eq!(zero, PoolError::ZeroWorkers);
+    assert_eq!(zero.to_string(), "a worker pool needs at least 1 worker");
+    topic.try_publish(1).unwrap();
+    let bad_start = WorkerPool::builder(&topic, "late")
+        .start_at(StartAt::Offset(99))
+        .spawn_blocking(&Threads, |_m| Ok::<(), String>(()))
+        .unwrap_err();
+    assert!(matches!(
+        bad_start,
+        PoolError::Group(memq::Error::OffsetOutOfRange { .. })
+    ));
+    assert!(topic.groups().is_empty(), "a failed pool joined nothing");
+}
+
+#[test]
+fn dropping_a_pool_stops_its_workers() {
+    let topic = Topic::<u32>::with_capacity(8).unwrap();
+    // The handler owns a sender; when every worker has ended, the handler (shared by
+    // them) is dropped and the channel disconnects.
+    let (alive, ended) = std::sync::mpsc::channel::<()>();
+    let pool = WorkerPool::builder(&topic, "g")
+        .mode(memq::pool::Mode::Parallel(3))
+        .spawn(&Threads, move |_m| {
+            let _ = &alive;
+            async { Ok::<(), String>(()) }
+        })
+        .unwrap();
+    let monitor = pool.monitor();
+    assert_eq!(monitor.stats().active, 3);
+    drop(pool);
+    assert!(ended.recv().is_err(), "every worker ended");
+    assert!(monitor.is_finished());
+    assert_eq!(topic.stats().groups[0].members, 0);
+}
+
+#[test]
+fn an_acked_pool_stopped_with_a_full_results_topic_nacks_what_it_could_not_report() {
+    let topic = Topic::<u32>::with_capacity(8).unwrap();
+    let results = Topic::<WorkResult<u32>>::with_capacity(1).unwrap();
+    let _unread = results.subscribe(StartAt::Earliest).unwrap();
+    let (handled, handled_rx) = std::sync::mpsc::channel();
+    let pool = WorkerPool::builder(&topic, "g")
+        .acked(memq::AckConfig::new().timer(Threads.timer()))
+        .results(results)
+        .spawn_blocking(&Threads, move |m| {
+            handled.send(m.offset()).unwrap();
+            Ok::<_, String>(*m.value())
+        })
+        .unwrap();
+    topic.publish_blocking(10).unwrap();
+    topic.publish_blocking(20).unwrap();
+    assert_eq!(handled_rx.recv().unwrap(), 0);
+    assert_eq!(handled_rx.recv().unwrap(), 1);
+    let stats = pool.shutdown_blocking(Shutdown::Stop).unwrap();
+    assert_eq!((stats.consumed, stats.results_dropped), (2, 1));
+    // Message 0 was reported and acked; message 1 lost its result and went back.
+    assert_eq!(topic.stats().groups[0].committed, [1]);
+    let mut next = topic
+        .group_acked("g", StartAt::Earliest, memq::AckConfig::new())
+        .unwrap();
+    let again = next.try_recv().unwrap();
+    assert_eq!((again.offset(), again.deliveries()), (1, 2));
+}
