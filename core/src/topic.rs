@@ -668,6 +668,45 @@ impl<T> fmt::Debug for Publish<'_, T> {
 
 impl<T> Unpin for Publish<'_, T> {}
 
+impl<T> Publish<'_, T> {
+    /// Cancels the publish and hands the value back, or `None` if it was already
+    /// published (the future completed). Use it to keep a message whose publish timed out.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::task::Context;
+    /// use std::future::Future;
+    /// use memq_core::{StartAt, Topic};
+    ///
+    /// let topic = Topic::with_capacity(1)?;
+    /// let _slow = topic.subscribe(StartAt::Earliest)?;
+    /// topic.try_publish("a")?;
+    /// let mut publish = topic.publish("b"); // the log is full: this waits
+    /// let waker = futures_util::task::noop_waker();
+    /// assert!(std::pin::Pin::new(&mut publish).poll(&mut Context::from_waker(&waker)).is_pending());
+    /// assert_eq!(publish.into_inner(), Some("b")); // gave up: the message is ours again
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn into_inner(mut self) -> Option<T> {
+        if let Route::Partition(p) = self.route {
+            self.topic.shared.cancel_publish(p, &mut self.key);
+        }
+        self.value.take()
+    }
+}
+
+impl<T> PublishBatch<'_, T> {
+    /// Cancels the batch publish and hands the batch back, or `None` if it was already
+    /// published.
+    pub fn into_inner(mut self) -> Option<Vec<T>> {
+        if let Route::Partition(p) = self.route {
+            self.topic.shared.cancel_publish(p, &mut self.key);
+        }
+        self.values.take()
+    }
+}
+
 impl<T> Future for Publish<'_, T> {
     type Output = Result<Receipt, PublishError<T>>;
 
