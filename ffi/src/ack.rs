@@ -12,7 +12,9 @@ use std::sync::Mutex;
 use bytes::Bytes;
 use memq_core::{AckConfig, AckConsumer, Backoff, Delivery, Message};
 
-use crate::boundary::{borrow, guard, guard_void, into_handle, lock, name, out, release, Outcome};
+use crate::boundary::{
+    borrow, get, guard, guard_void, init_default, into_handle, lock, name, out, release, Outcome,
+};
 use crate::dead_letter::memq_dead_letter_topic;
 use crate::message::memq_message_meta;
 use crate::reader::missed;
@@ -194,12 +196,8 @@ pub struct memq_ack_group_stats {
 /// `config` is NULL or valid for writing a `memq_ack_config`.
 #[no_mangle]
 pub unsafe extern "C" fn memq_ack_config_init(config: *mut memq_ack_config) -> memq_status {
-    guard(|| {
-        let config = out(config)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { config.write(memq_ack_config::default()) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a pointer valid for writes.
+    unsafe { init_default(config) }
 }
 
 /// Joins the explicit-ack group `group` of `topic` and writes the new member to
@@ -351,15 +349,13 @@ pub unsafe extern "C" fn memq_ack_consumer_committed(
     partition: u32,
     offset_out: *mut u64,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let consumer = unsafe { borrow(consumer) }?;
-        let offset_out = out(offset_out)?;
-        let committed = lock(&consumer.consumer)?.committed(partition)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { offset_out.write(committed) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe {
+        get(consumer, offset_out, |consumer| {
+            Ok(lock(&consumer.consumer)?.committed(partition)?)
+        })
+    }
 }
 
 /// Writes how many messages of the group (on every partition, whichever member holds
@@ -379,15 +375,13 @@ pub unsafe extern "C" fn memq_ack_consumer_pending(
     consumer: *const memq_ack_consumer,
     count_out: *mut usize,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let consumer = unsafe { borrow(consumer) }?;
-        let count_out = out(count_out)?;
-        let pending = lock(&consumer.consumer)?.pending().len();
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { count_out.write(pending) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe {
+        get(consumer, count_out, |consumer| {
+            Ok(lock(&consumer.consumer)?.pending().len())
+        })
+    }
 }
 
 /// Writes a snapshot of the counters of the explicit-ack group `group` to `*stats_out`
@@ -457,14 +451,13 @@ pub unsafe extern "C" fn memq_delivery_data(
     delivery: *const memq_delivery,
     data_out: *mut *const u8,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let delivery = unsafe { borrow(delivery) }?;
-        let data_out = out(data_out)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { data_out.write(delivery.message.value().as_ptr()) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe {
+        get(delivery, data_out, |delivery| {
+            Ok(delivery.message.value().as_ptr())
+        })
+    }
 }
 
 /// Writes the payload's length in bytes to `*len_out`.
@@ -482,14 +475,13 @@ pub unsafe extern "C" fn memq_delivery_len(
     delivery: *const memq_delivery,
     len_out: *mut usize,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let delivery = unsafe { borrow(delivery) }?;
-        let len_out = out(len_out)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { len_out.write(delivery.message.value().len()) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe {
+        get(delivery, len_out, |delivery| {
+            Ok(delivery.message.value().len())
+        })
+    }
 }
 
 /// Writes the message's offset within its partition to `*offset_out`.
@@ -507,14 +499,13 @@ pub unsafe extern "C" fn memq_delivery_offset(
     delivery: *const memq_delivery,
     offset_out: *mut u64,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let delivery = unsafe { borrow(delivery) }?;
-        let offset_out = out(offset_out)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { offset_out.write(delivery.message.offset()) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe {
+        get(delivery, offset_out, |delivery| {
+            Ok(delivery.message.offset())
+        })
+    }
 }
 
 /// Writes the partition the message was published to to `*partition_out`.
@@ -532,14 +523,13 @@ pub unsafe extern "C" fn memq_delivery_partition(
     delivery: *const memq_delivery,
     partition_out: *mut u32,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let delivery = unsafe { borrow(delivery) }?;
-        let partition_out = out(partition_out)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { partition_out.write(delivery.message.partition()) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe {
+        get(delivery, partition_out, |delivery| {
+            Ok(delivery.message.partition())
+        })
+    }
 }
 
 /// Writes how many times the message has been delivered, this delivery included (1 the
@@ -558,14 +548,9 @@ pub unsafe extern "C" fn memq_delivery_deliveries(
     delivery: *const memq_delivery,
     deliveries_out: *mut u32,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let delivery = unsafe { borrow(delivery) }?;
-        let deliveries_out = out(deliveries_out)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { deliveries_out.write(delivery.deliveries) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe { get(delivery, deliveries_out, |delivery| Ok(delivery.deliveries)) }
 }
 
 /// Writes all of the message's metadata (offset, partition, timestamp, length) to
@@ -584,14 +569,13 @@ pub unsafe extern "C" fn memq_delivery_get_meta(
     delivery: *const memq_delivery,
     meta_out: *mut memq_message_meta,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let delivery = unsafe { borrow(delivery) }?;
-        let meta_out = out(meta_out)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { meta_out.write(memq_message_meta::of(&delivery.message)) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe {
+        get(delivery, meta_out, |delivery| {
+            Ok(memq_message_meta::of(&delivery.message))
+        })
+    }
 }
 
 /// What a settling call does with the lease it takes.

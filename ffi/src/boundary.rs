@@ -54,6 +54,43 @@ pub(crate) fn out<T>(p: *mut T) -> Result<OutPtr<T>, memq_status> {
     }
 }
 
+/// The body of an export that writes what it reads from a handle: borrows `handle`,
+/// checks `value_out`, then writes what `value` makes of the handle to `*value_out`.
+///
+/// # Safety
+///
+/// `handle` is NULL or points to a live `H`; `value_out` is NULL or valid for writing a
+/// `T`.
+pub(crate) unsafe fn get<H, T>(
+    handle: *const H,
+    value_out: *mut T,
+    value: impl FnOnce(&H) -> Result<T, memq_status>,
+) -> memq_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        let handle = unsafe { borrow(handle) }?;
+        let value_out = out(value_out)?;
+        let value = value(handle)?;
+        // SAFETY: the caller passes a pointer valid for writes.
+        unsafe { value_out.write(value) };
+        Ok(())
+    })
+}
+
+/// The body of the `_config_init` exports: writes `T`'s defaults to `*config`.
+///
+/// # Safety
+///
+/// `config` is NULL or valid for writing a `T`.
+pub(crate) unsafe fn init_default<T: Default>(config: *mut T) -> memq_status {
+    guard(|| {
+        let config = out(config)?;
+        // SAFETY: the caller passes a pointer valid for writes.
+        unsafe { config.write(T::default()) };
+        Ok(())
+    })
+}
+
 /// An optional out-parameter: NULL means the caller does not want the value.
 pub(crate) fn optional_out<T>(p: *mut T) -> Option<OutPtr<T>> {
     out(p).ok()

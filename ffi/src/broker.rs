@@ -5,7 +5,7 @@ use core::ffi::c_char;
 use bytes::Bytes;
 use memq_core::Broker;
 
-use crate::boundary::{borrow, guard, guard_void, into_handle, name, out, release};
+use crate::boundary::{borrow, get, guard, guard_void, into_handle, name, out, release};
 use crate::status::memq_status;
 use crate::topic::{memq_topic, memq_topic_config};
 
@@ -163,12 +163,7 @@ pub unsafe extern "C" fn memq_broker_topic_count(
     broker: *const memq_broker,
     count_out: *mut usize,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let broker = unsafe { borrow(broker) }?;
-        let count_out = out(count_out)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { count_out.write(broker.broker.len()) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe { get(broker, count_out, |broker| Ok(broker.broker.len())) }
 }

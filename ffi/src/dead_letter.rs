@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use bytes::Bytes;
 use memq_core::{DeadLetter, DeadLetterReason, Message, Subscriber, Topic};
 
-use crate::boundary::{borrow, guard, guard_void, into_handle, lock, out, release};
+use crate::boundary::{borrow, get, guard, guard_void, into_handle, lock, out, release};
 use crate::reader::missed;
 use crate::status::{memq_status, Miss};
 use crate::topic::{memq_start, memq_topic_config, memq_topic_stats};
@@ -245,14 +245,13 @@ pub unsafe extern "C" fn memq_dead_letter_topic_get_stats(
     topic: *const memq_dead_letter_topic,
     stats_out: *mut memq_topic_stats,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
-        let stats_out = out(stats_out)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { stats_out.write(memq_topic_stats::of(&topic.topic)) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe {
+        get(topic, stats_out, |topic| {
+            Ok(memq_topic_stats::of(&topic.topic))
+        })
+    }
 }
 
 /// Subscribes to every partition of the dead-letter topic, starting at `start` (a
@@ -374,14 +373,13 @@ pub unsafe extern "C" fn memq_dead_letter_data(
     letter: *const memq_dead_letter,
     data_out: *mut *const u8,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let letter = unsafe { borrow(letter) }?;
-        let data_out = out(data_out)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { data_out.write(letter.message.value().value.as_ptr()) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe {
+        get(letter, data_out, |letter| {
+            Ok(letter.message.value().value.as_ptr())
+        })
+    }
 }
 
 /// Writes the dead letter's origin and position to `*info_out`. Its `topic` and `group`
@@ -400,14 +398,9 @@ pub unsafe extern "C" fn memq_dead_letter_get_info(
     letter: *const memq_dead_letter,
     info_out: *mut memq_dead_letter_info,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let letter = unsafe { borrow(letter) }?;
-        let info_out = out(info_out)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { info_out.write(letter.info()) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe { get(letter, info_out, |letter| Ok(letter.info())) }
 }
 
 /// Frees a dead letter. NULL does nothing.

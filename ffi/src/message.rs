@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use memq_core::Message;
 
-use crate::boundary::{borrow, guard, guard_void, optional_out, out, release, OutPtr};
+use crate::boundary::{borrow, get, guard, guard_void, optional_out, out, release, OutPtr};
 use crate::status::memq_status;
 
 /// A received message: its payload (shared with the log and other readers, never copied)
@@ -93,14 +93,13 @@ pub unsafe extern "C" fn memq_message_data(
     message: *const memq_message,
     data_out: *mut *const u8,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let message = unsafe { borrow(message) }?;
-        let data_out = out(data_out)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { data_out.write(message.message.value().as_ptr()) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe {
+        get(message, data_out, |message| {
+            Ok(message.message.value().as_ptr())
+        })
+    }
 }
 
 /// Writes the payload's length in bytes to `*len_out`.
@@ -118,14 +117,13 @@ pub unsafe extern "C" fn memq_message_len(
     message: *const memq_message,
     len_out: *mut usize,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let message = unsafe { borrow(message) }?;
-        let len_out = out(len_out)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { len_out.write(message.message.value().len()) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe {
+        get(message, len_out, |message| {
+            Ok(message.message.value().len())
+        })
+    }
 }
 
 /// Writes the message's offset within its partition to `*offset_out`.
@@ -143,14 +141,9 @@ pub unsafe extern "C" fn memq_message_offset(
     message: *const memq_message,
     offset_out: *mut u64,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let message = unsafe { borrow(message) }?;
-        let offset_out = out(offset_out)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { offset_out.write(message.message.offset()) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe { get(message, offset_out, |message| Ok(message.message.offset())) }
 }
 
 /// Writes the partition the message was published to to `*partition_out`.
@@ -168,14 +161,13 @@ pub unsafe extern "C" fn memq_message_partition(
     message: *const memq_message,
     partition_out: *mut u32,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let message = unsafe { borrow(message) }?;
-        let partition_out = out(partition_out)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { partition_out.write(message.message.partition()) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe {
+        get(message, partition_out, |message| {
+            Ok(message.message.partition())
+        })
+    }
 }
 
 /// Writes when the message was published to `*timestamp_ns_out`: nanoseconds on a
@@ -226,14 +218,13 @@ pub unsafe extern "C" fn memq_message_get_meta(
     message: *const memq_message,
     meta_out: *mut memq_message_meta,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let message = unsafe { borrow(message) }?;
-        let meta_out = out(meta_out)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { meta_out.write(memq_message_meta::of(&message.message)) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe {
+        get(message, meta_out, |message| {
+            Ok(memq_message_meta::of(&message.message))
+        })
+    }
 }
 
 /// Copies the payload into `buf` (room for `buf_len` bytes) and writes its length to

@@ -9,9 +9,8 @@ use std::sync::Mutex;
 use bytes::Bytes;
 use memq_core::{Consumer, Message, Subscriber};
 
-use crate::boundary::Outcome;
 use crate::boundary::{
-    borrow, guard, guard_void, into_handle, lock, name, optional_out, out, release,
+    borrow, get, guard, guard_void, into_handle, lock, name, optional_out, out, release,
 };
 use crate::message::{copy_out, give_message, give_meta, memq_message, memq_message_meta};
 use crate::status::{memq_status, Miss};
@@ -135,102 +134,137 @@ pub(crate) unsafe fn missed(miss: Miss, lagged_out: *mut u64) -> memq_status {
     miss.status()
 }
 
-/// # Safety
-///
-/// As the `memq_*_recv` exports.
-unsafe fn recv<S: Source>(
-    reader: &Mutex<Reader<S>>,
-    timeout_ms: i64,
-    message_out: *mut *mut memq_message,
-    lagged_out: *mut u64,
-) -> Outcome {
-    let message_out = out(message_out)?;
-    let mut reader = lock(reader)?;
-    match reader.recv(Wait::from_ms(timeout_ms)) {
-        Ok(m) => {
-            drop(reader);
-            // SAFETY: the caller passes a pointer valid for writes.
-            unsafe { give_message(message_out, m) };
-            Ok(())
-        }
-        // SAFETY: the caller passes NULL or a pointer valid for writes.
-        Err(miss) => Err(unsafe { missed(miss, lagged_out) }),
+/// A handle around a reader: `memq_subscriber` or `memq_consumer`.
+trait ReaderHandle {
+    type Source: Source;
+
+    fn reader(&self) -> &Mutex<Reader<Self::Source>>;
+}
+
+impl ReaderHandle for memq_subscriber {
+    type Source = Subscriber<Bytes>;
+
+    fn reader(&self) -> &Mutex<Reader<Self::Source>> {
+        &self.reader
+    }
+}
+
+impl ReaderHandle for memq_consumer {
+    type Source = Consumer<Bytes>;
+
+    fn reader(&self) -> &Mutex<Reader<Self::Source>> {
+        &self.reader
     }
 }
 
 /// # Safety
 ///
-/// As the `memq_*_recv_many` exports.
-unsafe fn recv_many<S: Source>(
-    reader: &Mutex<Reader<S>>,
+/// As the `memq_*_recv` exports, with `handle` NULL or a live handle.
+unsafe fn recv<H: ReaderHandle>(
+    handle: *const H,
+    timeout_ms: i64,
+    message_out: *mut *mut memq_message,
+    lagged_out: *mut u64,
+) -> memq_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        let reader = unsafe { borrow(handle) }?.reader();
+        let message_out = out(message_out)?;
+        let mut reader = lock(reader)?;
+        match reader.recv(Wait::from_ms(timeout_ms)) {
+            Ok(m) => {
+                drop(reader);
+                // SAFETY: the caller passes a pointer valid for writes.
+                unsafe { give_message(message_out, m) };
+                Ok(())
+            }
+            // SAFETY: the caller passes NULL or a pointer valid for writes.
+            Err(miss) => Err(unsafe { missed(miss, lagged_out) }),
+        }
+    })
+}
+
+/// # Safety
+///
+/// As the `memq_*_recv_many` exports, with `handle` NULL or a live handle.
+unsafe fn recv_many<H: ReaderHandle>(
+    handle: *const H,
     messages: *mut *mut memq_message,
     capacity: usize,
     count_out: *mut usize,
     timeout_ms: i64,
     lagged_out: *mut u64,
-) -> Outcome {
-    let count_out = out(count_out)?;
-    if messages.is_null() {
-        return Err(memq_status::NullPointer);
-    }
-    if capacity == 0 {
-        return Err(memq_status::InvalidArgument);
-    }
-    let mut reader = lock(reader)?;
-    if let Err(miss) = reader.recv_many(capacity, Wait::from_ms(timeout_ms)) {
-        // SAFETY: the caller passes NULL or a pointer valid for writes.
-        return Err(unsafe { missed(miss, lagged_out) });
-    }
-    let n = reader.batch.len();
-    debug_assert!(n > 0 && n <= capacity);
-    for (i, m) in reader.batch.drain(..).enumerate() {
-        let handle = into_handle(memq_message { message: m });
-        // SAFETY: the caller passes an array of `capacity` writable pointers, and
-        // `i < n <= capacity`.
-        unsafe { messages.add(i).write(handle) };
-    }
-    drop(reader);
-    // SAFETY: the caller passes a pointer valid for writes.
-    unsafe { count_out.write(n) };
-    Ok(())
+) -> memq_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        let reader = unsafe { borrow(handle) }?.reader();
+        let count_out = out(count_out)?;
+        if messages.is_null() {
+            return Err(memq_status::NullPointer);
+        }
+        if capacity == 0 {
+            return Err(memq_status::InvalidArgument);
+        }
+        let mut reader = lock(reader)?;
+        if let Err(miss) = reader.recv_many(capacity, Wait::from_ms(timeout_ms)) {
+            // SAFETY: the caller passes NULL or a pointer valid for writes.
+            return Err(unsafe { missed(miss, lagged_out) });
+        }
+        let n = reader.batch.len();
+        debug_assert!(n > 0 && n <= capacity);
+        for (i, m) in reader.batch.drain(..).enumerate() {
+            let handle = into_handle(memq_message { message: m });
+            // SAFETY: the caller passes an array of `capacity` writable pointers, and
+            // `i < n <= capacity`.
+            unsafe { messages.add(i).write(handle) };
+        }
+        drop(reader);
+        // SAFETY: the caller passes a pointer valid for writes.
+        unsafe { count_out.write(n) };
+        Ok(())
+    })
 }
 
 /// # Safety
 ///
-/// As the `memq_*_recv_into` exports.
-unsafe fn recv_into<S: Source>(
-    reader: &Mutex<Reader<S>>,
+/// As the `memq_*_recv_into` exports, with `handle` NULL or a live handle.
+unsafe fn recv_into<H: ReaderHandle>(
+    handle: *const H,
     timeout_ms: i64,
     buf: *mut u8,
     buf_len: usize,
     len_out: *mut usize,
     meta_out: *mut memq_message_meta,
     lagged_out: *mut u64,
-) -> Outcome {
-    let len_out = out(len_out)?;
-    if buf.is_null() && buf_len > 0 {
-        return Err(memq_status::NullPointer);
-    }
-    let mut reader = lock(reader)?;
-    let m = match reader.recv(Wait::from_ms(timeout_ms)) {
-        Ok(m) => m,
-        // SAFETY: the caller passes NULL or a pointer valid for writes.
-        Err(miss) => return Err(unsafe { missed(miss, lagged_out) }),
-    };
-    // SAFETY: the caller passes NULL or `buf_len` writable bytes, and a `len_out` valid
-    // for writes.
-    match unsafe { copy_out(m.value(), buf, buf_len, len_out) } {
-        Ok(()) => {
+) -> memq_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        let reader = unsafe { borrow(handle) }?.reader();
+        let len_out = out(len_out)?;
+        if buf.is_null() && buf_len > 0 {
+            return Err(memq_status::NullPointer);
+        }
+        let mut reader = lock(reader)?;
+        let m = match reader.recv(Wait::from_ms(timeout_ms)) {
+            Ok(m) => m,
             // SAFETY: the caller passes NULL or a pointer valid for writes.
-            unsafe { give_meta(meta_out, &m) };
-            Ok(())
+            Err(miss) => return Err(unsafe { missed(miss, lagged_out) }),
+        };
+        // SAFETY: the caller passes NULL or `buf_len` writable bytes, and a `len_out` valid
+        // for writes.
+        match unsafe { copy_out(m.value(), buf, buf_len, len_out) } {
+            Ok(()) => {
+                // SAFETY: the caller passes NULL or a pointer valid for writes.
+                unsafe { give_meta(meta_out, &m) };
+                Ok(())
+            }
+            Err(status) => {
+                // Too small: kept for the next receive, nothing is lost.
+                reader.pending = Some(m);
+                Err(status)
+            }
         }
-        Err(status) => {
-            // Too small: kept for the next receive, nothing is lost.
-            reader.pending = Some(m);
-            Err(status)
-        }
-    }
+    })
 }
 
 /// A broadcast reader of a topic: receives every message published to the partitions it
@@ -359,12 +393,9 @@ pub unsafe extern "C" fn memq_subscriber_recv(
     message_out: *mut *mut memq_message,
     lagged_out: *mut u64,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let sub = unsafe { borrow(subscriber) }?;
-        // SAFETY: the caller's out-parameters are valid, as this function requires.
-        unsafe { recv(&sub.reader, timeout_ms, message_out, lagged_out) }
-    })
+    // SAFETY: the caller passes NULL or a live handle, and out-parameters valid as this
+    // function requires.
+    unsafe { recv(subscriber, timeout_ms, message_out, lagged_out) }
 }
 
 /// Receives up to `capacity` messages: waits up to `timeout_ms` for the first (as
@@ -392,21 +423,13 @@ pub unsafe extern "C" fn memq_subscriber_recv_many(
     timeout_ms: i64,
     lagged_out: *mut u64,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let sub = unsafe { borrow(subscriber) }?;
-        // SAFETY: the caller's array and out-parameters are valid, as required.
-        unsafe {
-            recv_many(
-                &sub.reader,
-                messages,
-                capacity,
-                count_out,
-                timeout_ms,
-                lagged_out,
-            )
-        }
-    })
+    // SAFETY: the caller passes NULL or a live handle, and the array and out-parameters
+    // valid as required.
+    unsafe {
+        recv_many(
+            subscriber, messages, capacity, count_out, timeout_ms, lagged_out,
+        )
+    }
 }
 
 /// Receives the next message (as `memq_subscriber_recv`) and copies its payload into
@@ -436,22 +459,13 @@ pub unsafe extern "C" fn memq_subscriber_recv_into(
     meta_out: *mut memq_message_meta,
     lagged_out: *mut u64,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let sub = unsafe { borrow(subscriber) }?;
-        // SAFETY: the caller's buffer and out-parameters are valid, as required.
-        unsafe {
-            recv_into(
-                &sub.reader,
-                timeout_ms,
-                buf,
-                buf_len,
-                len_out,
-                meta_out,
-                lagged_out,
-            )
-        }
-    })
+    // SAFETY: the caller passes NULL or a live handle, and the buffer and out-parameters
+    // valid as required.
+    unsafe {
+        recv_into(
+            subscriber, timeout_ms, buf, buf_len, len_out, meta_out, lagged_out,
+        )
+    }
 }
 
 /// Writes how many published messages the subscriber has neither read nor been told it
@@ -471,15 +485,13 @@ pub unsafe extern "C" fn memq_subscriber_lag(
     subscriber: *const memq_subscriber,
     lag_out: *mut u64,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let sub = unsafe { borrow(subscriber) }?;
-        let lag_out = out(lag_out)?;
-        let lag = lock(&sub.reader)?.source.lag();
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { lag_out.write(lag) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe {
+        get(subscriber, lag_out, |sub| {
+            Ok(lock(&sub.reader)?.source.lag())
+        })
+    }
 }
 
 /// Joins the consumer group `group` of `topic` and writes the new member to
@@ -559,12 +571,9 @@ pub unsafe extern "C" fn memq_consumer_recv(
     message_out: *mut *mut memq_message,
     lagged_out: *mut u64,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let consumer = unsafe { borrow(consumer) }?;
-        // SAFETY: the caller's out-parameters are valid, as this function requires.
-        unsafe { recv(&consumer.reader, timeout_ms, message_out, lagged_out) }
-    })
+    // SAFETY: the caller passes NULL or a live handle, and out-parameters valid as this
+    // function requires.
+    unsafe { recv(consumer, timeout_ms, message_out, lagged_out) }
 }
 
 /// Receives a batch for this member; as `memq_subscriber_recv_many`.
@@ -583,21 +592,13 @@ pub unsafe extern "C" fn memq_consumer_recv_many(
     timeout_ms: i64,
     lagged_out: *mut u64,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let consumer = unsafe { borrow(consumer) }?;
-        // SAFETY: the caller's array and out-parameters are valid, as required.
-        unsafe {
-            recv_many(
-                &consumer.reader,
-                messages,
-                capacity,
-                count_out,
-                timeout_ms,
-                lagged_out,
-            )
-        }
-    })
+    // SAFETY: the caller passes NULL or a live handle, and the array and out-parameters
+    // valid as required.
+    unsafe {
+        recv_many(
+            consumer, messages, capacity, count_out, timeout_ms, lagged_out,
+        )
+    }
 }
 
 /// Receives the next message for this member into the caller's buffer; as
@@ -619,22 +620,13 @@ pub unsafe extern "C" fn memq_consumer_recv_into(
     meta_out: *mut memq_message_meta,
     lagged_out: *mut u64,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let consumer = unsafe { borrow(consumer) }?;
-        // SAFETY: the caller's buffer and out-parameters are valid, as required.
-        unsafe {
-            recv_into(
-                &consumer.reader,
-                timeout_ms,
-                buf,
-                buf_len,
-                len_out,
-                meta_out,
-                lagged_out,
-            )
-        }
-    })
+    // SAFETY: the caller passes NULL or a live handle, and the buffer and out-parameters
+    // valid as required.
+    unsafe {
+        recv_into(
+            consumer, timeout_ms, buf, buf_len, len_out, meta_out, lagged_out,
+        )
+    }
 }
 
 /// Writes the group's committed position (the next offset it delivers) in `partition` to
@@ -655,15 +647,13 @@ pub unsafe extern "C" fn memq_consumer_committed(
     partition: u32,
     offset_out: *mut u64,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let consumer = unsafe { borrow(consumer) }?;
-        let offset_out = out(offset_out)?;
-        let committed = lock(&consumer.reader)?.source.committed(partition)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { offset_out.write(committed) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe {
+        get(consumer, offset_out, |consumer| {
+            Ok(lock(&consumer.reader)?.source.committed(partition)?)
+        })
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,8 @@ use bytes::Bytes;
 use memq_core::{Clock, Overflow, Receipt, StartAt, StdClock, Topic, TopicConfig};
 
 use crate::boundary::{
-    borrow, bytes, guard, guard_void, into_handle, name, optional_out, out, release, slice,
+    borrow, bytes, get, guard, guard_void, init_default, into_handle, name, optional_out, out,
+    release, slice,
 };
 use crate::status::memq_status;
 use crate::wait::{block_on, Wait};
@@ -286,12 +287,8 @@ pub struct memq_group_stats {
 /// `config` is NULL or valid for writing a `memq_topic_config`.
 #[no_mangle]
 pub unsafe extern "C" fn memq_topic_config_init(config: *mut memq_topic_config) -> memq_status {
-    guard(|| {
-        let config = out(config)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { config.write(memq_topic_config::default()) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a pointer valid for writes.
+    unsafe { init_default(config) }
 }
 
 /// Creates a topic and writes its handle to `*topic_out`; free it with `memq_topic_free`.
@@ -405,14 +402,9 @@ pub unsafe extern "C" fn memq_topic_is_closed(
     topic: *const memq_topic,
     closed_out: *mut bool,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
-        let closed_out = out(closed_out)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { closed_out.write(topic.topic.is_closed()) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe { get(topic, closed_out, |topic| Ok(topic.topic.is_closed())) }
 }
 
 /// Where a single message goes.
@@ -815,14 +807,13 @@ pub unsafe extern "C" fn memq_topic_get_stats(
     topic: *const memq_topic,
     stats_out: *mut memq_topic_stats,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
-        let stats_out = out(stats_out)?;
-        // SAFETY: the caller passes a pointer valid for writes.
-        unsafe { stats_out.write(memq_topic_stats::of(&topic.topic)) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe {
+        get(topic, stats_out, |topic| {
+            Ok(memq_topic_stats::of(&topic.topic))
+        })
+    }
 }
 
 /// Writes a snapshot of one partition's counters to `*stats_out`.

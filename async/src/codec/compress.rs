@@ -86,6 +86,52 @@ fn zstd_compress(plain: &[u8], level: i32) -> std::io::Result<Vec<u8>> {
     compressor.compress(plain)
 }
 
+/// [`Codec`] for a compression wrapper `$wrapper` with a `compress_into` method: the inner
+/// codec's format, compression `$id`, one layer only, and decompression by `$decompress`
+/// (to at most `max_decompressed_len` bytes) before the inner codec decodes.
+#[cfg(any(feature = "gzip", feature = "zstd"))]
+macro_rules! compression_codec {
+    ($wrapper:ident, $id:expr, $decompress:ident) => {
+        impl<C: Codec> Codec for $wrapper<C> {
+            fn format(&self) -> super::Format {
+                self.inner.format()
+            }
+
+            fn compression(&self) -> Compression {
+                $id
+            }
+
+            fn encode<T: serde::Serialize + ?Sized>(
+                &self,
+                value: &T,
+            ) -> Result<Vec<u8>, CodecError> {
+                let mut out = Vec::new();
+                self.encode_into(value, &mut out)?;
+                Ok(out)
+            }
+
+            fn encode_into<T: serde::Serialize + ?Sized>(
+                &self,
+                value: &T,
+                out: &mut Vec<u8>,
+            ) -> Result<(), CodecError> {
+                check_single_layer(&self.inner, $id).map_err(CodecError::Encode)?;
+                let plain = self.inner.encode(value)?;
+                self.compress_into(&plain, out)
+            }
+
+            fn decode<T: serde::de::DeserializeOwned>(
+                &self,
+                bytes: &[u8],
+            ) -> Result<T, CodecError> {
+                check_single_layer(&self.inner, $id).map_err(CodecError::Decode)?;
+                let plain = $decompress(bytes, self.max_decompressed_len)?;
+                self.inner.decode(&plain)
+            }
+        }
+    };
+}
+
 /// Gzip compression over any codec `C` (feature `gzip`).
 ///
 /// Encoding compresses `C`'s output into one gzip member; decoding decompresses (to at most
@@ -221,41 +267,19 @@ impl<C> Gzip<C> {
 }
 
 #[cfg(feature = "gzip")]
-impl<C: Codec> Codec for Gzip<C> {
-    fn format(&self) -> super::Format {
-        self.inner.format()
-    }
-
-    fn compression(&self) -> Compression {
-        Compression::Gzip
-    }
-
-    fn encode<T: serde::Serialize + ?Sized>(&self, value: &T) -> Result<Vec<u8>, CodecError> {
-        let mut out = Vec::new();
-        self.encode_into(value, &mut out)?;
-        Ok(out)
-    }
-
-    fn encode_into<T: serde::Serialize + ?Sized>(
-        &self,
-        value: &T,
-        out: &mut Vec<u8>,
-    ) -> Result<(), CodecError> {
-        check_single_layer(&self.inner, Compression::Gzip).map_err(CodecError::Encode)?;
-        let plain = self.inner.encode(value)?;
+impl<C> Gzip<C> {
+    /// Compresses `plain` onto the end of `out`, leaving `out` as it was on failure.
+    fn compress_into(&self, plain: &[u8], out: &mut Vec<u8>) -> Result<(), CodecError> {
         let start = out.len();
-        gzip_into(&plain, self.level, out).map_err(|e| {
+        gzip_into(plain, self.level, out).map_err(|e| {
             out.truncate(start);
             CodecError::Compress(format!("gzip: {e}"))
         })
     }
-
-    fn decode<T: serde::de::DeserializeOwned>(&self, bytes: &[u8]) -> Result<T, CodecError> {
-        check_single_layer(&self.inner, Compression::Gzip).map_err(CodecError::Decode)?;
-        let plain = gunzip(bytes, self.max_decompressed_len)?;
-        self.inner.decode(&plain)
-    }
 }
+
+#[cfg(feature = "gzip")]
+compression_codec!(Gzip, Compression::Gzip, gunzip);
 
 /// Zstandard compression over any codec `C` (feature `zstd`).
 ///
@@ -395,37 +419,15 @@ impl<C> Zstd<C> {
 }
 
 #[cfg(feature = "zstd")]
-impl<C: Codec> Codec for Zstd<C> {
-    fn format(&self) -> super::Format {
-        self.inner.format()
-    }
-
-    fn compression(&self) -> Compression {
-        Compression::Zstd
-    }
-
-    fn encode<T: serde::Serialize + ?Sized>(&self, value: &T) -> Result<Vec<u8>, CodecError> {
-        let mut out = Vec::new();
-        self.encode_into(value, &mut out)?;
-        Ok(out)
-    }
-
-    fn encode_into<T: serde::Serialize + ?Sized>(
-        &self,
-        value: &T,
-        out: &mut Vec<u8>,
-    ) -> Result<(), CodecError> {
-        check_single_layer(&self.inner, Compression::Zstd).map_err(CodecError::Encode)?;
-        let plain = self.inner.encode(value)?;
-        let compressed = zstd_compress(&plain, self.level)
+impl<C> Zstd<C> {
+    /// Compresses `plain` onto the end of `out`, leaving `out` as it was on failure.
+    fn compress_into(&self, plain: &[u8], out: &mut Vec<u8>) -> Result<(), CodecError> {
+        let compressed = zstd_compress(plain, self.level)
             .map_err(|e| CodecError::Compress(format!("zstd: {e}")))?;
         out.extend_from_slice(&compressed);
         Ok(())
     }
-
-    fn decode<T: serde::de::DeserializeOwned>(&self, bytes: &[u8]) -> Result<T, CodecError> {
-        check_single_layer(&self.inner, Compression::Zstd).map_err(CodecError::Decode)?;
-        let plain = unzstd(bytes, self.max_decompressed_len)?;
-        self.inner.decode(&plain)
-    }
 }
+
+#[cfg(feature = "zstd")]
+compression_codec!(Zstd, Compression::Zstd, unzstd);
