@@ -345,7 +345,7 @@ pub trait PublishTimeoutExt<T>: sealed::Sealed {
     ) -> PublishTimeout<'_, R, T>;
 }
 
-impl<T: Clone> PublishTimeoutExt<T> for Topic<T> {
+impl<T> PublishTimeoutExt<T> for Topic<T> {
     fn publish_timeout<R: Runtime>(
         &self,
         value: T,
@@ -353,9 +353,7 @@ impl<T: Clone> PublishTimeoutExt<T> for Topic<T> {
         rt: &R,
     ) -> PublishTimeout<'_, R, T> {
         PublishTimeout {
-            topic: self,
-            value: Some(value),
-            publish: None,
+            publish: Some(self.publish(value)),
             sleep: rt.sleep(timeout),
         }
     }
@@ -369,10 +367,7 @@ pin_project_lite::pin_project! {
     /// Cancel safe: dropping it publishes nothing.
     #[must_use = "futures do nothing unless polled"]
     pub struct PublishTimeout<'a, R: Runtime, T> {
-        topic: &'a Topic<T>,
-        // The caller's value, handed back on timeout.
-        value: Option<T>,
-        // Waiting for room with a clone of `value`.
+        // The waiting publish; on timeout it is cancelled and hands the value back.
         publish: Option<Publish<'a, T>>,
         #[pin]
         sleep: R::Sleep,
@@ -387,55 +382,25 @@ impl<R: Runtime, T> fmt::Debug for PublishTimeout<'_, R, T> {
     }
 }
 
-impl<R: Runtime, T: Clone> Future for PublishTimeout<'_, R, T> {
+impl<R: Runtime, T> Future for PublishTimeout<'_, R, T> {
     type Output = Result<Receipt, PublishError<T>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        if this.publish.is_none() {
-            let Some(value) = this.value.take() else {
-                return Poll::Pending; // polled after completion
-            };
-            match this.topic.try_publish(value) {
-                Err(PublishError::Full(value))
-                    if this.topic.overflow() == crate::Overflow::Block =>
-                {
-                    *this.publish = Some(this.topic.publish(value.clone()));
-                    *this.value = Some(value);
-                }
-                done => return Poll::Ready(done),
-            }
-        }
-        if let Some(publish) = this.publish.as_mut() {
-            if let Poll::Ready(out) = R::poll_cooperative(cx, |cx| Pin::new(publish).poll(cx)) {
-                *this.publish = None;
-                return Poll::Ready(match out {
-                    Ok(receipt) => Ok(receipt),
-                    // Hand back the caller's value rather than the clone.
-                    Err(e) => Err(same_error(e, this.value.take())),
-                });
-            }
+        let Some(publish) = this.publish.as_mut() else {
+            return Poll::Pending; // polled after completion
+        };
+        if let Poll::Ready(out) = R::poll_cooperative(cx, |cx| Pin::new(publish).poll(cx)) {
+            *this.publish = None;
+            return Poll::Ready(out);
         }
         match this.sleep.poll(cx) {
-            Poll::Ready(()) => {
-                // Dropping the waiting publish publishes nothing.
-                *this.publish = None;
-                match this.value.take() {
-                    Some(v) => Poll::Ready(Err(PublishError::Full(v))),
-                    None => Poll::Pending,
-                }
-            }
+            Poll::Ready(()) => match this.publish.take().and_then(Publish::into_inner) {
+                // Cancelled before it was published: the caller gets the value back.
+                Some(v) => Poll::Ready(Err(PublishError::Full(v))),
+                None => Poll::Pending,
+            },
             Poll::Pending => Poll::Pending,
         }
-    }
-}
-
-/// `e` carrying `original` (if there is one) instead of the clone it carries.
-fn same_error<T>(e: PublishError<T>, original: Option<T>) -> PublishError<T> {
-    let Some(v) = original else { return e };
-    match e {
-        PublishError::Closed(_) => PublishError::Closed(v),
-        PublishError::InvalidPartition(_) => PublishError::InvalidPartition(v),
-        _ => PublishError::Full(v),
     }
 }
