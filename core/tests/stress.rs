@@ -7,7 +7,16 @@ use std::thread;
 
 use memq_core::{Overflow, RecvError, StartAt, Topic, TopicConfig};
 
-const PER_PUBLISHER: u64 = 50_000;
+/// `MEMQ_STRESS_SCALE` (a factor, default 1) shrinks or grows every message count, so
+/// that slow runs (ThreadSanitizer, AddressSanitizer) stay short.
+fn scaled(n: u64) -> u64 {
+    let scale = std::env::var("MEMQ_STRESS_SCALE")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .unwrap_or(1.0);
+    ((n as f64 * scale) as u64).max(1_000)
+}
 
 /// A message id: publisher in the high bits, sequence in the low bits.
 fn id(publisher: u64, seq: u64) -> u64 {
@@ -16,6 +25,7 @@ fn id(publisher: u64, seq: u64) -> u64 {
 
 #[test]
 fn four_publishers_four_group_members_block_no_loss_no_duplicates() {
+    let per_publisher = scaled(50_000);
     let topic = Topic::<u64>::new(TopicConfig::new(256)).unwrap();
     let members: Vec<_> = (0..4)
         .map(|_| topic.group("workers", StartAt::Earliest).unwrap())
@@ -55,7 +65,7 @@ fn four_publishers_four_group_members_block_no_loss_no_duplicates() {
             let start = start.clone();
             thread::spawn(move || {
                 start.wait();
-                for seq in 0..PER_PUBLISHER {
+                for seq in 0..per_publisher {
                     topic.publish_blocking(id(p, seq)).unwrap();
                 }
             })
@@ -81,7 +91,7 @@ fn four_publishers_four_group_members_block_no_loss_no_duplicates() {
             *seen.entry(v).or_default() += 1;
         }
     }
-    let total = 4 * PER_PUBLISHER as usize;
+    let total = 4 * per_publisher as usize;
     let duplicated = seen.values().filter(|&&n| n > 1).count();
     assert_eq!(duplicated, 0, "duplicated messages");
     assert_eq!(seen.len(), total, "lost {} messages", total - seen.len());
@@ -127,7 +137,7 @@ fn one_publisher_four_subscribers_block_every_subscriber_gets_everything_in_orde
             })
         })
         .collect();
-    let n = 200_000;
+    let n = scaled(200_000);
     for v in 0..n {
         topic.publish_blocking(v).unwrap();
     }
@@ -161,7 +171,7 @@ fn partitioned_keys_group_keeps_per_key_order_no_loss() {
         })
         .collect();
     let keys = 32u32;
-    let per_key = 5_000u64;
+    let per_key = scaled(5_000);
     let publishers: Vec<_> = (0..2)
         .map(|half| {
             let topic = topic.clone();
@@ -249,7 +259,7 @@ fn drop_oldest_every_gap_is_reported_as_lag() {
             })
         })
         .collect();
-    let n = 200_000u64;
+    let n = scaled(200_000);
     for v in 0..n {
         topic.try_publish(v).unwrap();
     }

@@ -308,9 +308,8 @@ pub trait PublishTimeoutExt<T>: sealed::Sealed {
     /// Publishes `value`, waiting at most `timeout` for room (policy `Block`); unkeyed
     /// messages go to partitions in turn, as with `publish`.
     ///
-    /// Only when it has to wait does it clone `value` (the clone waits in the topic's
-    /// queue of publishers, the original is handed back if time runs out), so cheap-to-clone
-    /// values (`Arc`, `Bytes`) suit it best.
+    /// Nothing is cloned: if time runs out, the waiting publish is cancelled and hands
+    /// the value back in the error.
     ///
     /// # Errors
     ///
