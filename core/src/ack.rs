@@ -702,6 +702,7 @@ impl<T> AckConsumer<T> {
             Ok(Some((offset, attempt))) => {
                 g.delivered += 1;
                 g.waiters.settle(*key);
+                log.delivered += 1;
                 match log.entry_at(offset) {
                     Some(e) => Take::Delivered(to_message(p, e, true), attempt),
                     // Checked `offset >= low` above under the same lock.

@@ -1,0 +1,479 @@
+//! Loom models of memq-core's wake-ups: every interleaving of the threads below, up to
+//! `LOOM_MAX_PREEMPTIONS` preemptions, must deliver every message exactly once and leave no
+//! task asleep with work to do (loom reports a lost wake-up as a deadlock).
+//!
+//! Run with:
+//!
+//! ```text
+//! LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" \
+//!     cargo test -p memq-core --test loom --release --target-dir target/loom
+//! ```
+//!
+//! Under `cfg(loom)` memq-core's locks and atomics come from loom (`src/sync.rs`), so loom
+//! sees every critical section. Waiting futures run under `loom::future::block_on`, whose
+//! waker is loom-aware; a future that must be dropped half way is stepped by hand.
+#![cfg(loom)]
+
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll, Waker};
+use core::time::Duration;
+
+use loom::future::block_on;
+use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::thread;
+use memq_core::{
+    AckConfig, AckError, ManualClock, PublishError, RecvError, StartAt, Timer, Topic, TopicConfig,
+    TryRecvError,
+};
+
+/// Polls `fut` once with a waker that does nothing: for a future that is dropped rather
+/// than awaited, so nobody needs to be woken.
+fn poll_once<F: Future + Unpin>(fut: &mut F) -> Poll<F::Output> {
+    Pin::new(fut).poll(&mut Context::from_waker(Waker::noop()))
+}
+
+/// Runs `f` under loom and prints how many interleavings it explored, so a run that
+/// explores suspiciously few shows up in the log.
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    // Keep runs bounded when the caller did not say otherwise.
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(2);
+    }
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = runs.clone();
+    builder.check(move || {
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        f();
+    });
+    println!(
+        "explored {} interleavings (preemption bound {:?})",
+        runs.load(std::sync::atomic::Ordering::Relaxed),
+        builder.preemption_bound
+    );
+}
+
+#[test]
+fn publish_wakes_a_waiting_subscriber() {
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(2).unwrap();
+        let mut sub = topic.subscribe(StartAt::Latest).unwrap();
+        let reader = thread::spawn(move || block_on(sub.recv()).map(|m| m.into_value()));
+        topic.try_publish(7).unwrap();
+        assert_eq!(reader.join().unwrap(), Ok(7));
+    });
+}
+
+#[test]
+fn publish_wakes_a_waiting_recv_many() {
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(2).unwrap();
+        let mut sub = topic.subscribe(StartAt::Latest).unwrap();
+        let reader = thread::spawn(move || {
+            let mut buf = Vec::new();
+            let n = block_on(sub.recv_many(&mut buf, 4)).unwrap();
+            assert!(n >= 1);
+            buf[0].offset()
+        });
+        topic.try_publish(1).unwrap();
+        assert_eq!(reader.join().unwrap(), 0);
+    });
+}
+
+#[test]
+fn each_message_goes_to_exactly_one_waiting_member() {
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(4).unwrap();
+        let members: Vec<_> = (0..2)
+            .map(|_| topic.group("g", StartAt::Latest).unwrap())
+            .collect();
+        let readers: Vec<_> = members
+            .into_iter()
+            .map(|mut m| thread::spawn(move || block_on(m.recv()).unwrap().into_value()))
+            .collect();
+        topic.try_publish(1).unwrap();
+        topic.try_publish(2).unwrap();
+        let mut got: Vec<u32> = readers.into_iter().map(|r| r.join().unwrap()).collect();
+        got.sort_unstable();
+        assert_eq!(got, [1, 2]);
+    });
+}
+
+#[test]
+fn one_message_one_member_the_other_sees_closed() {
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(4).unwrap();
+        let members: Vec<_> = (0..2)
+            .map(|_| topic.group("g", StartAt::Latest).unwrap())
+            .collect();
+        let readers: Vec<_> = members
+            .into_iter()
+            .map(|mut m| thread::spawn(move || block_on(m.recv()).map(|m| m.into_value())))
+            .collect();
+        topic.try_publish(5).unwrap();
+        topic.close();
+        let got: Vec<_> = readers.into_iter().map(|r| r.join().unwrap()).collect();
+        let delivered = got.iter().filter(|r| **r == Ok(5)).count();
+        let closed = got.iter().filter(|r| **r == Err(RecvError::Closed)).count();
+        assert_eq!((delivered, closed), (1, 1), "{got:?}");
+    });
+}
+
+#[test]
+fn dropped_waiting_member_passes_its_wakeup_on() {
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(4).unwrap();
+        let mut a = topic.group("g", StartAt::Latest).unwrap();
+        let mut b = topic.group("g", StartAt::Latest).unwrap();
+        // `a` parks first, so it is first in line for the next message.
+        let mut ra = a.recv();
+        assert!(poll_once(&mut ra).is_pending());
+        let reader = thread::spawn(move || block_on(b.recv()).map(|m| m.into_value()));
+        let publisher = {
+            let topic = topic.clone();
+            thread::spawn(move || topic.try_publish(9).unwrap().offset)
+        };
+        // Dropped before, while or after it is notified: `b` must get the message.
+        drop(ra);
+        assert_eq!(publisher.join().unwrap(), 0);
+        assert_eq!(reader.join().unwrap(), Ok(9));
+        assert_eq!(a.try_recv().unwrap_err(), TryRecvError::Empty);
+    });
+}
+
+#[test]
+fn close_wakes_a_waiting_subscriber() {
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(2).unwrap();
+        let mut sub = topic.subscribe(StartAt::Latest).unwrap();
+        let reader = thread::spawn(move || block_on(sub.recv()).map(|m| m.into_value()));
+        topic.close();
+        assert_eq!(reader.join().unwrap(), Err(RecvError::Closed));
+    });
+}
+
+#[test]
+fn close_wakes_a_waiting_member_after_it_drains() {
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(2).unwrap();
+        let mut member = topic.group("g", StartAt::Latest).unwrap();
+        let reader = thread::spawn(move || {
+            let first = block_on(member.recv()).map(|m| m.into_value());
+            let second = block_on(member.recv()).map(|m| m.into_value());
+            (first, second)
+        });
+        topic.try_publish(3).unwrap();
+        // Dropping the last handle closes the topic.
+        drop(topic);
+        assert_eq!(reader.join().unwrap(), (Ok(3), Err(RecvError::Closed)));
+    });
+}
+
+#[test]
+fn close_wakes_a_blocked_publisher_with_its_message() {
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(1).unwrap();
+        let _sub = topic.subscribe(StartAt::Earliest).unwrap();
+        topic.try_publish(0).unwrap();
+        let publisher = {
+            let topic = topic.clone();
+            thread::spawn(move || block_on(topic.publish(1)))
+        };
+        topic.close();
+        assert!(matches!(
+            publisher.join().unwrap(),
+            Err(PublishError::Closed(1))
+        ));
+    });
+}
+
+#[test]
+fn block_publisher_is_woken_when_the_reader_advances() {
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(1).unwrap();
+        let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+        topic.try_publish(0).unwrap();
+        let publisher = {
+            let topic = topic.clone();
+            thread::spawn(move || block_on(topic.publish(1)).unwrap().offset)
+        };
+        assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+        assert_eq!(publisher.join().unwrap(), 1);
+        assert_eq!(sub.try_recv().unwrap().into_value(), 1);
+        assert_eq!(topic.stats().evicted, 1);
+    });
+}
+
+#[test]
+fn block_publisher_is_woken_when_the_reader_leaves() {
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(1).unwrap();
+        let sub = topic.subscribe(StartAt::Earliest).unwrap();
+        topic.try_publish(0).unwrap();
+        let publisher = {
+            let topic = topic.clone();
+            thread::spawn(move || block_on(topic.publish(1)).unwrap().offset)
+        };
+        drop(sub);
+        assert_eq!(publisher.join().unwrap(), 1);
+    });
+}
+
+#[test]
+fn block_publisher_is_woken_when_a_group_member_receives() {
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(1).unwrap();
+        let mut member = topic.group("g", StartAt::Earliest).unwrap();
+        topic.try_publish(0).unwrap();
+        let publisher = {
+            let topic = topic.clone();
+            thread::spawn(move || block_on(topic.publish(1)).unwrap().offset)
+        };
+        let reader = thread::spawn(move || {
+            let a = block_on(member.recv()).unwrap().into_value();
+            let b = block_on(member.recv()).unwrap().into_value();
+            (a, b)
+        });
+        assert_eq!(publisher.join().unwrap(), 1);
+        assert_eq!(reader.join().unwrap(), (0, 1));
+    });
+}
+
+#[test]
+fn dropped_blocked_publisher_passes_its_wakeup_on() {
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(1).unwrap();
+        let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+        topic.try_publish(0).unwrap();
+        // The first publisher parks first, so the freed slot is offered to it.
+        let mut first = topic.publish(1);
+        assert!(poll_once(&mut first).is_pending());
+        let second = {
+            let topic = topic.clone();
+            thread::spawn(move || block_on(topic.publish(2)).unwrap().offset)
+        };
+        let reader = thread::spawn(move || {
+            let v = sub.try_recv().unwrap().into_value();
+            (v, sub)
+        });
+        drop(first);
+        let (v, mut sub) = reader.join().unwrap();
+        assert_eq!(v, 0);
+        assert_eq!(second.join().unwrap(), 1);
+        assert_eq!(
+            sub.try_recv().unwrap().into_value(),
+            2,
+            "the dropped one published nothing"
+        );
+    });
+}
+
+#[test]
+fn a_batch_wakes_as_many_members_as_it_has_messages() {
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(4).unwrap();
+        let members: Vec<_> = (0..2)
+            .map(|_| topic.group("g", StartAt::Latest).unwrap())
+            .collect();
+        let readers: Vec<_> = members
+            .into_iter()
+            .map(|mut m| thread::spawn(move || block_on(m.recv()).unwrap().into_value()))
+            .collect();
+        topic.try_publish_batch(vec![1, 2]).unwrap();
+        let mut got: Vec<u32> = readers.into_iter().map(|r| r.join().unwrap()).collect();
+        got.sort_unstable();
+        assert_eq!(got, [1, 2]);
+    });
+}
+
+#[test]
+fn a_subscriber_of_two_partitions_is_woken_by_either() {
+    model(|| {
+        let topic = Topic::<u32>::new(TopicConfig::new(2).partitions(2)).unwrap();
+        let mut sub = topic.subscribe(StartAt::Latest).unwrap();
+        let reader = thread::spawn(move || {
+            let m = block_on(sub.recv()).unwrap();
+            (m.partition(), m.into_value())
+        });
+        topic.try_publish_to(1, 4).unwrap();
+        assert_eq!(reader.join().unwrap(), (1, 4));
+    });
+}
+
+#[test]
+fn an_idle_member_is_woken_by_a_rebalance() {
+    model(|| {
+        let topic = Topic::<u32>::new(TopicConfig::new(2).partitions(2)).unwrap();
+        let a = topic.group("g", StartAt::Latest).unwrap();
+        let _b = topic.group("g", StartAt::Latest).unwrap();
+        // Three members, two partitions: `c` has none until `a` leaves.
+        let mut c = topic.group("g", StartAt::Latest).unwrap();
+        let reader = thread::spawn(move || {
+            let m = block_on(c.recv()).unwrap();
+            (m.partition(), m.into_value())
+        });
+        let leaver = thread::spawn(move || drop(a));
+        topic.try_publish_to(1, 8).unwrap();
+        leaver.join().unwrap();
+        // Members in join order are now [b, c]: partition 1 is `c`'s.
+        assert_eq!(reader.join().unwrap(), (1, 8));
+    });
+}
+
+// ----- explicit acknowledgements ----------------------------------------------------------
+
+/// A timer that fires only when the model says time has passed: `fire` wakes everything
+/// scheduled so far.
+#[derive(Default)]
+struct ManualTimer {
+    wakers: loom::sync::Mutex<Vec<Waker>>,
+}
+
+impl Timer for ManualTimer {
+    fn wake_after(&self, _delay: Duration, waker: Waker) {
+        self.wakers.lock().unwrap().push(waker);
+    }
+}
+
+impl ManualTimer {
+    fn fire(&self) {
+        let due = core::mem::take(&mut *self.wakers.lock().unwrap());
+        due.into_iter().for_each(Waker::wake);
+    }
+}
+
+/// A one-partition topic on a manual clock, and an explicit-ack configuration with
+/// 10 ms leases on the same clock and a manual timer.
+fn acked(
+    max_in_flight: usize,
+) -> (
+    std::sync::Arc<ManualClock>,
+    std::sync::Arc<ManualTimer>,
+    Topic<u32>,
+    AckConfig<u32>,
+) {
+    let clock = std::sync::Arc::new(ManualClock::new());
+    let timer = std::sync::Arc::new(ManualTimer::default());
+    let topic = Topic::new(TopicConfig::new(4).clock(clock.clone())).unwrap();
+    let config = AckConfig::new()
+        .ack_wait(Duration::from_millis(10))
+        .max_in_flight(max_in_flight)
+        .clock(clock.clone())
+        .timer(timer.clone());
+    (clock, timer, topic, config)
+}
+
+#[test]
+fn a_dropped_delivery_goes_back_to_a_waiting_member() {
+    model(|| {
+        let (_clock, _timer, topic, config) = acked(8);
+        let mut a = topic.group_acked("g", StartAt::Earliest, config).unwrap();
+        let mut b = topic
+            .group_acked("g", StartAt::Earliest, AckConfig::new())
+            .unwrap();
+        topic.try_publish(5).unwrap();
+        let leased = a.try_recv().unwrap();
+        let reader = thread::spawn(move || {
+            let d = block_on(b.recv()).unwrap();
+            let got = (d.offset(), *d.value(), d.deliveries());
+            d.ack().unwrap();
+            got
+        });
+        // Dropped without an ack: the message returns to the group at once.
+        drop(leased);
+        assert_eq!(reader.join().unwrap(), (0, 5, 2));
+        assert_eq!(a.try_recv().unwrap_err(), TryRecvError::Empty);
+    });
+}
+
+#[test]
+fn an_ack_under_max_in_flight_wakes_a_waiting_member() {
+    model(|| {
+        let (_clock, _timer, topic, config) = acked(1);
+        let mut a = topic.group_acked("g", StartAt::Earliest, config).unwrap();
+        let mut b = topic
+            .group_acked("g", StartAt::Earliest, AckConfig::new())
+            .unwrap();
+        topic.try_publish(0).unwrap();
+        topic.try_publish(1).unwrap();
+        let first = a.try_recv().unwrap();
+        let reader = thread::spawn(move || {
+            let d = block_on(b.recv()).unwrap();
+            let got = (d.offset(), d.deliveries());
+            d.ack().unwrap();
+            got
+        });
+        // One in flight: `b` waits until this ack opens the slot.
+        first.ack().unwrap();
+        assert_eq!(reader.join().unwrap(), (1, 1));
+        assert_eq!(a.committed(0).unwrap(), 2);
+    });
+}
+
+#[test]
+fn an_expired_lease_wakes_a_waiting_member_through_the_timer() {
+    model(|| {
+        let (clock, timer, topic, config) = acked(8);
+        let mut a = topic.group_acked("g", StartAt::Earliest, config).unwrap();
+        let mut b = topic
+            .group_acked("g", StartAt::Earliest, AckConfig::new())
+            .unwrap();
+        topic.try_publish(5).unwrap();
+        let leased = a.try_recv().unwrap();
+        let done = std::sync::Arc::new(AtomicBool::new(false));
+        let reader = {
+            let done = done.clone();
+            thread::spawn(move || {
+                let d = block_on(b.recv()).unwrap();
+                done.store(true, Ordering::Release);
+                let got = (d.offset(), d.deliveries());
+                d.ack().unwrap();
+                got
+            })
+        };
+        // Time passes, and the timer fires what is due, until the member has its message.
+        while !done.load(Ordering::Acquire) {
+            clock.advance(Duration::from_millis(20));
+            timer.fire();
+            thread::yield_now();
+        }
+        assert_eq!(reader.join().unwrap(), (0, 2));
+        assert_eq!(leased.ack(), Err(AckError::LeaseExpired));
+    });
+}
+
+#[test]
+fn an_ack_racing_lease_expiry_either_commits_or_redelivers() {
+    model(|| {
+        let (clock, timer, topic, config) = acked(8);
+        let mut a = topic.group_acked("g", StartAt::Earliest, config).unwrap();
+        let mut b = topic
+            .group_acked("g", StartAt::Earliest, AckConfig::new())
+            .unwrap();
+        topic.try_publish(5).unwrap();
+        let leased = a.try_recv().unwrap();
+        let reader = thread::spawn(move || {
+            block_on(b.recv()).map(|d| {
+                let got = (d.offset(), d.deliveries());
+                d.ack().unwrap();
+                got
+            })
+        });
+        let ticker = thread::spawn(move || {
+            clock.advance(Duration::from_millis(20));
+            timer.fire();
+        });
+        let acked = leased.ack();
+        ticker.join().unwrap();
+        topic.close();
+        // A successful ack is final; a refused one means the message went back.
+        match acked {
+            Ok(()) => assert_eq!(reader.join().unwrap(), Err(RecvError::Closed)),
+            Err(e) => {
+                assert_eq!(e, AckError::LeaseExpired);
+                assert_eq!(reader.join().unwrap(), Ok((0, 2)));
+            }
+        }
+    });
+}

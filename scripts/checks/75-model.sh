@@ -1,0 +1,6 @@
+# Model-based tests (proptest, core/tests/model.rs): random operation sequences applied to
+# memq-core and to a reference model of the documented semantics must agree on every
+# observable result. Stage 30 runs 256 sequences; this stage runs many more, from the same
+# build.
+PROPTEST_CASES="${PROPTEST_CASES:-20000}" \
+    run cargo test -p memq-core --profile "$MEMQ_PROFILE" --test model
