@@ -1,0 +1,28 @@
+# Miri: undefined behaviour, leaks and data races anywhere in memq-core and its
+# dependencies, on the single- and multi-thread tests of topics, subscribers, groups,
+# wake-ups and explicit acks; and in memq-ffi's handle conversions and ownership (null
+# handles and arguments, zero-copy payloads and their free callbacks, leak accounting).
+# Miri interprets every step, so three core tests that only repeat the same path thousands
+# of times are skipped here (they run natively in stage 30). The FFI tests make pointers
+# from integers (sentinel handles), hence permissive provenance for them. Bounded in time,
+# generously.
+if ! has_nightly; then
+    skip "miri" "no nightly toolchain, and rustup could not install one"
+elif ! ensure_component miri nightly || ! ensure_component rust-src nightly; then
+    skip "miri" "the miri or rust-src component is not available for this nightly"
+else
+    miri_dir="${CARGO_TARGET_DIR:-target}/miri"
+    run cargo +nightly miri setup
+    run timeout 1800 cargo +nightly miri test -p memq-core --target-dir "$miri_dir" \
+        --test topic --test subscriber --test group --test wakeups --test acks -- \
+        --skip waiting_subscriber_survives_many_cancelled_waits_without_growth \
+        --skip partitioned_group_with_members_leaving_mid_stream_delivers_every_message_once \
+        --skip stress_random_settlement_every_message_acked_once_or_dead_lettered
+    miri_ffi=(-p memq-ffi --target-dir "$miri_dir")
+    MIRIFLAGS="${MIRIFLAGS:--Zmiri-permissive-provenance}" \
+        run timeout 1200 cargo +nightly miri test "${miri_ffi[@]}" --test bad_input --test leaks
+    # zero_copy leaks its 'static test payloads on purpose (Box::leak), so it runs without
+    # miri's leak check; it counts the release callbacks itself.
+    MIRIFLAGS="${MIRIFLAGS:--Zmiri-permissive-provenance} -Zmiri-ignore-leaks" \
+        run timeout 1200 cargo +nightly miri test "${miri_ffi[@]}" --test zero_copy
+fi

@@ -1,0 +1,30 @@
+# Features stay additive: every crate with no features, each feature alone, with the
+# defaults, and every pair of features, each lint-clean (cargo-hack); then memq-core's
+# no_std features, each alone and together, on bare metal.
+#
+# No `--no-dev-deps`: it rewrites the manifests while it runs, and with resolver 2 a
+# library check never sees dev-dependency features anyway.
+features_tool() { # NAME VERSION: installs a pinned cargo subcommand if missing.
+    cargo install --list | grep -q "^$1 v$2:" || run cargo install --locked "$1" --version "=$2"
+}
+if features_tool cargo-hack 0.6.46; then
+    run cargo hack clippy --workspace --feature-powerset --depth 2 -- -D warnings
+    run cargo hack build -p memq-core --target thumbv7em-none-eabi \
+        --feature-powerset --exclude-features std,default
+else
+    skip "cargo-hack" "could not install cargo-hack 0.6.46: checking each feature alone instead"
+    for pkg in memq-core memq; do
+        for f in $(cargo metadata --no-deps --format-version 1 | python3 -c '
+import json, sys
+for p in json.load(sys.stdin)["packages"]:
+    if p["name"] == sys.argv[1]:
+        print(" ".join(f for f in p["features"] if f != "default"))' "$pkg"); do
+            run cargo clippy -p "$pkg" --no-default-features --features "$f" -- -D warnings
+        done
+        run cargo clippy -p "$pkg" --no-default-features -- -D warnings
+    done
+    for f in "" serde postcard; do
+        run cargo build -p memq-core --no-default-features ${f:+--features "$f"} \
+            --target thumbv7em-none-eabi
+    done
+fi
