@@ -15,6 +15,11 @@ pub enum Overflow {
     /// past the oldest message; `try_publish` returns [`PublishError::Full`]. Nothing is
     /// ever lost.
     ///
+    /// A publisher that had to wait is woken once readers have freed a batch of slots
+    /// (`capacity / 16`, from 1 to 64; every slot for logs under 32), so that a publisher
+    /// faster than its readers waits once per batch rather than once per message. New
+    /// publishes use any free slot at once.
+    ///
     /// [`PublishError::Full`]: crate::PublishError::Full
     #[default]
     Block,

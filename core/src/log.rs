@@ -10,6 +10,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use crate::config::Overflow;
+use crate::sync::{Arc, AtomicUsize, Ordering, Padded};
 use crate::wait::{WaitKey, WaiterList, WakeList};
 
 /// A retained message.
@@ -58,7 +59,14 @@ pub(crate) struct Log<T> {
     pub(crate) high: u64,
     pub(crate) closed: bool,
     /// Positions of every attached reader: subscribers and groups. `UNUSED` when free.
+    /// For a reader that reads ahead this is the end of what it fetched; see `ahead`.
     cursors: Vec<u64>,
+    /// Per cursor, the read-ahead cell of a subscriber that fetches several messages per
+    /// visit: how many fetched messages it has not yet handed to its user. Its true
+    /// position is `cursors[i] - ahead`. Written by the subscriber alone, also outside the
+    /// lock (it only ever shrinks there, so a stale read is a lower bound of the true
+    /// position, which is what retention needs).
+    ahead: Vec<Option<Arc<Padded<AtomicUsize>>>>,
     cursor_free: Vec<usize>,
     /// A lower bound of the smallest position in `cursors`.
     min_hint: u64,
@@ -69,6 +77,8 @@ pub(crate) struct Log<T> {
     /// Groups reading this partition, indexed by the group's id on this partition.
     pub(crate) groups: Vec<Option<GroupPart>>,
     pub(crate) subscribers: usize,
+    /// The most room any parked publisher needs (0 when none is parked).
+    park_need: u64,
     last_ts: u64,
     pub(crate) published: u64,
     pub(crate) delivered: u64,
@@ -89,12 +99,14 @@ impl<T> Log<T> {
             high: 0,
             closed: false,
             cursors: Vec::new(),
+            ahead: Vec::new(),
             cursor_free: Vec::new(),
             min_hint: UNUSED,
             subs: WaiterList::new(),
             pubs: WaiterList::new(),
             groups: Vec::new(),
             subscribers: 0,
+            park_need: 0,
             last_ts: 0,
             published: 0,
             delivered: 0,
@@ -117,35 +129,100 @@ impl<T> Log<T> {
 
     /// Attaches a reader at `pos` and returns its cursor index.
     pub(crate) fn add_cursor(&mut self, pos: u64) -> usize {
+        self.add_reader(pos, None)
+    }
+
+    /// Attaches a reader at `pos` with an optional read-ahead cell (see `ahead`).
+    pub(crate) fn add_reader(
+        &mut self,
+        pos: u64,
+        ahead: Option<Arc<Padded<AtomicUsize>>>,
+    ) -> usize {
         self.min_hint = self.min_hint.min(pos);
         match self.cursor_free.pop() {
             Some(i) => {
                 self.cursors[i] = pos;
+                self.ahead[i] = ahead;
                 i
             }
             None => {
                 self.cursors.push(pos);
+                self.ahead.push(ahead);
                 self.cursors.len() - 1
             }
+        }
+    }
+
+    /// Messages a cursor fetched but has not handed over yet (0 without read-ahead).
+    #[inline]
+    fn unread(&self, cursor: usize) -> u64 {
+        match &self.ahead[cursor] {
+            Some(cell) => cell.0.load(Ordering::Relaxed) as u64,
+            None => 0,
+        }
+    }
+
+    /// Forgets a cursor's read-ahead: the messages it fetched and never handed over were
+    /// not delivered after all.
+    fn discard_ahead(&mut self, cursor: usize) {
+        let unread = self.unread(cursor);
+        self.delivered -= unread;
+        if let Some(cell) = &self.ahead[cursor] {
+            cell.0.store(0, Ordering::Relaxed);
         }
     }
 
     /// Detaches a reader. Its hold on the log is released.
     pub(crate) fn remove_cursor(&mut self, cursor: usize) {
         debug_assert_ne!(self.cursors[cursor], UNUSED);
+        self.discard_ahead(cursor);
         self.cursors[cursor] = UNUSED;
+        self.ahead[cursor] = None;
         self.cursor_free.push(cursor);
     }
 
+    /// A reader's true position: the next offset its user receives.
     #[inline]
     pub(crate) fn cursor(&self, cursor: usize) -> u64 {
-        self.cursors[cursor]
+        self.cursors[cursor] - self.unread(cursor)
     }
 
-    /// Moves a reader to `pos` (a seek: may go backwards).
+    /// Moves a reader to `pos` (a seek: may go backwards), dropping its read-ahead; the
+    /// reader empties its own buffer.
     pub(crate) fn set_cursor(&mut self, cursor: usize, pos: u64) {
+        self.discard_ahead(cursor);
         self.min_hint = self.min_hint.min(pos);
         self.cursors[cursor] = pos;
+    }
+
+    /// Reads up to `max` messages after a reader's fetched end into `buf`, for a reader
+    /// with a read-ahead cell, and records how many it now holds unread. Only called
+    /// where retention cannot pass the reader (no TTL, no `DropOldest`), right after a
+    /// read at that cursor succeeded, so the reads cannot lag.
+    pub(crate) fn read_ahead(
+        &mut self,
+        cursor: usize,
+        max: usize,
+        buf: &mut alloc::collections::VecDeque<Entry<T>>,
+    ) where
+        T: Clone,
+    {
+        let Some(cell) = self.ahead[cursor].clone() else {
+            return;
+        };
+        while buf.len() < max && self.cursors[cursor] < self.high {
+            match self.read(cursor) {
+                Read::Message(e) => buf.push_back(e),
+                Read::Lagged(_) | Read::Empty => break,
+            }
+        }
+        cell.0.store(buf.len(), Ordering::Relaxed);
+    }
+
+    /// Messages handed to readers (read-ahead not yet handed over is not counted).
+    pub(crate) fn delivered(&self) -> u64 {
+        let unread: u64 = (0..self.ahead.len()).map(|c| self.unread(c)).sum();
+        self.delivered - unread
     }
 
     /// How many of the oldest messages no attached reader still needs, recomputing the
@@ -155,7 +232,12 @@ impl<T> Log<T> {
         if bound >= need {
             return bound;
         }
-        self.min_hint = self.cursors.iter().copied().min().unwrap_or(UNUSED);
+        // Readers' read-ahead cells may be stale here, which only understates the room;
+        // a publisher about to park counts again after a fence (`Shared::park_publisher`).
+        self.min_hint = (0..self.cursors.len())
+            .map(|c| self.cursors[c] - self.unread(c))
+            .min()
+            .unwrap_or(UNUSED);
         self.min_hint.min(self.high).saturating_sub(self.low)
     }
 
@@ -269,17 +351,51 @@ impl<T> Log<T> {
         more
     }
 
-    /// Collects publishers' wakers for as many slots as are free now.
+    /// How much room parked publishers wait for before any of them is woken: the most
+    /// any of them needs, but at least `wake_batch` (see [`Log::wake_batch`]).
+    #[inline]
+    pub(crate) fn park_need(&self) -> u64 {
+        self.park_need.max(self.wake_batch())
+    }
+
+    /// Back-pressure is released in batches: a publisher parked on a full `Block`
+    /// partition is woken once readers have freed `capacity / 16` slots (1 to 64), not for
+    /// every slot, so that a publisher faster than its readers parks once per batch
+    /// instead of once per message. Small logs (under 32 slots) wake for every slot.
+    #[inline]
+    pub(crate) fn wake_batch(&self) -> u64 {
+        (self.capacity / 16).clamp(1, 64)
+    }
+
+    /// Records that a publisher needing `need` slots parks.
+    pub(crate) fn note_parked(&mut self, need: u64) {
+        self.park_need = self.park_need.max(need);
+    }
+
+    /// The smallest position the slowest reader must reach for the parked publishers'
+    /// room to be free: `high + park_need - capacity`.
+    pub(crate) fn wake_position(&self) -> u64 {
+        (self.high + self.park_need()).saturating_sub(self.capacity)
+    }
+
+    /// Collects publishers' wakers once enough room is free (see [`Log::wake_batch`]).
     ///
     /// Called after anything that may free room (a reader moving, a reader leaving, TTL
-    /// expiry) and after a publish that left room: as long as a publisher waits while a
-    /// slot is free, some waiter is woken. A woken publisher that finds the room taken by
-    /// a faster one parks again and is woken by the next such event.
+    /// expiry) and after a publish that left room: as long as publishers wait while the
+    /// room they wait for is free, they are woken, as many as there are free slots. A
+    /// woken publisher that finds the room taken by a faster one parks again and is
+    /// woken by the next such event.
     pub(crate) fn notify_publishers(&mut self, overflow: Overflow, out: &mut WakeList) {
         if self.pubs.waiting() > 0 {
-            let free = self.free_slots(overflow, 1);
-            self.pubs
-                .notify_many(free.min(usize::MAX as u64) as usize, out);
+            let need = self.park_need();
+            let free = self.free_slots(overflow, need);
+            if free >= need {
+                self.pubs
+                    .notify_many(free.min(usize::MAX as u64) as usize, out);
+            }
+        }
+        if self.pubs.waiting() == 0 {
+            self.park_need = 0;
         }
     }
 

@@ -129,7 +129,7 @@ impl<T> Topic<T> {
                 high: log.high,
                 depth: log.len(),
                 published: log.published,
-                delivered: log.delivered,
+                delivered: log.delivered(),
                 evicted: log.evicted,
                 expired: log.expired,
                 subscribers: log.subscribers,

@@ -4,6 +4,7 @@
 //! A subscriber's positions live in the partitions' logs (so `Block` retention can see
 //! them); the subscriber itself holds only indexes into them and its waiter keys.
 
+use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::fmt;
 use core::future::Future;
@@ -14,7 +15,7 @@ use crate::config::StartAt;
 use crate::error::{Error, Lagged, RecvError, TryRecvError};
 use crate::log::{Entry, Log, Read};
 use crate::message::Message;
-use crate::sync::Arc;
+use crate::sync::{Arc, AtomicUsize, Ordering, Padded};
 use crate::topic::{Shared, Topic};
 use crate::wait::{WaitKey, WakeList};
 
@@ -41,11 +42,41 @@ pub(crate) fn start_position<T>(log: &Log<T>, p: usize, start: StartAt) -> Resul
     }
 }
 
+/// How many messages a subscriber fetches per visit to a partition, at most.
+///
+/// Fetching several per lock is what lets one publisher and several subscribers share a
+/// partition without taking turns on its lock for every message. It is invisible to
+/// users: the subscriber's position, its lag, `Block`/`Reject` retention and the
+/// `delivered` counters all count only what was handed to the user (see `Log::ahead`).
+const READ_AHEAD: usize = 32;
+
 #[derive(Debug)]
-struct SubPart {
+struct SubPart<T> {
     p: usize,
     cursor: usize,
     key: Option<WaitKey>,
+    /// Messages fetched and not yet handed over, in offset order (read-ahead only).
+    buf: VecDeque<Entry<T>>,
+    /// The last wake position acted on (see [`Shared::ahead_consumed`]).
+    seen_wake: usize,
+    /// How many of them there are, shared with the log; `None` where the topic's
+    /// retention could drop a message a reader has not taken (a TTL or `DropOldest`):
+    /// there every message is read under the lock, so that nothing fetched early is
+    /// handed over after the log would have reported it missed.
+    ahead: Option<Arc<Padded<AtomicUsize>>>,
+}
+
+impl<T> SubPart<T> {
+    /// Hands over the next fetched message, if any, without the lock.
+    #[inline]
+    fn pop_ahead(&mut self, shared: &Shared<T>) -> Option<Entry<T>> {
+        let e = self.buf.pop_front()?;
+        if let Some(cell) = &self.ahead {
+            cell.0.store(self.buf.len(), Ordering::Relaxed);
+            shared.ahead_consumed(self.p, e.offset + 1, &mut self.seen_wake);
+        }
+        Some(e)
+    }
 }
 
 /// A broadcast reader: receives every message published to the partitions it reads,
@@ -59,10 +90,13 @@ struct SubPart {
 /// when the topic is closed and drained.
 pub struct Subscriber<T> {
     shared: Arc<Shared<T>>,
-    parts: Vec<SubPart>,
+    parts: Vec<SubPart<T>>,
     next: usize,
     waiting: bool,
 }
+
+// Nothing in a subscriber is pinned: its buffered values are plain owned data.
+impl<T> Unpin for Subscriber<T> {}
 
 impl<T> fmt::Debug for Subscriber<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -111,18 +145,23 @@ impl<T> Subscriber<T> {
             .subscribers
             .fetch_add(1, crate::sync::Ordering::Relaxed);
         let now = shared.now();
+        let read_ahead = shared.ttl.is_none() && shared.overflow != crate::Overflow::DropOldest;
         for p in ps {
             let mut wl = WakeList::new();
             let mut log = shared.parts[p].log.lock();
             shared.expire(&mut log, now, &mut wl);
             // On error, `sub` is dropped and detaches from the partitions done so far.
             let pos = start_position(&log, p, start)?;
-            let cursor = log.add_cursor(pos);
+            let ahead = read_ahead.then(|| Arc::new(Padded(AtomicUsize::new(0))));
+            let cursor = log.add_reader(pos, ahead.clone());
             log.subscribers += 1;
             sub.parts.push(SubPart {
                 p,
                 cursor,
                 key: None,
+                buf: VecDeque::new(),
+                seen_wake: 0,
+                ahead,
             });
         }
         Ok(sub)
@@ -174,7 +213,7 @@ impl<T> Subscriber<T> {
     /// [`Error::PartitionOutOfRange`] if the subscriber does not read `partition`,
     /// [`Error::OffsetOutOfRange`] if `offset` is past the end.
     pub fn seek_partition(&mut self, partition: u32, offset: u64) -> Result<(), Error> {
-        let Some(sp) = self.parts.iter().find(|sp| sp.p == partition as usize) else {
+        let Some(sp) = self.parts.iter_mut().find(|sp| sp.p == partition as usize) else {
             return Err(Error::PartitionOutOfRange {
                 partition,
                 partitions: self.shared.partition_count(),
@@ -184,7 +223,10 @@ impl<T> Subscriber<T> {
         let mut log = self.shared.parts[sp.p].log.lock();
         let pos = start_position(&log, sp.p, StartAt::Offset(offset))?;
         log.set_cursor(sp.cursor, pos);
+        let stale = core::mem::take(&mut sp.buf);
         self.shared.reader_advanced(&mut log, &mut wl);
+        drop(log);
+        drop(stale);
         Ok(())
     }
 
@@ -199,12 +241,15 @@ impl<T> Subscriber<T> {
         for sp in &self.parts {
             start_position(&self.shared.parts[sp.p].log.lock(), sp.p, start)?;
         }
-        for sp in &self.parts {
+        for sp in &mut self.parts {
             let mut wl = WakeList::new();
             let mut log = self.shared.parts[sp.p].log.lock();
             let pos = start_position(&log, sp.p, start)?;
             log.set_cursor(sp.cursor, pos);
+            let stale = core::mem::take(&mut sp.buf);
             self.shared.reader_advanced(&mut log, &mut wl);
+            drop(log);
+            drop(stale);
         }
         Ok(())
     }
@@ -215,17 +260,26 @@ impl<T> Subscriber<T> {
         T: Clone,
     {
         let shared = &*self.shared;
-        let now = shared.now();
         let n = self.parts.len();
+        // The clock is read once, and only if some partition must be visited.
+        let mut now = None;
         let mut all_closed = true;
         for k in 0..n {
             let idx = (self.next + k) % n;
             let sp = &mut self.parts[idx];
+            if let Some(e) = sp.pop_ahead(shared) {
+                let m = to_message(sp.p, e, shared.clock.is_some());
+                self.next = idx + 1;
+                self.cancel_wait();
+                return Poll::Ready(Ok(m));
+            }
+            let now = *now.get_or_insert_with(|| shared.now());
             let mut wl = WakeList::new();
             let mut log = shared.parts[sp.p].log.lock();
             shared.expire(&mut log, now, &mut wl);
             match log.read(sp.cursor) {
                 Read::Message(e) => {
+                    log.read_ahead(sp.cursor, READ_AHEAD - 1, &mut sp.buf);
                     log.subs.settle(sp.key);
                     shared.reader_advanced(&mut log, &mut wl);
                     drop(log);
@@ -275,7 +329,7 @@ impl<T> Subscriber<T> {
         }
         let shared = &*self.shared;
         let clocked = shared.clock.is_some();
-        let now = shared.now();
+        let mut now = None;
         let n = self.parts.len();
         let mut got = 0;
         let mut all_closed = true;
@@ -285,6 +339,24 @@ impl<T> Subscriber<T> {
             }
             let idx = (self.next + k) % n;
             let sp = &mut self.parts[idx];
+            let drained = !sp.buf.is_empty();
+            if drained {
+                // Fetched earlier: these come first, in order.
+                let take = sp.buf.len().min(limit - got);
+                buf.extend(sp.buf.drain(..take).map(|e| to_message(sp.p, e, clocked)));
+                got += take;
+                if let Some(cell) = &sp.ahead {
+                    cell.0.store(sp.buf.len(), Ordering::Relaxed);
+                }
+                all_closed = false;
+                self.next = idx + 1;
+                if got == limit || !sp.buf.is_empty() {
+                    let pos = buf.last().map_or(0, |m| m.offset + 1);
+                    shared.ahead_consumed(sp.p, pos, &mut sp.seen_wake);
+                    break;
+                }
+            }
+            let now = *now.get_or_insert_with(|| shared.now());
             let mut wl = WakeList::new();
             let mut log = shared.parts[sp.p].log.lock();
             shared.expire(&mut log, now, &mut wl);
@@ -310,7 +382,7 @@ impl<T> Subscriber<T> {
                     Read::Empty => break,
                 }
             }
-            if log.cursor(sp.cursor) != old {
+            if drained || log.cursor(sp.cursor) != old {
                 log.subs.settle(sp.key);
                 shared.reader_advanced(&mut log, &mut wl);
                 self.next = idx + 1;

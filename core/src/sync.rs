@@ -5,14 +5,14 @@
 //! mutex. Nothing outside this module names a concrete lock type.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicUsize, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::sync::Arc;
 
 #[cfg(not(loom))]
 pub(crate) use alloc::sync::Arc;
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicUsize, Ordering};
+pub(crate) use core::sync::atomic::{fence, AtomicUsize, Ordering};
 
 /// A mutex whose `lock` cannot fail.
 ///
@@ -63,3 +63,9 @@ impl<T> Mutex<T> {
         }
     }
 }
+
+/// Keeps a value on its own cache line (128 bytes also covers adjacent-line prefetching),
+/// for atomics written often by one thread and read by others.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub(crate) struct Padded<T>(pub(crate) T);

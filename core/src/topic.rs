@@ -22,11 +22,30 @@ use crate::group::GroupShared;
 use crate::log::Log;
 use crate::message::Receipt;
 use crate::route::{key_partition, Router};
-use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
+use crate::sync::{Arc, AtomicUsize, Mutex, Ordering, Padded};
 use crate::wait::{WaitKey, WakeList};
+
+/// Encodes a wake position for [`Partition::wake_at`] as its low bits plus one, never 0
+/// (the one position that would wrap to 0 is stored one lower, which is only earlier).
+/// Comparisons are by wrapping difference, exact while positions are within
+/// `isize::MAX` of each other, which retained positions always are.
+#[inline]
+fn encode_wake(pos: u64) -> usize {
+    match (pos as usize).wrapping_add(1) {
+        0 => usize::MAX,
+        e => e,
+    }
+}
 
 pub(crate) struct Partition<T> {
     pub(crate) log: Mutex<Log<T>>,
+    /// Non-zero while a publisher may be parked on this partition: the position (plus
+    /// one, see [`encode_wake`]) the slowest reader must reach for its room to be free,
+    /// or a lower one. Written under the lock by a parking publisher and by readers that
+    /// find publishers still waiting; subscribers that hand over read-ahead messages
+    /// without the lock read it (see [`Shared::ahead_consumed`]). On its own cache line:
+    /// it is read for every such message and must not share a line with the lock word.
+    pub(crate) wake_at: Padded<AtomicUsize>,
 }
 
 /// Everything readers and publishers of one topic share.
@@ -108,6 +127,60 @@ impl<T> Shared<T> {
                 break;
             }
         }
+    }
+
+    /// Parks a publisher needing `need` slots of partition `p` (its log locked).
+    ///
+    /// Returns `false` if room appeared meanwhile (the caller retries at once): a
+    /// subscriber may have handed over read-ahead messages without the lock. The wake
+    /// position is published before the room is counted again, and the count reads the
+    /// subscribers' cells after a full fence, paired with the one in
+    /// [`Shared::ahead_consumed`]: either this count sees the room, or that subscriber
+    /// sees the publisher parked (and wakes it once enough room is free).
+    pub(crate) fn park_publisher(
+        &self,
+        p: usize,
+        log: &mut Log<T>,
+        need: u64,
+        key: &mut Option<WaitKey>,
+        waker: &Waker,
+    ) -> bool {
+        log.pubs.register(key, waker);
+        log.note_parked(need);
+        self.parts[p]
+            .wake_at
+            .0
+            .store(encode_wake(log.wake_position()), Ordering::Relaxed);
+        crate::sync::fence(Ordering::SeqCst);
+        log.free_slots(self.overflow, need) < need
+    }
+
+    /// Called by a subscriber after it handed over read-ahead messages without the lock
+    /// (its cell already updated) and now stands at `pos` in partition `p`. `seen` is the
+    /// subscriber's memory of the last wake position it acted on.
+    ///
+    /// Takes the lock only if a publisher is parked and this subscriber has just reached
+    /// the position at which that publisher's room would be free; whichever reader is
+    /// the last to get there finds the room and wakes it. A subscriber acts on one wake
+    /// position once, so readers ahead of the slowest do not lock for every message.
+    #[inline]
+    pub(crate) fn ahead_consumed(&self, p: usize, pos: u64, seen: &mut usize) {
+        crate::sync::fence(Ordering::SeqCst);
+        let part = &self.parts[p];
+        let at = part.wake_at.0.load(Ordering::Relaxed);
+        if at == 0 || at == *seen || ((pos as usize).wrapping_sub(at - 1) as isize) < 0 {
+            return;
+        }
+        *seen = at;
+        let mut wl = WakeList::new();
+        let mut log = part.log.lock();
+        log.notify_publishers(self.overflow, &mut wl);
+        let at = if log.pubs.waiting() == 0 {
+            0
+        } else {
+            encode_wake(log.wake_position())
+        };
+        part.wake_at.0.store(at, Ordering::Relaxed);
     }
 
     /// After a reader moved, wakes publishers if room may have been freed. Called with
@@ -205,26 +278,29 @@ impl<T> Shared<T> {
                 Log::<T>::unregister(&mut log.pubs, key, &mut wl);
                 return Attempt::Done(Err(PublishError::Closed(v)));
             }
-            match log.append(v, now, self.overflow) {
-                Ok((offset, old)) => {
-                    // Our notification (if any) is consumed by this publish; if room is
-                    // left, the next waiting publisher gets its turn.
-                    drop(log.pubs.remove(key));
-                    log.notify_publishers(self.overflow, &mut wl);
-                    let more = log.notify_readers(1, &mut wl);
-                    (offset, old, more)
-                }
-                Err(v) => {
-                    return match waker {
+            let mut v = v;
+            loop {
+                match log.append(v, now, self.overflow) {
+                    Ok((offset, old)) => {
+                        // Our notification (if any) is consumed by this publish; if room
+                        // is left, the next waiting publisher gets its turn.
+                        drop(log.pubs.remove(key));
+                        log.notify_publishers(self.overflow, &mut wl);
+                        let more = log.notify_readers(1, &mut wl);
+                        break (offset, old, more);
+                    }
+                    Err(back) => match waker {
                         Some(w) if self.overflow == Overflow::Block => {
-                            log.pubs.register(key, w);
-                            Attempt::Parked(v)
+                            if self.park_publisher(p, &mut log, 1, key, w) {
+                                return Attempt::Parked(back);
+                            }
+                            v = back;
                         }
                         _ => {
                             Log::<T>::unregister(&mut log.pubs, key, &mut wl);
-                            Attempt::Done(Err(PublishError::Full(v)))
+                            return Attempt::Done(Err(PublishError::Full(back)));
                         }
-                    };
+                    },
                 }
             }
         };
@@ -288,24 +364,25 @@ impl<T> Shared<T> {
                     offset: log.high,
                 }));
             }
-            match log.append_batch(&mut batch, now, self.overflow, &mut olds) {
-                Some(first) => {
-                    drop(log.pubs.remove(key));
-                    log.notify_publishers(self.overflow, &mut wl);
-                    let more = log.notify_readers(n, &mut wl);
-                    (first, more)
-                }
-                None => {
-                    return match waker {
+            loop {
+                match log.append_batch(&mut batch, now, self.overflow, &mut olds) {
+                    Some(first) => {
+                        drop(log.pubs.remove(key));
+                        log.notify_publishers(self.overflow, &mut wl);
+                        let more = log.notify_readers(n, &mut wl);
+                        break (first, more);
+                    }
+                    None => match waker {
                         Some(w) if self.overflow == Overflow::Block => {
-                            log.pubs.register(key, w);
-                            Attempt::Parked(batch)
+                            if self.park_publisher(p, &mut log, n as u64, key, w) {
+                                return Attempt::Parked(batch);
+                            }
                         }
                         _ => {
                             Log::<T>::unregister(&mut log.pubs, key, &mut wl);
-                            Attempt::Done(Err(PublishError::Full(batch)))
+                            return Attempt::Done(Err(PublishError::Full(batch)));
                         }
-                    };
+                    },
                 }
             }
         };
@@ -425,6 +502,7 @@ impl<T> Topic<T> {
             let log = Log::new(config.capacity).ok_or_else(|| too_large.clone())?;
             parts.push(Partition {
                 log: Mutex::new(log),
+                wake_at: Padded(AtomicUsize::new(0)),
             });
         }
         Ok(Self {

@@ -206,6 +206,53 @@ fn block_publisher_is_woken_when_the_reader_advances() {
 }
 
 #[test]
+fn block_publisher_is_woken_when_the_reader_hands_over_read_ahead() {
+    // The subscriber fetches 0 and 1 in one visit; the publisher of 3 parks on the full
+    // log while the subscriber hands 1 over without the lock. Either the publisher's
+    // count after raising its flag sees the room, or the subscriber sees the flag.
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(2).unwrap();
+        let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+        topic.try_publish(0).unwrap();
+        topic.try_publish(1).unwrap();
+        assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+        topic.try_publish(2).unwrap();
+        let publisher = {
+            let topic = topic.clone();
+            thread::spawn(move || block_on(topic.publish(3)).unwrap().offset)
+        };
+        assert_eq!(sub.try_recv().unwrap().into_value(), 1);
+        assert_eq!(publisher.join().unwrap(), 3);
+        assert_eq!(sub.try_recv().unwrap().into_value(), 2);
+        assert_eq!(sub.try_recv().unwrap().into_value(), 3);
+    });
+}
+
+#[test]
+fn block_publisher_is_woken_by_the_last_of_two_readers_handing_over_read_ahead() {
+    // Two subscribers hold read-ahead; the publisher needs both to move. Whichever hands
+    // over last must find the room, wherever the publisher's parking falls.
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(2).unwrap();
+        let mut a = topic.subscribe(StartAt::Earliest).unwrap();
+        let mut b = topic.subscribe(StartAt::Earliest).unwrap();
+        topic.try_publish(0).unwrap();
+        topic.try_publish(1).unwrap();
+        assert_eq!(a.try_recv().unwrap().into_value(), 0);
+        assert_eq!(b.try_recv().unwrap().into_value(), 0);
+        topic.try_publish(2).unwrap();
+        let publisher = {
+            let topic = topic.clone();
+            thread::spawn(move || block_on(topic.publish(3)).unwrap().offset)
+        };
+        let reader = thread::spawn(move || a.try_recv().unwrap().into_value());
+        assert_eq!(b.try_recv().unwrap().into_value(), 1);
+        assert_eq!(reader.join().unwrap(), 1);
+        assert_eq!(publisher.join().unwrap(), 3);
+    });
+}
+
+#[test]
 fn block_publisher_is_woken_when_the_reader_leaves() {
     model(|| {
         let topic = Topic::<u32>::with_capacity(1).unwrap();

@@ -497,3 +497,72 @@ fn overflow_is_reported() {
     }
     assert_eq!(Overflow::default(), Overflow::Block);
 }
+
+#[test]
+fn block_parked_publisher_is_woken_once_a_batch_of_slots_is_free() {
+    // Capacity 64: parked publishers wait for 64 / 16 = 4 free slots, not 1.
+    let topic = topic::<u32>(64, Overflow::Block);
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    for i in 0..64 {
+        topic.try_publish(i).unwrap();
+    }
+    let (wakes, waker) = counting_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut publish = pin!(topic.publish(64));
+    assert!(publish.as_mut().poll(&mut cx).is_pending());
+    for i in 0..3 {
+        assert_eq!(sub.try_recv().unwrap().into_value(), i);
+        assert_eq!(
+            wakes.0.load(Ordering::SeqCst),
+            0,
+            "woken after {} slots",
+            i + 1
+        );
+    }
+    assert_eq!(sub.try_recv().unwrap().into_value(), 3);
+    assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
+    assert!(publish.as_mut().poll(&mut cx).is_ready());
+}
+
+#[test]
+fn small_logs_wake_a_parked_publisher_for_every_slot() {
+    let topic = topic::<u32>(16, Overflow::Block);
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    for i in 0..16 {
+        topic.try_publish(i).unwrap();
+    }
+    let (wakes, waker) = counting_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut publish = pin!(topic.publish(16));
+    assert!(publish.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+    assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
+    assert_eq!(block_on(publish).unwrap().offset, 16);
+}
+
+#[test]
+fn read_ahead_is_invisible_in_positions_lag_stats_and_room() {
+    // A subscriber fetches several messages per visit; none of it shows: its position,
+    // lag, the delivered count and the room under Reject count only what it took.
+    let topic = topic::<u32>(8, Overflow::Reject);
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    for i in 0..8 {
+        topic.try_publish(i).unwrap();
+    }
+    assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+    assert_eq!(sub.position(0), Some(1));
+    assert_eq!(sub.lag(), 7);
+    assert_eq!(topic.stats().delivered, 1);
+    topic.try_publish(8).unwrap();
+    assert!(matches!(topic.try_publish(9), Err(PublishError::Full(9))));
+    assert_eq!(sub.try_recv().unwrap().into_value(), 1);
+    topic.try_publish(9).unwrap();
+    // Seeking back drops what was fetched; the count goes with it.
+    sub.seek(2).unwrap();
+    assert_eq!(topic.stats().delivered, 2);
+    assert_eq!(sub.try_recv().unwrap().into_value(), 2);
+    assert_eq!(sub.position(0), Some(3));
+    // Dropping a subscriber with fetched messages uncounts them too.
+    drop(sub);
+    assert_eq!(topic.stats().delivered, 3);
+}
