@@ -379,7 +379,7 @@ impl<T> Consumer<T> {
             self.waiting = false;
             return Poll::Ready(Err(RecvError::Closed));
         }
-        let shared = self.shared.clone();
+        let shared = &*self.shared;
         let clocked = shared.clock.is_some();
         let now = shared.now();
         let n = self.assigned.len();
