@@ -704,7 +704,12 @@ impl<T> AckConsumer<T> {
                 g.waiters.settle(*key);
                 log.delivered += 1;
                 match log.entry_at(offset) {
-                    Some(e) => Take::Delivered(to_message(p, e, true), attempt),
+                    Some(e) => {
+                        // Stamped only if the topic has a clock: the group's own clock
+                        // (for leases) does not stamp messages.
+                        let clocked = shared.clock.is_some();
+                        Take::Delivered(to_message(p, e, clocked), attempt)
+                    }
                     // Checked `offset >= low` above under the same lock.
                     None => Take::Nothing,
                 }

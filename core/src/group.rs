@@ -15,6 +15,7 @@
 //! drained, not just the member's own partitions: until then a member that finished
 //! early waits, because a rebalance may still hand it a partition with messages.
 
+use alloc::collections::VecDeque;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
@@ -24,10 +25,10 @@ use core::task::{Context, Poll, Waker};
 
 use crate::config::StartAt;
 use crate::error::{Error, RecvError, TryRecvError};
-use crate::log::{Log, Read};
+use crate::log::{Entry, Log, Read, REVOKED};
 use crate::message::Message;
 use crate::subscriber::{start_position, to_message};
-use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
+use crate::sync::{Arc, AtomicUsize, Mutex, Ordering, Padded};
 use crate::topic::{Shared, Topic};
 use crate::wait::{WaitKey, WaiterList, WakeList};
 
@@ -183,6 +184,12 @@ impl<T> Topic<T> {
             id
         };
         shared.wake_group(&group);
+        // Read-ahead only where a partition has one reader in the group (more than one
+        // partition) and retention can never pass an unread message (see `Ahead`).
+        let read_ahead = !explicit
+            && shared.parts.len() > 1
+            && shared.ttl.is_none()
+            && shared.overflow != crate::Overflow::DropOldest;
         Ok(Consumer {
             shared: shared.clone(),
             group,
@@ -194,6 +201,11 @@ impl<T> Topic<T> {
             next: 0,
             waiting: false,
             deleted: false,
+            ahead: if read_ahead {
+                (0..shared.parts.len()).map(|_| Ahead::default()).collect()
+            } else {
+                Vec::new()
+            },
         })
     }
 
@@ -291,7 +303,73 @@ pub struct Consumer<T> {
     pub(crate) next: usize,
     pub(crate) waiting: bool,
     deleted: bool,
+    /// Read-ahead per partition, indexed by partition; empty if this member does not
+    /// read ahead.
+    ahead: Vec<Ahead<T>>,
 }
+
+/// How many messages a member fetches per visit to a partition it reads alone.
+const READ_AHEAD: usize = 32;
+
+/// A member's read-ahead on one partition.
+///
+/// On a topic of several partitions each partition has one reader in the group, so a
+/// member may fetch up to [`READ_AHEAD`] messages per visit and hand them over without
+/// the lock. Its cell, attached to the group's cursor, counts what it has not handed
+/// over: the group's committed position, its lag, the delivered counts and `Block`
+/// retention all count only what was handed over. When another member comes to read
+/// the partition (a rebalance), or this one leaves, the unread messages are taken back
+/// into the log under the lock (`Log::revoke_ahead`): each is handed over exactly once,
+/// by this member before the revocation or by the next reader after it.
+struct Ahead<T> {
+    buf: VecDeque<Entry<T>>,
+    cell: Option<Arc<Padded<AtomicUsize>>>,
+    /// The last wake position acted on (see `Shared::ahead_consumed`).
+    seen_wake: usize,
+}
+
+impl<T> Default for Ahead<T> {
+    fn default() -> Self {
+        Self {
+            buf: VecDeque::new(),
+            cell: None,
+            seen_wake: 0,
+        }
+    }
+}
+
+impl<T> Ahead<T> {
+    /// Hands over the next fetched message without the lock, unless it was taken back.
+    fn pop(&mut self, shared: &Shared<T>, p: usize) -> Option<Entry<T>> {
+        let cell = self.cell.as_ref()?;
+        let mut cur = cell.0.load(Ordering::Acquire);
+        loop {
+            if cur == REVOKED {
+                // Taken back into the log: what was fetched is someone else's now.
+                self.cell = None;
+                self.buf.clear();
+                return None;
+            }
+            if cur == 0 {
+                return None;
+            }
+            match cell
+                .0
+                .compare_exchange_weak(cur, cur - 1, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => break,
+                Err(now) => cur = now,
+            }
+        }
+        // The cell counts the buffer while it is attached, so this is the next one.
+        let e = self.buf.pop_front()?;
+        shared.ahead_consumed(p, e.offset + 1, &mut self.seen_wake);
+        Some(e)
+    }
+}
+
+// Nothing in a member is pinned: its buffered values are plain owned data.
+impl<T> Unpin for Consumer<T> {}
 
 impl<T> fmt::Debug for Consumer<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -342,16 +420,44 @@ impl<T> Consumer<T> {
                 members.deleted,
             )
         };
-        // Leave the wait lists of partitions that moved to another member.
+        // Leave the wait lists of partitions that moved to another member, and give
+        // back what was fetched from them.
         for p in 0..self.keys.len() {
-            if self.keys[p].is_some() && !assigned.contains(&p) {
-                self.unregister(p);
+            if !assigned.contains(&p) {
+                if self.keys[p].is_some() {
+                    self.unregister(p);
+                }
+                self.release_ahead(p);
             }
         }
         self.assigned = assigned;
         self.epoch = epoch;
         self.deleted = deleted;
         deleted
+    }
+
+    /// Takes this member's read-ahead on `p` back into the log (see [`Ahead`]).
+    fn release_ahead(&mut self, p: usize) {
+        let Some(a) = self.ahead.get_mut(p) else {
+            return;
+        };
+        let Some(cell) = a.cell.take() else {
+            return;
+        };
+        let stale = core::mem::take(&mut a.buf);
+        {
+            let mut log = self.shared.parts[p].log.lock();
+            let id = self.group.ids[p];
+            if let Some(cursor) = log.group_ref(id).map(|g| g.cursor) {
+                if log.ahead_is(cursor, &cell) {
+                    let back = log.revoke_ahead(cursor);
+                    if let Some(g) = log.group(id) {
+                        g.delivered -= back;
+                    }
+                }
+            }
+        }
+        drop(stale);
     }
 
     fn unregister(&mut self, p: usize) {
@@ -393,12 +499,45 @@ impl<T> Consumer<T> {
             }
             let idx = (self.next + k) % n;
             let p = self.assigned[idx];
+            // Fetched earlier: these come first, in order, without the lock.
+            if let Some(a) = self.ahead.get_mut(p) {
+                while got < limit {
+                    let Some(e) = a.pop(shared, p) else { break };
+                    let m = to_message(p, e, clocked);
+                    match buf.as_deref_mut() {
+                        Some(b) => b.push(m),
+                        None => single = Some(m),
+                    }
+                    got += 1;
+                    all_closed = false;
+                    self.next = idx + 1;
+                }
+                if got == limit {
+                    break;
+                }
+            }
             let mut wl = WakeList::new();
             let mut log = shared.parts[p].log.lock();
             shared.expire(&mut log, now, &mut wl);
-            let Some(cursor) = log.group_ref(self.group.ids[p]).map(|g| g.cursor) else {
+            let id = self.group.ids[p];
+            let Some(cursor) = log.group_ref(id).map(|g| g.cursor) else {
                 continue; // deleted: reported once `refresh` sees it
             };
+            if let Some(a) = self.ahead.get_mut(p) {
+                let mine = a.cell.as_ref().is_some_and(|c| log.ahead_is(cursor, c));
+                if !mine {
+                    // Another member read ahead here before a rebalance: its unread
+                    // messages come back to the log, to be read from here.
+                    let back = log.revoke_ahead(cursor);
+                    if let Some(g) = log.group(id) {
+                        g.delivered -= back;
+                    }
+                    let cell = Arc::new(Padded(AtomicUsize::new(0)));
+                    log.attach_ahead(cursor, cell.clone());
+                    a.cell = Some(cell);
+                    a.buf.clear();
+                }
+            }
             let old = log.cursor(cursor);
             if old < log.low && got > 0 {
                 all_closed = false;
@@ -428,13 +567,19 @@ impl<T> Consumer<T> {
             }
             let taken = log.cursor(cursor) - old;
             if taken > 0 {
-                if let Some(g) = log.group(self.group.ids[p]) {
-                    g.delivered += taken;
+                // Fetch ahead what this member will most likely ask for next.
+                let mut fetched = 0;
+                if let Some(a) = self.ahead.get_mut(p) {
+                    log.read_ahead(cursor, READ_AHEAD, &mut a.buf);
+                    fetched = a.buf.len() as u64;
+                }
+                if let Some(g) = log.group(id) {
+                    g.delivered += taken + fetched;
                     g.waiters.settle(self.keys[p]);
                     // More remain and others wait: pass the baton so nobody sleeps on
                     // a non-empty partition.
-                    if log.cursor(cursor) < log.high {
-                        if let Some(g) = log.group(self.group.ids[p]) {
+                    if log.fetched(cursor) < log.high {
+                        if let Some(g) = log.group(id) {
                             g.waiters.notify_one(&mut wl);
                         }
                     }
@@ -635,6 +780,8 @@ impl<T> Drop for Consumer<T> {
             if self.keys[p].is_some() {
                 self.unregister(p);
             }
+            // Before leaving: the next reader of `p` starts where this one's user stopped.
+            self.release_ahead(p);
         }
         let deleted = {
             let mut members = self.group.members.lock();

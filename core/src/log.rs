@@ -49,6 +49,9 @@ pub(crate) enum Read<T> {
 /// Position value marking an unused cursor slot: never the minimum of anything retained.
 const UNUSED: u64 = u64::MAX;
 
+/// Value of a read-ahead cell taken back by [`Log::revoke_ahead`].
+pub(crate) const REVOKED: usize = usize::MAX;
+
 #[derive(Debug)]
 pub(crate) struct Log<T> {
     ring: Box<[Option<Entry<T>>]>,
@@ -155,30 +158,61 @@ impl<T> Log<T> {
 
     /// Messages a cursor fetched but has not handed over yet (0 without read-ahead).
     #[inline]
-    fn unread(&self, cursor: usize) -> u64 {
+    pub(crate) fn unread(&self, cursor: usize) -> u64 {
         match &self.ahead[cursor] {
-            Some(cell) => cell.0.load(Ordering::Relaxed) as u64,
+            Some(cell) => match cell.0.load(Ordering::Relaxed) {
+                REVOKED => 0,
+                n => n as u64,
+            },
             None => 0,
         }
     }
 
-    /// Forgets a cursor's read-ahead: the messages it fetched and never handed over were
-    /// not delivered after all.
-    fn discard_ahead(&mut self, cursor: usize) {
-        let unread = self.unread(cursor);
+    /// Takes back a cursor's read-ahead: the messages it fetched and had not handed over
+    /// are not delivered after all, and the cursor's next read is its true position
+    /// again. The cell is marked revoked, so its owner (which may be handing a message
+    /// over right now, without the lock) either handed a message over before this or
+    /// finds the mark and drops what it fetched. Returns how many were taken back.
+    pub(crate) fn revoke_ahead(&mut self, cursor: usize) -> u64 {
+        let Some(cell) = self.ahead[cursor].take() else {
+            return 0;
+        };
+        let unread = match cell.0.swap(REVOKED, Ordering::AcqRel) {
+            REVOKED => 0,
+            n => n as u64,
+        };
         self.delivered -= unread;
-        if let Some(cell) = &self.ahead[cursor] {
-            cell.0.store(0, Ordering::Relaxed);
-        }
+        self.cursors[cursor] -= unread;
+        unread
+    }
+
+    /// Gives a group's cursor the read-ahead cell of the member now reading it (see
+    /// `ahead`); any previous one must have been revoked.
+    pub(crate) fn attach_ahead(&mut self, cursor: usize, cell: Arc<Padded<AtomicUsize>>) {
+        debug_assert!(self.ahead[cursor].is_none());
+        self.ahead[cursor] = Some(cell);
+    }
+
+    /// Whether `cell` is the read-ahead cell attached to `cursor`.
+    pub(crate) fn ahead_is(&self, cursor: usize, cell: &Arc<Padded<AtomicUsize>>) -> bool {
+        self.ahead[cursor]
+            .as_ref()
+            .is_some_and(|c| Arc::ptr_eq(c, cell))
     }
 
     /// Detaches a reader. Its hold on the log is released.
     pub(crate) fn remove_cursor(&mut self, cursor: usize) {
         debug_assert_ne!(self.cursors[cursor], UNUSED);
-        self.discard_ahead(cursor);
+        self.revoke_ahead(cursor);
         self.cursors[cursor] = UNUSED;
-        self.ahead[cursor] = None;
         self.cursor_free.push(cursor);
+    }
+
+    /// Where a reader's next read from the log starts (its true position plus what it
+    /// fetched ahead).
+    #[inline]
+    pub(crate) fn fetched(&self, cursor: usize) -> u64 {
+        self.cursors[cursor]
     }
 
     /// A reader's true position: the next offset its user receives.
@@ -187,10 +221,11 @@ impl<T> Log<T> {
         self.cursors[cursor] - self.unread(cursor)
     }
 
-    /// Moves a reader to `pos` (a seek: may go backwards), dropping its read-ahead; the
-    /// reader empties its own buffer.
+    /// Moves a reader to `pos` (a seek: may go backwards), taking back its read-ahead
+    /// (see [`Log::revoke_ahead`]); the reader empties its own buffer and attaches its
+    /// cell again on its next read.
     pub(crate) fn set_cursor(&mut self, cursor: usize, pos: u64) {
-        self.discard_ahead(cursor);
+        self.revoke_ahead(cursor);
         self.min_hint = self.min_hint.min(pos);
         self.cursors[cursor] = pos;
     }

@@ -140,7 +140,7 @@ impl<T> Topic<T> {
                     let pos = log.cursor(gp.cursor);
                     gs.committed.push(pos);
                     gs.lag += log.high.saturating_sub(pos);
-                    gs.delivered += gp.delivered;
+                    gs.delivered += gp.delivered - log.unread(gp.cursor);
                     if let Some(a) = &gp.acks {
                         gs.in_flight += a.unacked.len() as u64;
                         gs.redelivered += a.redelivered;

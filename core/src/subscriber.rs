@@ -67,6 +67,14 @@ struct SubPart<T> {
 }
 
 impl<T> SubPart<T> {
+    /// After a seek took back the read-ahead: the cell starts again, empty.
+    fn reattach(&mut self, log: &mut Log<T>) {
+        if let Some(cell) = &self.ahead {
+            cell.0.store(0, Ordering::Relaxed);
+            log.attach_ahead(self.cursor, cell.clone());
+        }
+    }
+
     /// Hands over the next fetched message, if any, without the lock.
     #[inline]
     fn pop_ahead(&mut self, shared: &Shared<T>) -> Option<Entry<T>> {
@@ -223,6 +231,7 @@ impl<T> Subscriber<T> {
         let mut log = self.shared.parts[sp.p].log.lock();
         let pos = start_position(&log, sp.p, StartAt::Offset(offset))?;
         log.set_cursor(sp.cursor, pos);
+        sp.reattach(&mut log);
         let stale = core::mem::take(&mut sp.buf);
         self.shared.reader_advanced(&mut log, &mut wl);
         drop(log);
@@ -246,6 +255,7 @@ impl<T> Subscriber<T> {
             let mut log = self.shared.parts[sp.p].log.lock();
             let pos = start_position(&log, sp.p, start)?;
             log.set_cursor(sp.cursor, pos);
+            sp.reattach(&mut log);
             let stale = core::mem::take(&mut sp.buf);
             self.shared.reader_advanced(&mut log, &mut wl);
             drop(log);

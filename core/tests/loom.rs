@@ -253,6 +253,47 @@ fn block_publisher_is_woken_by_the_last_of_two_readers_handing_over_read_ahead()
 }
 
 #[test]
+fn a_rebalance_takes_back_read_ahead_each_message_once() {
+    // A reads partition 1 alone and fetches ahead; B joins and is given partition 1.
+    // Whether A hands its fetched messages over (a stale view, before it sees the
+    // rebalance) or they are taken back for B, each is received exactly once.
+    model(|| {
+        let topic = Topic::<u32>::new(TopicConfig::new(4).partitions(2)).unwrap();
+        let mut a = topic.group("g", StartAt::Earliest).unwrap();
+        for v in 0..3 {
+            topic.try_publish_to(1, v).unwrap();
+        }
+        assert_eq!(a.try_recv().unwrap().into_value(), 0);
+        let joiner = {
+            let topic = topic.clone();
+            thread::spawn(move || {
+                let mut b = topic.group("g", StartAt::Earliest).unwrap();
+                let got: Vec<u32> = (0..2)
+                    .filter_map(|_| b.try_recv().ok())
+                    .map(|m| m.into_value())
+                    .collect();
+                (b, got)
+            })
+        };
+        let mut got: Vec<u32> = a
+            .try_recv()
+            .ok()
+            .map(|m| m.into_value())
+            .into_iter()
+            .collect();
+        let (mut b, from_b) = joiner.join().unwrap();
+        got.extend(from_b);
+        for _ in 0..2 {
+            got.extend(a.try_recv().ok().map(|m| m.into_value()));
+            got.extend(b.try_recv().ok().map(|m| m.into_value()));
+        }
+        got.sort_unstable();
+        assert_eq!(got, [1, 2]);
+        assert_eq!(topic.stats().groups[0].delivered, 3);
+    });
+}
+
+#[test]
 fn block_publisher_is_woken_when_the_reader_leaves() {
     model(|| {
         let topic = Topic::<u32>::with_capacity(1).unwrap();

@@ -334,3 +334,29 @@ fn messages_carry_their_partition() {
     got.sort_unstable();
     assert_eq!(got, [(0, 0), (1, 1), (2, 2), (3, 3)]);
 }
+
+#[test]
+fn a_members_read_ahead_is_invisible_and_goes_to_the_next_reader() {
+    // On a partitioned topic a member fetches several messages per visit. The group's
+    // committed position, lag and delivered count show only what it handed over, and
+    // when it leaves, the next member starts right after its last handed-over message.
+    let topic =
+        memq_core::Topic::<u32>::new(memq_core::TopicConfig::new(64).partitions(2)).unwrap();
+    let mut a = topic.group("g", memq_core::StartAt::Earliest).unwrap();
+    for v in 0..10 {
+        topic.try_publish_to(0, v).unwrap();
+    }
+    assert_eq!(a.try_recv().unwrap().into_value(), 0);
+    assert_eq!(a.try_recv().unwrap().into_value(), 1);
+    assert_eq!(a.committed(0).unwrap(), 2);
+    let stats = topic.stats();
+    assert_eq!(stats.groups[0].delivered, 2);
+    assert_eq!(stats.groups[0].lag, 8);
+    assert_eq!(stats.delivered, 2);
+    let mut b = topic.group("g", memq_core::StartAt::Earliest).unwrap();
+    drop(a);
+    let rest: Vec<u32> =
+        core::iter::from_fn(|| b.try_recv().ok().map(|m| m.into_value())).collect();
+    assert_eq!(rest, (2..10).collect::<Vec<_>>());
+    assert_eq!(topic.stats().groups[0].delivered, 10);
+}
