@@ -636,6 +636,45 @@ fn a_delivery_outlives_its_consumer_and_topic() {
     free(g);
 }
 
+/// A delivery carries a timestamp only if its topic stamps messages, as a subscriber's
+/// message does. Found by the `ffi_calls` fuzz target: deliveries from a topic without
+/// `MEMQ_TOPIC_TIMESTAMPS` or a TTL reported `has_timestamp` with a timestamp of 0.
+#[test]
+fn a_delivery_is_stamped_only_if_its_topic_is() {
+    for stamped in [false, true] {
+        let mut c = config(4, 1, memq_overflow::Block);
+        if stamped {
+            c.flags = MEMQ_TOPIC_TIMESTAMPS;
+        }
+        let t = topic_with(&c);
+        let member = ack_member(t, "g", &ack_config());
+        let s = subscribe(t, memq_start::Earliest);
+        publish(t, b"when");
+        let g = delivery(member, 0).unwrap();
+        let mut m = null_mut();
+        let (mut delivered, mut received) =
+            (memq_message_meta::default(), memq_message_meta::default());
+        // SAFETY: live handles and valid out-pointers; each handle freed once.
+        unsafe {
+            assert_eq!(memq_subscriber_recv(s, 0, &mut m, null_mut()), OK);
+            assert_eq!(memq_message_get_meta(m, &mut received), OK);
+            assert_eq!(memq_delivery_get_meta(g.d, &mut delivered), OK);
+            memq_message_free(m);
+            memq_subscriber_free(s);
+        }
+        assert_eq!(received.has_timestamp, stamped);
+        assert_eq!(delivered.has_timestamp, stamped, "stamped topic: {stamped}");
+        assert_eq!(delivered.timestamp_ns, received.timestamp_ns);
+        assert_eq!(ack(&g), OK);
+        free(g);
+        // SAFETY: live handles, each freed once.
+        unsafe {
+            memq_ack_consumer_free(member);
+            memq_topic_free(t);
+        }
+    }
+}
+
 #[test]
 fn settling_twice_is_lease_expired() {
     let t = topic(8);
