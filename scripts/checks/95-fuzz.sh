@@ -1,6 +1,8 @@
 # Fuzzing (cargo fuzz, libFuzzer, nightly): every target in fuzz/ (the codec decoders on
-# arbitrary bytes) for FUZZ_SECONDS (30) each, with debug assertions, starting from the
-# committed corpus in fuzz/corpus/<target>. New inputs go under the target directory, so
+# arbitrary bytes; ffi_calls, sequences of C ABI calls through memq-ffi's exports checked
+# against a model, every handle freed and leak-checked after each input) for FUZZ_SECONDS
+# (30) each, with debug assertions, starting from the committed corpus in
+# fuzz/corpus/<target>. New inputs go under the target directory, so
 # the committed corpus changes only when someone copies a find in; a crash is written to
 # fuzz/artifacts/<target>/, and so is an input that takes over 10 s.
 fuzz_tool() { # NAME VERSION: installs a pinned cargo subcommand if missing.
