@@ -26,7 +26,8 @@
 #![no_main]
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::ffi::{c_void, CStr};
+use std::ffi::{c_char, c_void, CStr};
+use std::fmt::Debug;
 use std::ptr::{null, null_mut, NonNull};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -53,6 +54,11 @@ const NAMES: [&CStr; 3] = [c"t0", c"t1", c"t2"];
 const GROUPS: [&CStr; 3] = [c"g0", c"g1", c"g2"];
 /// A name that is not UTF-8: `MEMQ_STATUS_INVALID_ARGUMENT`.
 const BAD_NAME: &CStr = c"g\xff\xfe";
+/// A receipt no call has written.
+const NO_RECEIPT: memq_receipt = memq_receipt {
+    offset: u64::MAX,
+    partition: u32::MAX,
+};
 /// A payload that lives forever, published without a release function.
 static STATIC_PAYLOAD: [u8; 16] = *b"static payload!!";
 
@@ -346,6 +352,223 @@ fn bad_start(u: &mut Unstructured<'_>) -> Result<u32> {
     u.int_in_range(3..=u32::MAX)
 }
 
+/// For a `_free` call: a handle taken out of its table, or `None` (no handle, or a faulty
+/// call) for a free of NULL, which does nothing.
+fn take<T>(u: &mut Unstructured<'_>, table: &mut Vec<T>) -> Result<Option<T>> {
+    Ok(match pick(u, table)? {
+        Some(i) if !faulty(u)? => Some(table.swap_remove(i)),
+        _ => None,
+    })
+}
+
+/// The arguments of a call on a handle (or, for a constructor, its config) with one
+/// out-parameter, and perhaps a partition: see `args`.
+struct Args<H, O> {
+    handle: *const H,
+    out: *mut O,
+    /// A partition of the topic, or one past the last when that is the bad argument (0 for
+    /// a call without a partition).
+    partition: u32,
+    /// Which of the call's own bad arguments (an index into `args`' `others`) the caller
+    /// is to make.
+    other: Option<usize>,
+    /// The status the bad argument gets; `None` when all are valid.
+    rejected: Option<St>,
+}
+
+/// The arguments for a call on `handle` with the out-pointer `out` and, when `partitions`
+/// is given, a partition below it: all valid unless `bad`. Then exactly one, picked by the
+/// input, is one the API rejects: a NULL handle or out-pointer (`NullPointer`), a
+/// partition past the last (`OutOfRange`), or one of the call's own, whose statuses
+/// `others` lists (the caller makes that one, as `other` says).
+fn args<H, O>(
+    u: &mut Unstructured<'_>,
+    bad: bool,
+    handle: *const H,
+    out: *mut O,
+    partitions: Option<u32>,
+    others: &[St],
+) -> Result<Args<H, O>> {
+    let mut a = Args {
+        handle,
+        out,
+        partition: 0,
+        other: None,
+        rejected: None,
+    };
+    if let Some(n) = partitions {
+        a.partition = u.int_in_range(0..=n - 1)?;
+    }
+    if !bad {
+        return Ok(a);
+    }
+    let common = if partitions.is_some() { 3 } else { 2 };
+    let k = u.choose_index(common + others.len())?;
+    a.rejected = Some(match (k, partitions) {
+        (0, _) => {
+            a.handle = null();
+            St::NullPointer
+        }
+        (1, _) => {
+            a.out = null_mut();
+            St::NullPointer
+        }
+        (2, Some(n)) => {
+            a.partition = u.int_in_range(n..=u32::MAX)?;
+            St::OutOfRange
+        }
+        _ => {
+            a.other = Some(k - common);
+            others[k - common]
+        }
+    });
+    Ok(a)
+}
+
+impl<H, O> Args<H, O> {
+    /// Checks the status of the call made with these arguments: the one for the bad
+    /// argument, else one of `valid`. Whether a bad argument was rejected.
+    #[track_caller]
+    fn check(&self, st: St, valid: &[St], what: &str) -> bool {
+        match self.rejected {
+            Some(rejected) => expect(st, &[rejected], what),
+            None => expect(st, valid, what),
+        }
+        self.rejected.is_some()
+    }
+}
+
+/// A call that reads one value of a handle, such as `memq_subscriber_lag`.
+type Get<H, V> = unsafe extern "C" fn(*const H, *mut V) -> St;
+/// A call that reads one value of a handle's partition, such as `memq_consumer_committed`.
+type GetAt<H, V> = unsafe extern "C" fn(*const H, u32, *mut V) -> St;
+
+/// Reads a value of `handle` (NULL or live, like every handle in the tables) with `get`,
+/// one of its arguments bad when `bad`: the value, or `None` when the bad argument was
+/// rejected, and then the out-parameter still holds `init`.
+fn get<H, V: Copy + PartialEq + Debug>(
+    u: &mut Unstructured<'_>,
+    bad: bool,
+    handle: *const H,
+    init: V,
+    get: Get<H, V>,
+    what: &str,
+) -> Result<Option<V>> {
+    // SAFETY: `get` takes NULL or a live handle of its kind, and NULL or a writable
+    // out-parameter.
+    let call = |h, _, out| unsafe { get(h, out) };
+    let got = read(u, bad, handle, None, init, what, call)?;
+    Ok(got.map(|(_, value)| value))
+}
+
+/// `get` for a partition, one of `partitions`: the partition and the value.
+fn get_at<H, V: Copy + PartialEq + Debug>(
+    u: &mut Unstructured<'_>,
+    bad: bool,
+    handle: *const H,
+    partitions: u32,
+    init: V,
+    get: GetAt<H, V>,
+    what: &str,
+) -> Result<Option<(u32, V)>> {
+    // SAFETY: `get` takes NULL or a live handle of its kind, any partition, and NULL or a
+    // writable out-parameter.
+    let call = |h, q, out| unsafe { get(h, q, out) };
+    read(u, bad, handle, Some(partitions), init, what, call)
+}
+
+/// What `get` and `get_at` share: `call` makes the call with the arguments `args` gives.
+fn read<H, V: Copy + PartialEq + Debug>(
+    u: &mut Unstructured<'_>,
+    bad: bool,
+    handle: *const H,
+    partitions: Option<u32>,
+    init: V,
+    what: &str,
+    call: impl FnOnce(*const H, u32, *mut V) -> St,
+) -> Result<Option<(u32, V)>> {
+    let mut value = init;
+    let a = args(u, bad, handle, &mut value, partitions, &[])?;
+    let st = call(a.handle, a.partition, a.out);
+    if a.check(st, &[St::Ok], what) {
+        assert_eq!(value, init, "{what}: out-parameter written on failure");
+        return Ok(None);
+    }
+    Ok(Some((a.partition, value)))
+}
+
+/// Makes a topic with `new` (`memq_topic_new` or `memq_dead_letter_topic_new`) from a
+/// configuration, all valid unless the call is faulty: then the configuration (see
+/// `topic_config`), or the config or out-pointer NULL. The configuration, and the handle
+/// made, if any.
+fn new_topic<T>(
+    u: &mut Unstructured<'_>,
+    new: unsafe extern "C" fn(*const memq_topic_config, *mut *mut T) -> St,
+    what: &str,
+) -> Result<(memq_topic_config, Option<*mut T>)> {
+    let bad = faulty(u)?;
+    let bad_config = bad && u.arbitrary()?;
+    let (c, expected) = topic_config(u, bad_config)?;
+    let mut out = sentinel();
+    let a = args(u, bad && !bad_config, &c, &mut out, None, &[])?;
+    // SAFETY: NULL or a valid config; NULL or a writable out-pointer.
+    let st = unsafe { new(a.handle, a.out) };
+    a.check(st, &[expected], what);
+    if st != St::Ok {
+        assert_eq!(out, sentinel(), "{what}: topic_out written on failure");
+        return Ok((c, None));
+    }
+    assert!(!out.is_null() && out != sentinel());
+    Ok((c, Some(out)))
+}
+
+/// Reads a group's statistics with `get` (`memq_topic_get_group_stats` or
+/// `memq_topic_get_ack_group_stats`), one argument bad when `bad` (a NULL or non-UTF-8
+/// group name among them): the statistics, or `None` when the call fails with the status
+/// it must (the bad argument's, else `valid`), and then the out-parameter still holds
+/// `init`.
+fn group_stats<S: Copy + PartialEq + Debug>(
+    u: &mut Unstructured<'_>,
+    bad: bool,
+    topic: *const memq_topic,
+    g: usize,
+    valid: St,
+    init: S,
+    get: unsafe extern "C" fn(*const memq_topic, *const c_char, *mut S) -> St,
+) -> Result<Option<S>> {
+    let mut s = init;
+    // A NULL name; a name that is not UTF-8.
+    let others = [St::NullPointer, St::InvalidArgument];
+    let a = args(u, bad, topic, &mut s, None, &others)?;
+    let name = match a.other {
+        Some(0) => null(),
+        Some(_) => BAD_NAME.as_ptr(),
+        None => GROUPS[g].as_ptr(),
+    };
+    // SAFETY: NULL or live handle; NULL or NUL-terminated name; NULL or writable stats.
+    let st = unsafe { get(a.handle, name, a.out) };
+    a.check(st, &[valid], "group stats");
+    if st != St::Ok {
+        assert_eq!(s, init, "group stats written on failure");
+        return Ok(None);
+    }
+    Ok(Some(s))
+}
+
+/// Checks a receive's lag out-parameter and a `Closed` status: a lag count only with
+/// `Lagged` (when one was asked for), `Closed` only from a closed topic.
+#[track_caller]
+fn check_lag(st: St, lagged: u64, lag_asked: bool, closed: bool) {
+    if st == St::Lagged && lag_asked {
+        assert!(lagged > 0 && lagged != u64::MAX, "lag count {lagged}");
+    } else {
+        assert_eq!(lagged, u64::MAX, "lagged_out written without a lag");
+    }
+    if st == St::Closed {
+        assert!(closed, "Closed from an open topic");
+    }
+}
+
 /// A topic configuration, valid unless `bad`; the status a bad one gets.
 fn topic_config(u: &mut Unstructured<'_>, bad: bool) -> Result<(memq_topic_config, St)> {
     let mut c = memq_topic_config {
@@ -387,17 +610,6 @@ fn topic_config(u: &mut Unstructured<'_>, bad: bool) -> Result<(memq_topic_confi
         }
     }
     Ok((c, status))
-}
-
-fn topic_stats(t: *const memq_topic) -> memq_topic_stats {
-    let mut s = memq_topic_stats::default();
-    // SAFETY: a live topic handle and a writable stats struct.
-    expect(
-        unsafe { memq_topic_get_stats(t, &mut s) },
-        &[St::Ok],
-        "stats",
-    );
-    s
 }
 
 fn partition_stats(t: *const memq_topic, p: u32) -> memq_partition_stats {
@@ -499,33 +711,11 @@ impl State {
         if self.topic_h.len() >= MAX_TOPICS {
             return Ok(());
         }
-        let bad = faulty(u)?;
-        let bad_config = bad && u.arbitrary()?;
-        let (c, mut expected) = topic_config(u, bad_config)?;
-        let mut out: *mut memq_topic = sentinel();
-        let mut config: *const memq_topic_config = &c;
-        let mut out_ptr: *mut *mut memq_topic = &mut out;
-        if bad && expected == St::Ok {
-            expected = St::NullPointer;
-            if u.arbitrary()? {
-                config = null();
-            } else {
-                out_ptr = null_mut();
-            }
-        }
-        // SAFETY: NULL or a valid config; NULL or a writable out-pointer.
-        let st = unsafe { memq_topic_new(config, out_ptr) };
-        expect(st, &[expected], "topic_new");
-        if st == St::Ok {
-            assert!(!out.is_null() && out != sentinel());
+        if let (c, Some(p)) = new_topic(u, memq_topic_new, "topic_new")? {
             self.timed |= c.ttl_ms == 1;
             self.topics.push(TopicM::new(&c, None));
-            self.topic_h.push(TopicH {
-                p: out,
-                t: self.topics.len() - 1,
-            });
-        } else {
-            assert_eq!(out, sentinel(), "topic_out written on failure");
+            let t = self.topics.len() - 1;
+            self.topic_h.push(TopicH { p, t });
         }
         Ok(())
     }
@@ -534,41 +724,24 @@ impl State {
         let Some(i) = pick(u, &self.topic_h)? else {
             return Ok(());
         };
-        let mut out = sentinel();
-        if faulty(u)? {
-            let st = if u.arbitrary()? {
-                // SAFETY: NULL topic, writable out-pointer.
-                unsafe { memq_topic_clone(null(), &mut out) }
-            } else {
-                // SAFETY: live topic, NULL out-pointer.
-                unsafe { memq_topic_clone(self.topic_h[i].p, null_mut()) }
-            };
-            expect(st, &[St::NullPointer], "topic_clone");
-            assert_eq!(out, sentinel());
+        let bad = faulty(u)?;
+        if !bad && self.topic_h.len() >= MAX_TOPICS {
             return Ok(());
         }
-        if self.topic_h.len() >= MAX_TOPICS {
-            return Ok(());
+        let TopicH { p, t } = self.topic_h[i];
+        if let Some(out) = get(u, bad, p, sentinel(), memq_topic_clone, "topic_clone")? {
+            self.topics[t].handles += 1;
+            self.topic_h.push(TopicH { p: out, t });
         }
-        // SAFETY: live topic, writable out-pointer.
-        let st = unsafe { memq_topic_clone(self.topic_h[i].p, &mut out) };
-        expect(st, &[St::Ok], "topic_clone");
-        let t = self.topic_h[i].t;
-        self.topics[t].handles += 1;
-        self.topic_h.push(TopicH { p: out, t });
         Ok(())
     }
 
     fn topic_free(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
-        match pick(u, &self.topic_h)? {
-            Some(i) if !faulty(u)? => {
-                let h = self.topic_h.swap_remove(i);
-                // SAFETY: a live handle, not used again.
-                unsafe { memq_topic_free(h.p) };
-                self.topics[h.t].handles -= 1;
-            }
-            // SAFETY: NULL does nothing.
-            _ => unsafe { memq_topic_free(null_mut()) },
+        let h = take(u, &mut self.topic_h)?;
+        // SAFETY: NULL (which does nothing), or a live handle, not used again.
+        unsafe { memq_topic_free(h.as_ref().map_or(null_mut(), |h| h.p)) };
+        if let Some(h) = h {
+            self.topics[h.t].handles -= 1;
         }
         Ok(())
     }
@@ -652,10 +825,7 @@ impl State {
         let key = if route == 1 { payload(u)? } else { Vec::new() };
         let partitions = self.topics[t].partitions;
         let mut partition = u.int_in_range(0..=partitions - 1)?;
-        let mut receipt = memq_receipt {
-            offset: u64::MAX,
-            partition: u32::MAX,
-        };
+        let mut receipt = NO_RECEIPT;
         let want_receipt = !u.ratio(1u8, 4)?;
         let receipt_out: *mut memq_receipt = if want_receipt {
             &mut receipt
@@ -730,10 +900,7 @@ impl State {
             return Ok(());
         };
         let TopicH { p, t } = self.topic_h[i];
-        let mut receipt = memq_receipt {
-            offset: u64::MAX,
-            partition: u32::MAX,
-        };
+        let mut receipt = NO_RECEIPT;
         let mut topic: *const memq_topic = p;
         let mut allowed = self.publish_statuses(t);
         if u.ratio(1u8, 6)? {
@@ -862,10 +1029,7 @@ impl State {
             }
             _ => {}
         }
-        let mut receipt = memq_receipt {
-            offset: u64::MAX,
-            partition: u32::MAX,
-        };
+        let mut receipt = NO_RECEIPT;
         // SAFETY: NULL or a live handle; `items_ptr` NULL or `count` slices, each NULL or
         // readable for its length; a writable receipt.
         let st = unsafe {
@@ -999,24 +1163,13 @@ impl State {
         let bad = faulty(u)?;
         match u.int_in_range(0..=3u8)? {
             0 => {
-                let mut s = memq_topic_stats {
+                let init = memq_topic_stats {
                     capacity: 12345,
                     ..Default::default()
                 };
-                if bad {
-                    // SAFETY: NULL handle, or NULL out-pointer.
-                    let st = unsafe {
-                        if u.arbitrary()? {
-                            memq_topic_get_stats(null(), &mut s)
-                        } else {
-                            memq_topic_get_stats(p, null_mut())
-                        }
-                    };
-                    expect(st, &[St::NullPointer], "get_stats");
-                    assert_eq!(s.capacity, 12345, "stats written on failure");
+                let Some(s) = get(u, bad, p, init, memq_topic_get_stats, "get_stats")? else {
                     return Ok(());
-                }
-                let s = topic_stats(p);
+                };
                 assert_eq!(s.capacity, tm.capacity);
                 assert_eq!(s.partitions, tm.partitions);
                 assert_eq!(s.overflow, tm.overflow);
@@ -1029,37 +1182,15 @@ impl State {
                 assert_eq!(s.waiting_publishers, 0, "a publish that did not wait waits");
             }
             1 => {
-                let mut partition = u.int_in_range(0..=tm.partitions - 1)?;
-                let mut s = memq_partition_stats {
+                let init = memq_partition_stats {
                     low: 12345,
                     ..Default::default()
                 };
-                let mut expected = St::Ok;
-                let (mut topic, mut out): (*const memq_topic, *mut memq_partition_stats) =
-                    (p, &mut s);
-                if bad {
-                    match u.int_in_range(0..=2u8)? {
-                        0 => {
-                            partition = u.int_in_range(tm.partitions..=u32::MAX)?;
-                            expected = St::OutOfRange;
-                        }
-                        1 => {
-                            topic = null();
-                            expected = St::NullPointer;
-                        }
-                        _ => {
-                            out = null_mut();
-                            expected = St::NullPointer;
-                        }
-                    }
-                }
-                // SAFETY: NULL or live handle; NULL or writable stats.
-                let st = unsafe { memq_topic_get_partition_stats(topic, partition, out) };
-                expect(st, &[expected], "partition stats");
-                if st != St::Ok {
-                    assert_eq!(s.low, 12345, "stats written on failure");
+                let (call, n) = (memq_topic_get_partition_stats, tm.partitions);
+                let Some((partition, s)) = get_at(u, bad, p, n, init, call, "partition stats")?
+                else {
                     return Ok(());
-                }
+                };
                 let next = tm.next[partition as usize];
                 assert_eq!((s.high, s.published), (next, next));
                 assert!(s.low <= s.high && s.depth == s.high - s.low);
@@ -1073,53 +1204,37 @@ impl State {
                 assert_eq!(s.subscribers, subs, "partition subscriber count");
             }
             k => {
-                let ack = k == 3;
                 let g = u.choose_index(GROUPS.len())?;
-                let mut name = GROUPS[g].as_ptr();
-                let mut topic: *const memq_topic = p;
-                let mut expected = match tm.groups.get(&g) {
+                let valid = match tm.groups.get(&g) {
                     Some(_) => St::Ok,
                     None => St::UnknownGroup,
                 };
-                let mut null_out = false;
-                if bad {
-                    expected = St::NullPointer;
-                    match u.int_in_range(0..=3u8)? {
-                        0 => name = null(),
-                        1 => topic = null(),
-                        2 => null_out = true,
-                        _ => {
-                            name = BAD_NAME.as_ptr();
-                            expected = St::InvalidArgument;
-                        }
+                if k == 2 {
+                    let init = memq_group_stats {
+                        members: 12345,
+                        ..Default::default()
+                    };
+                    let call = memq_topic_get_group_stats;
+                    let Some(gs) = group_stats(u, bad, p, g, valid, init, call)? else {
+                        return Ok(());
+                    };
+                    let gm = &tm.groups[&g];
+                    assert_eq!(gs.members, gm.members, "group members");
+                    if !gm.acked {
+                        // Kept back by a too-small buffer, or read without its metadata:
+                        // delivered, but not seen here.
+                        assert!(gs.delivered >= gm.taken.len() as u64, "group delivered");
                     }
-                }
-                let mut gs = memq_group_stats {
-                    members: 12345,
-                    ..Default::default()
-                };
-                let mut acks = memq_ack_group_stats {
-                    members: 12345,
-                    ..Default::default()
-                };
-                // SAFETY: NULL or live handle; NULL or NUL-terminated name; NULL or
-                // writable stats.
-                let st = unsafe {
-                    if ack {
-                        let out = if null_out { null_mut() } else { &mut acks };
-                        memq_topic_get_ack_group_stats(topic, name, out)
-                    } else {
-                        let out = if null_out { null_mut() } else { &mut gs };
-                        memq_topic_get_group_stats(topic, name, out)
-                    }
-                };
-                expect(st, &[expected], "group stats");
-                if st != St::Ok {
-                    assert_eq!((gs.members, acks.members), (12345, 12345));
-                    return Ok(());
-                }
-                let gm = &tm.groups[&g];
-                if ack {
+                } else {
+                    let init = memq_ack_group_stats {
+                        members: 12345,
+                        ..Default::default()
+                    };
+                    let call = memq_topic_get_ack_group_stats;
+                    let Some(acks) = group_stats(u, bad, p, g, valid, init, call)? else {
+                        return Ok(());
+                    };
+                    let gm = &tm.groups[&g];
                     assert_eq!(acks.members, gm.members, "ack group members");
                     assert_eq!(acks.acked, gm.acks, "acked count");
                     if !gm.acked {
@@ -1131,13 +1246,6 @@ impl State {
                             acks.evicted_unacked,
                         ];
                         assert_eq!(counters, [0; 5], "ack counters of an auto group");
-                    }
-                } else {
-                    assert_eq!(gs.members, gm.members, "group members");
-                    if !gm.acked {
-                        // Kept back by a too-small buffer, or read without its metadata:
-                        // delivered, but not seen here.
-                        assert!(gs.delivered >= gm.taken.len() as u64, "group delivered");
                     }
                 }
             }
@@ -1169,17 +1277,11 @@ impl State {
                 names: [None; 3],
             });
         } else {
-            match pick(u, &self.brokers)? {
-                Some(i) if !faulty(u)? => {
-                    let b = self.brokers.swap_remove(i);
-                    // SAFETY: a live broker, not used again.
-                    unsafe { memq_broker_free(b.p) };
-                    for t in b.names.into_iter().flatten() {
-                        self.topics[t].registered = false;
-                    }
-                }
-                // SAFETY: NULL does nothing.
-                _ => unsafe { memq_broker_free(null_mut()) },
+            let b = take(u, &mut self.brokers)?;
+            // SAFETY: NULL (which does nothing), or a live broker, not used again.
+            unsafe { memq_broker_free(b.as_ref().map_or(null_mut(), |b| b.p)) };
+            for t in b.into_iter().flat_map(|b| b.names).flatten() {
+                self.topics[t].registered = false;
             }
         }
         Ok(())
@@ -1317,35 +1419,22 @@ impl State {
         } else {
             None
         };
-        let mut topic: *const memq_topic = p;
-        let mut out = sentinel();
-        let mut out_ptr: *mut *mut memq_subscriber = &mut out;
-        let mut expected = if start == memq_start::Offset as u32 && offset > tm.min_high(partition)
-        {
+        let valid = if start == memq_start::Offset as u32 && offset > tm.min_high(partition) {
             St::OutOfRange
         } else {
             St::Ok
         };
-        if faulty(u)? {
-            match u.int_in_range(0..=3u8)? {
-                0 => {
-                    topic = null();
-                    expected = St::NullPointer;
-                }
-                1 => {
-                    out_ptr = null_mut();
-                    expected = St::NullPointer;
-                }
-                2 => {
-                    start = bad_start(u)?;
-                    expected = St::InvalidArgument;
-                }
-                _ => {
-                    partition = Some(u.int_in_range(tm.partitions..=u32::MAX)?);
-                    expected = St::OutOfRange;
-                }
-            }
+        let mut out = sentinel();
+        // A bad start; a partition past the last.
+        let others = [St::InvalidArgument, St::OutOfRange];
+        let bad = faulty(u)?;
+        let a = args(u, bad, p, &mut out, None, &others)?;
+        match a.other {
+            Some(0) => start = bad_start(u)?,
+            Some(_) => partition = Some(u.int_in_range(tm.partitions..=u32::MAX)?),
+            None => {}
         }
+        let (topic, out_ptr) = (a.handle, a.out);
         // SAFETY: NULL or live handle; NULL or writable out-pointer.
         let st = unsafe {
             match partition {
@@ -1353,7 +1442,7 @@ impl State {
                 None => memq_subscriber_new(topic, start, offset, out_ptr),
             }
         };
-        expect(st, &[expected], "subscriber_new");
+        a.check(st, &[valid], "subscriber_new");
         if st == St::Ok {
             self.subs.push(SubH {
                 p: out,
@@ -1379,11 +1468,8 @@ impl State {
         let tm = &self.topics[t];
         let g = u.choose_index(GROUPS.len())?;
         let (mut start, offset) = start(u)?;
-        let mut topic: *const memq_topic = p;
         let mut name = GROUPS[g].as_ptr();
-        let mut out = sentinel();
-        let mut out_ptr: *mut *mut memq_consumer = &mut out;
-        let mut expected = match tm.groups.get(&g) {
+        let valid = match tm.groups.get(&g) {
             Some(gm) if gm.acked => St::GroupModeMismatch,
             Some(_) => St::Ok,
             None if start == memq_start::Offset as u32 && offset > tm.min_high(None) => {
@@ -1391,26 +1477,21 @@ impl State {
             }
             None => St::Ok,
         };
-        if faulty(u)? {
-            expected = St::NullPointer;
-            match u.int_in_range(0..=4u8)? {
-                0 => topic = null(),
-                1 => name = null(),
-                2 => out_ptr = null_mut(),
-                3 => {
-                    name = BAD_NAME.as_ptr();
-                    expected = St::InvalidArgument;
-                }
-                _ => {
-                    start = bad_start(u)?;
-                    expected = St::InvalidArgument;
-                }
-            }
+        let mut out = sentinel();
+        // A NULL name; a name that is not UTF-8; a bad start.
+        let others = [St::NullPointer, St::InvalidArgument, St::InvalidArgument];
+        let bad = faulty(u)?;
+        let a = args(u, bad, p, &mut out, None, &others)?;
+        match a.other {
+            Some(0) => name = null(),
+            Some(1) => name = BAD_NAME.as_ptr(),
+            Some(_) => start = bad_start(u)?,
+            None => {}
         }
         // SAFETY: NULL or live handle; NULL or NUL-terminated name; NULL or writable
         // out-pointer.
-        let st = unsafe { memq_consumer_new(topic, name, start, offset, out_ptr) };
-        expect(st, &[expected], "consumer_new");
+        let st = unsafe { memq_consumer_new(a.handle, name, start, offset, a.out) };
+        a.check(st, &[valid], "consumer_new");
         if st != St::Ok {
             assert_eq!(out, sentinel(), "consumer_out written on failure");
             return Ok(());
@@ -1535,7 +1616,6 @@ impl State {
 
     /// Checks the status of a receive and its lag out-parameter.
     fn miss(&self, r: Reader, st: St, lagged: u64, lag_asked: bool, pending: Option<usize>) {
-        let t = self.reader_topic(r);
         if pending.is_some() {
             // The message kept back comes first, whatever the receive.
             assert!(
@@ -1543,14 +1623,8 @@ impl State {
                 "a message kept back was lost: {st:?}"
             );
         }
-        if st == St::Lagged && lag_asked {
-            assert!(lagged > 0 && lagged != u64::MAX, "lag count {lagged}");
-        } else {
-            assert_eq!(lagged, u64::MAX, "lagged_out written without a lag");
-        }
-        if st == St::Closed {
-            assert!(self.topics[t].is_closed(), "Closed from an open topic");
-        }
+        let closed = self.topics[self.reader_topic(r)].is_closed();
+        check_lag(st, lagged, lag_asked, closed);
     }
 
     fn reader_recv(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
@@ -1817,60 +1891,37 @@ impl State {
             return Ok(());
         };
         let bad = faulty(u)?;
-        let mut value = u64::MAX;
         match r {
             Reader::Sub(i) => {
-                let p = self.subs[i].p;
-                // SAFETY: NULL or live handle; NULL or writable out-pointer.
-                let st = unsafe {
-                    match (bad, u.arbitrary()?) {
-                        (true, true) => memq_subscriber_lag(null(), &mut value),
-                        (true, false) => memq_subscriber_lag(p, null_mut()),
-                        _ => memq_subscriber_lag(p, &mut value),
-                    }
-                };
-                if bad {
-                    expect(st, &[St::NullPointer], "lag");
-                    assert_eq!(value, u64::MAX);
-                } else {
-                    expect(st, &[St::Ok], "lag");
-                    let tm = &self.topics[self.subs[i].t];
-                    assert!(value <= tm.next.iter().sum::<u64>(), "lag {value}");
+                let (p, t) = (self.subs[i].p, self.subs[i].t);
+                if let Some(lag) = get(u, bad, p, u64::MAX, memq_subscriber_lag, "lag")? {
+                    let published = self.topics[t].next.iter().sum::<u64>();
+                    assert!(lag <= published, "lag {lag}");
                 }
+                Ok(())
             }
             Reader::Cons(i) => {
                 let ConsH { p, t, .. } = self.cons[i];
-                let partitions = self.topics[t].partitions;
-                let mut partition = u.int_in_range(0..=partitions - 1)?;
-                let mut handle: *const memq_consumer = p;
-                let mut out: *mut u64 = &mut value;
-                let mut expected = St::Ok;
-                if bad {
-                    match u.int_in_range(0..=2u8)? {
-                        0 => {
-                            handle = null();
-                            expected = St::NullPointer;
-                        }
-                        1 => {
-                            out = null_mut();
-                            expected = St::NullPointer;
-                        }
-                        _ => {
-                            partition = u.int_in_range(partitions..=u32::MAX)?;
-                            expected = St::OutOfRange;
-                        }
-                    }
-                }
-                // SAFETY: NULL or live handle; NULL or writable out-pointer.
-                let st = unsafe { memq_consumer_committed(handle, partition, out) };
-                expect(st, &[expected], "committed");
-                if st == St::Ok {
-                    let next = self.topics[t].next[partition as usize];
-                    assert!(value <= next, "committed {value} past {next}");
-                } else {
-                    assert_eq!(value, u64::MAX);
-                }
+                self.committed(u, bad, p, t, memq_consumer_committed, "committed")
             }
+        }
+    }
+
+    /// A committed position (`memq_consumer_committed` or `memq_ack_consumer_committed`
+    /// as `get`) of a reader of topic `t`: never past the partition's end.
+    fn committed<H>(
+        &self,
+        u: &mut Unstructured<'_>,
+        bad: bool,
+        handle: *const H,
+        t: usize,
+        get: GetAt<H, u64>,
+        what: &str,
+    ) -> Result<()> {
+        let tm = &self.topics[t];
+        if let Some((q, value)) = get_at(u, bad, handle, tm.partitions, u64::MAX, get, what)? {
+            let next = tm.next[q as usize];
+            assert!(value <= next, "{what}: {value} past {next}");
         }
         Ok(())
     }
@@ -2043,12 +2094,8 @@ impl State {
         }
         let bad_backoff = c.backoff == memq_backoff::Exponential as u32
             && !(c.backoff_initial_ms > 0 && c.backoff_initial_ms <= c.backoff_max_ms);
-        let mut topic: *const memq_topic = p;
         let mut name = GROUPS[g].as_ptr();
-        let mut config: *const memq_ack_config = &c;
-        let mut out = sentinel();
-        let mut out_ptr: *mut *mut memq_ack_consumer = &mut out;
-        let mut expected = if bad_backoff {
+        let valid = if bad_backoff {
             St::InvalidArgument
         } else {
             match tm.groups.get(&g) {
@@ -2060,29 +2107,28 @@ impl State {
                 None => St::Ok,
             }
         };
-        if faulty(u)? {
-            expected = St::NullPointer;
-            match u.int_in_range(0..=8u8)? {
-                0 => topic = null(),
-                1 => name = null(),
-                2 => config = null(),
-                3 => out_ptr = null_mut(),
-                k => {
-                    expected = St::InvalidArgument;
-                    match k {
-                        4 => name = BAD_NAME.as_ptr(),
-                        5 => start = bad_start(u)?,
-                        6 => c.ack_wait_ms = 0,
-                        7 => c.max_in_flight = 0,
-                        _ => c.backoff = u.int_in_range(3..=u32::MAX)?,
-                    }
-                }
-            }
+        let mut out = sentinel();
+        // A NULL name or config; then (`InvalidArgument`) a name that is not UTF-8, a bad
+        // start, a zero ack wait, a zero in-flight limit, an unknown backoff.
+        let mut others = [St::InvalidArgument; 7];
+        others[..2].fill(St::NullPointer);
+        let bad = faulty(u)?;
+        let a = args(u, bad, p, &mut out, None, &others)?;
+        match a.other {
+            Some(0) => name = null(),
+            Some(2) => name = BAD_NAME.as_ptr(),
+            Some(3) => start = bad_start(u)?,
+            Some(4) => c.ack_wait_ms = 0,
+            Some(5) => c.max_in_flight = 0,
+            Some(6) => c.backoff = u.int_in_range(3..=u32::MAX)?,
+            _ => {}
         }
+        // Taken after the config's last change.
+        let config: *const memq_ack_config = if a.other == Some(1) { null() } else { &c };
         // SAFETY: NULL or live handle; NULL or NUL-terminated name; NULL or a config whose
         // dead-letter topic is NULL or live; NULL or writable out-pointer.
-        let st = unsafe { memq_ack_consumer_new(topic, name, start, offset, config, out_ptr) };
-        expect(st, &[expected], "ack_consumer_new");
+        let st = unsafe { memq_ack_consumer_new(a.handle, name, start, offset, config, a.out) };
+        a.check(st, &[valid], "ack_consumer_new");
         if st != St::Ok {
             assert_eq!(out, sentinel(), "consumer_out written on failure");
             return Ok(());
@@ -2110,18 +2156,14 @@ impl State {
     }
 
     fn ack_consumer_free(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
-        match pick(u, &self.acks)? {
-            Some(i) if !faulty(u)? => {
-                let a = self.acks.swap_remove(i);
-                // SAFETY: a live ack consumer, not used again.
-                unsafe { memq_ack_consumer_free(a.p) };
-                self.topics[a.t].groups.get_mut(&a.g).unwrap().members -= 1;
-                for d in self.delivs.iter_mut().filter(|d| d.consumer == a.id) {
-                    d.orphan = true;
-                }
+        let a = take(u, &mut self.acks)?;
+        // SAFETY: NULL (which does nothing), or a live ack consumer, not used again.
+        unsafe { memq_ack_consumer_free(a.as_ref().map_or(null_mut(), |a| a.p)) };
+        if let Some(a) = a {
+            self.topics[a.t].groups.get_mut(&a.g).unwrap().members -= 1;
+            for d in self.delivs.iter_mut().filter(|d| d.consumer == a.id) {
+                d.orphan = true;
             }
-            // SAFETY: NULL does nothing.
-            _ => unsafe { memq_ack_consumer_free(null_mut()) },
         }
         Ok(())
     }
@@ -2135,30 +2177,15 @@ impl State {
         let mut lagged = u64::MAX;
         let lag_asked = u.arbitrary()?;
         let lag_ptr: *mut u64 = if lag_asked { &mut lagged } else { null_mut() };
-        if faulty(u)? {
-            // SAFETY: NULL handle, or NULL out-pointer.
-            let st = unsafe {
-                if u.arbitrary()? {
-                    memq_ack_consumer_recv(null(), 0, &mut d, lag_ptr)
-                } else {
-                    memq_ack_consumer_recv(p, 0, null_mut(), lag_ptr)
-                }
-            };
-            expect(st, &[St::NullPointer], "ack recv");
+        let bad = faulty(u)?;
+        let a = args(u, bad, p, &mut d, None, &[])?;
+        // SAFETY: NULL or live handle; NULL or writable out-pointers.
+        let st = unsafe { memq_ack_consumer_recv(a.handle, 0, a.out, lag_ptr) };
+        if a.check(st, &[St::Ok, St::Empty, St::Lagged, St::Closed], "ack recv") {
             assert_eq!((d, lagged), (sentinel(), u64::MAX));
             return Ok(());
         }
-        // SAFETY: a live handle; writable out-pointers.
-        let st = unsafe { memq_ack_consumer_recv(p, 0, &mut d, lag_ptr) };
-        expect(st, &[St::Ok, St::Empty, St::Lagged, St::Closed], "ack recv");
-        if st == St::Lagged && lag_asked {
-            assert!(lagged > 0 && lagged != u64::MAX);
-        } else {
-            assert_eq!(lagged, u64::MAX, "lagged_out written without a lag");
-        }
-        if st == St::Closed {
-            assert!(self.topics[t].is_closed(), "Closed from an open topic");
-        }
+        check_lag(st, lagged, lag_asked, self.topics[t].is_closed());
         if st != St::Ok {
             assert_eq!(d, sentinel(), "delivery_out written on failure");
             return Ok(());
@@ -2219,58 +2246,16 @@ impl State {
             return Ok(());
         };
         let AckH { p, t, .. } = self.acks[i];
-        let partitions = self.topics[t].partitions;
         let bad = faulty(u)?;
         if u.arbitrary()? {
-            let mut count = usize::MAX;
-            // SAFETY: NULL or live handle; NULL or writable out-pointer.
-            let st = unsafe {
-                match (bad, u.arbitrary()?) {
-                    (true, true) => memq_ack_consumer_pending(null(), &mut count),
-                    (true, false) => memq_ack_consumer_pending(p, null_mut()),
-                    _ => memq_ack_consumer_pending(p, &mut count),
-                }
-            };
-            if bad {
-                expect(st, &[St::NullPointer], "pending");
-                assert_eq!(count, usize::MAX);
-            } else {
-                expect(st, &[St::Ok], "pending");
+            let call = memq_ack_consumer_pending;
+            if let Some(count) = get(u, bad, p, usize::MAX, call, "pending")? {
                 let published: u64 = self.topics[t].next.iter().sum();
                 assert!(count as u64 <= published, "{count} pending of {published}");
             }
             return Ok(());
         }
-        let mut partition = u.int_in_range(0..=partitions - 1)?;
-        let mut value = u64::MAX;
-        let mut handle: *const memq_ack_consumer = p;
-        let mut out: *mut u64 = &mut value;
-        let mut expected = St::Ok;
-        if bad {
-            match u.int_in_range(0..=2u8)? {
-                0 => {
-                    handle = null();
-                    expected = St::NullPointer;
-                }
-                1 => {
-                    out = null_mut();
-                    expected = St::NullPointer;
-                }
-                _ => {
-                    partition = u.int_in_range(partitions..=u32::MAX)?;
-                    expected = St::OutOfRange;
-                }
-            }
-        }
-        // SAFETY: NULL or live handle; NULL or writable out-pointer.
-        let st = unsafe { memq_ack_consumer_committed(handle, partition, out) };
-        expect(st, &[expected], "ack committed");
-        if st == St::Ok {
-            assert!(value <= self.topics[t].next[partition as usize]);
-        } else {
-            assert_eq!(value, u64::MAX);
-        }
-        Ok(())
+        self.committed(u, bad, p, t, memq_ack_consumer_committed, "ack committed")
     }
 
     fn settle(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
@@ -2372,46 +2357,24 @@ impl State {
                 if self.dl_h.len() >= 3 {
                     return Ok(());
                 }
-                let bad = faulty(u)?;
-                let bad_config = bad && u.arbitrary()?;
-                let (c, mut expected) = topic_config(u, bad_config)?;
-                let mut out = sentinel();
-                let mut out_ptr: *mut *mut memq_dead_letter_topic = &mut out;
-                let mut config: *const memq_topic_config = &c;
-                if bad && expected == St::Ok {
-                    expected = St::NullPointer;
-                    if u.arbitrary()? {
-                        config = null();
-                    } else {
-                        out_ptr = null_mut();
-                    }
-                }
-                // SAFETY: NULL or valid config; NULL or writable out-pointer.
-                let st = unsafe { memq_dead_letter_topic_new(config, out_ptr) };
-                expect(st, &[expected], "dead_letter_topic_new");
-                if st == St::Ok {
+                let new = memq_dead_letter_topic_new;
+                if let (_, Some(p)) = new_topic(u, new, "dead_letter_topic_new")? {
                     self.dls.push(DlM {
                         closed: false,
                         handles: 1,
                     });
-                    self.dl_h.push(DlH {
-                        p: out,
-                        d: self.dls.len() - 1,
-                    });
-                } else {
-                    assert_eq!(out, sentinel());
+                    let d = self.dls.len() - 1;
+                    self.dl_h.push(DlH { p, d });
                 }
             }
-            1 => match pick(u, &self.dl_h)? {
-                Some(i) if !faulty(u)? => {
-                    let h = self.dl_h.swap_remove(i);
-                    // SAFETY: a live handle, not used again.
-                    unsafe { memq_dead_letter_topic_free(h.p) };
+            1 => {
+                let h = take(u, &mut self.dl_h)?;
+                // SAFETY: NULL (which does nothing), or a live handle, not used again.
+                unsafe { memq_dead_letter_topic_free(h.as_ref().map_or(null_mut(), |h| h.p)) };
+                if let Some(h) = h {
                     self.dls[h.d].handles -= 1;
                 }
-                // SAFETY: NULL does nothing.
-                _ => unsafe { memq_dead_letter_topic_free(null_mut()) },
-            },
+            }
             2 => {
                 let Some(i) = pick(u, &self.dl_h)? else {
                     return Ok(());
@@ -2432,26 +2395,14 @@ impl State {
                     return Ok(());
                 };
                 let DlH { p, d } = self.dl_h[i];
-                let mut s = memq_topic_stats {
+                let init = memq_topic_stats {
                     capacity: 12345,
                     ..Default::default()
                 };
-                if faulty(u)? {
-                    // SAFETY: NULL handle, or NULL out-pointer.
-                    let st = unsafe {
-                        if u.arbitrary()? {
-                            memq_dead_letter_topic_get_stats(null(), &mut s)
-                        } else {
-                            memq_dead_letter_topic_get_stats(p, null_mut())
-                        }
-                    };
-                    expect(st, &[St::NullPointer], "dl stats");
-                    assert_eq!(s.capacity, 12345);
+                let (bad, call) = (faulty(u)?, memq_dead_letter_topic_get_stats);
+                let Some(s) = get(u, bad, p, init, call, "dl stats")? else {
                     return Ok(());
-                }
-                // SAFETY: a live handle, writable stats.
-                let st = unsafe { memq_dead_letter_topic_get_stats(p, &mut s) };
-                expect(st, &[St::Ok], "dl stats");
+                };
                 assert_eq!(s.closed, self.dls[d].closed, "dead-letter topic closed");
                 let subs = self.dl_subs.iter().filter(|s| s.d == d).count();
                 assert_eq!(s.subscribers, subs);
@@ -2463,15 +2414,9 @@ impl State {
 
     fn dead_letter_subscriber(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
         if u.arbitrary()? {
-            match pick(u, &self.dl_subs)? {
-                Some(i) if !faulty(u)? => {
-                    let s = self.dl_subs.swap_remove(i);
-                    // SAFETY: a live subscriber, not used again.
-                    unsafe { memq_dead_letter_subscriber_free(s.p) };
-                }
-                // SAFETY: NULL does nothing.
-                _ => unsafe { memq_dead_letter_subscriber_free(null_mut()) },
-            }
+            let s = take(u, &mut self.dl_subs)?;
+            // SAFETY: NULL (which does nothing), or a live subscriber, not used again.
+            unsafe { memq_dead_letter_subscriber_free(s.map_or(null_mut(), |s| s.p)) };
             return Ok(());
         }
         let Some(i) = pick(u, &self.dl_h)? else {
@@ -2482,29 +2427,21 @@ impl State {
         }
         let DlH { p, d } = self.dl_h[i];
         let (mut start, offset) = start(u)?;
-        let mut topic: *const memq_dead_letter_topic = p;
-        let mut out = sentinel();
-        let mut out_ptr: *mut *mut memq_dead_letter_subscriber = &mut out;
         // The dead-letter topic's offsets are not modelled: an offset may be past the end.
-        let mut allowed: &[St] = if start == memq_start::Offset as u32 && offset > 0 {
+        let valid: &[St] = if start == memq_start::Offset as u32 && offset > 0 {
             &[St::Ok, St::OutOfRange]
         } else {
             &[St::Ok]
         };
-        if faulty(u)? {
-            allowed = &[St::NullPointer];
-            match u.int_in_range(0..=2u8)? {
-                0 => topic = null(),
-                1 => out_ptr = null_mut(),
-                _ => {
-                    start = bad_start(u)?;
-                    allowed = &[St::InvalidArgument];
-                }
-            }
+        let mut out = sentinel();
+        let bad = faulty(u)?;
+        let a = args(u, bad, p, &mut out, None, &[St::InvalidArgument])?;
+        if a.other.is_some() {
+            start = bad_start(u)?;
         }
         // SAFETY: NULL or live handle; NULL or writable out-pointer.
-        let st = unsafe { memq_dead_letter_subscriber_new(topic, start, offset, out_ptr) };
-        expect(st, allowed, "dl subscriber_new");
+        let st = unsafe { memq_dead_letter_subscriber_new(a.handle, start, offset, a.out) };
+        a.check(st, valid, "dl subscriber_new");
         if st == St::Ok {
             self.dl_subs.push(DlSubH { p: out, d });
         } else {
@@ -2523,31 +2460,16 @@ impl State {
         let DlSubH { p, d } = self.dl_subs[i];
         let mut letter = sentinel();
         let mut lagged = u64::MAX;
-        if faulty(u)? {
-            // SAFETY: NULL handle, or NULL out-pointer.
-            let st = unsafe {
-                if u.arbitrary()? {
-                    memq_dead_letter_subscriber_recv(null(), 0, &mut letter, &mut lagged)
-                } else {
-                    memq_dead_letter_subscriber_recv(p, 0, null_mut(), &mut lagged)
-                }
-            };
-            expect(st, &[St::NullPointer], "dl recv");
+        let bad = faulty(u)?;
+        let a = args(u, bad, p, &mut letter, None, &[])?;
+        // SAFETY: NULL or live handle; NULL or writable out-pointers.
+        let st = unsafe { memq_dead_letter_subscriber_recv(a.handle, 0, a.out, &mut lagged) };
+        if a.check(st, &[St::Ok, St::Empty, St::Lagged, St::Closed], "dl recv") {
             assert_eq!((letter, lagged), (sentinel(), u64::MAX));
             return Ok(());
         }
-        // SAFETY: a live handle; writable out-pointers.
-        let st = unsafe { memq_dead_letter_subscriber_recv(p, 0, &mut letter, &mut lagged) };
-        expect(st, &[St::Ok, St::Empty, St::Lagged, St::Closed], "dl recv");
-        if st == St::Lagged {
-            assert!(lagged > 0 && lagged != u64::MAX);
-        } else {
-            assert_eq!(lagged, u64::MAX, "lagged_out written without a lag");
-        }
-        if st == St::Closed {
-            let dm = &self.dls[d];
-            assert!(dm.closed || dm.handles == 0, "Closed from an open topic");
-        }
+        let dm = &self.dls[d];
+        check_lag(st, lagged, true, dm.closed || dm.handles == 0);
         if st != St::Ok {
             assert_eq!(letter, sentinel());
             return Ok(());
