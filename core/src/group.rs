@@ -493,6 +493,7 @@ impl<T> Consumer<T> {
         let mut single = None;
         let mut all_closed = true;
         let mut drained_closed = false;
+        let mut emptied = false;
         for k in 0..n {
             if got == limit {
                 break;
@@ -501,6 +502,7 @@ impl<T> Consumer<T> {
             let p = self.assigned[idx];
             // Fetched earlier: these come first, in order, without the lock.
             if let Some(a) = self.ahead.get_mut(p) {
+                let before = got;
                 while got < limit {
                     let Some(e) = a.pop(shared, p) else { break };
                     let m = to_message(p, e, clocked);
@@ -512,6 +514,10 @@ impl<T> Consumer<T> {
                     all_closed = false;
                     self.next = idx + 1;
                 }
+                // Handing over the last fetched message may finish a closed partition
+                // (and the group's drain) without the lock: members waiting for the
+                // drain must hear of it now, as they would from a read under the lock.
+                emptied |= got > before && a.buf.is_empty();
                 if got == limit {
                     break;
                 }
@@ -600,6 +606,7 @@ impl<T> Consumer<T> {
             }
         }
         if got > 0 {
+            drained_closed |= emptied && shared.is_closed();
             self.cancel_wait();
             if drained_closed {
                 // Members waiting for the whole group to drain may be done now.

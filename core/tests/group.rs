@@ -674,3 +674,43 @@ fn partitioned_group_with_members_leaving_mid_stream_delivers_every_message_once
     assert_eq!(all.len(), total as usize, "lost or duplicated messages");
     assert_eq!(all, (0..total).collect::<Vec<_>>());
 }
+
+#[test]
+fn after_close_the_member_that_drains_the_group_wakes_an_idle_one() {
+    // Found by the C++ demo under valgrind: with read-ahead, the last messages of a closed
+    // topic are handed over without the lock, and the member waiting for the whole group
+    // to drain must still be woken then, not only when the other member polls again.
+    let topic = Topic::<u32>::new(TopicConfig::new(64).partitions(4)).unwrap();
+    let mut a = topic.group("g", StartAt::Earliest).unwrap();
+    let mut b = topic.group("g", StartAt::Earliest).unwrap();
+    for p in 0..4 {
+        for v in 0..5 {
+            topic.try_publish_to(p, p * 10 + v).unwrap();
+        }
+    }
+    topic.close();
+    let mut from_a = 0;
+    while a.try_recv().is_ok() {
+        from_a += 1;
+    }
+    let (wakes, waker) = counting_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut idle = pin!(a.recv());
+    assert!(
+        idle.as_mut().poll(&mut cx).is_pending(),
+        "the group has not drained yet"
+    );
+    let from_b = 20 - from_a;
+    for _ in 0..from_b {
+        b.try_recv().unwrap();
+    }
+    assert!(
+        wakes.0.load(Ordering::SeqCst) >= 1,
+        "the idle member was not woken"
+    );
+    assert!(matches!(
+        idle.as_mut().poll(&mut cx),
+        Poll::Ready(Err(RecvError::Closed))
+    ));
+    assert!(matches!(b.try_recv(), Err(TryRecvError::Closed)));
+}

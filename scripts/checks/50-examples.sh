@@ -3,7 +3,7 @@
 run cargo build --examples --profile "$MEMQ_PROFILE"
 bin=$(target_dir)/examples
 for ex in quickstart; do
-    run "$bin/$ex"
+    run timeout 300 "$bin/$ex"
 done
-run "$bin/large_object_test"
-run "$bin/perf_runner" --quick
+run timeout 300 "$bin/large_object_test"
+run timeout 600 "$bin/perf_runner" --quick

@@ -4,5 +4,5 @@
 bin=$(target_dir)/examples
 for ex in pubsub stream batching consumer_groups partitions serialization replay ttl \
     worker_pool runtime_tokio runtime_async_std runtime_smol; do
-    run "$bin/$ex"
+    run timeout 300 "$bin/$ex"
 done

@@ -52,14 +52,15 @@ else
             -o "examples/c/build/$ffi_example"
     done
     run "${ffi_cpp[@]}" -O2 -o examples/cpp/build/demo
-    run examples/c/build/pubsub
-    run examples/c/build/acks
-    run examples/cpp/build/demo
+    # Each run is bounded: a lost wake-up shows as a failed stage, not a hung CI.
+    run timeout 120 examples/c/build/pubsub
+    run timeout 120 examples/c/build/acks
+    run timeout 120 examples/cpp/build/demo
 
     # Under a memory checker, with fewer messages (valgrind runs code ~50x slower).
     ffi_checked=20000
     if ensure_apt valgrind valgrind; then
-        ffi_vg=(valgrind --leak-check=full --error-exitcode=1
+        ffi_vg=(timeout 600 valgrind --leak-check=full --error-exitcode=1
             --errors-for-leak-kinds=definite,indirect,possible
             --suppressions=examples/valgrind.supp)
         run "${ffi_vg[@]}" examples/c/build/pubsub "$ffi_checked"
@@ -73,10 +74,10 @@ else
             run "${ffi_c[@]}" "${ffi_asan[@]}" "examples/c/$ffi_example.c" "${ffi_c_libs[@]}" \
                 -o "examples/c/build/$ffi_example-asan"
             ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-                run "examples/c/build/$ffi_example-asan" "$ffi_checked"
+                run timeout 600 "examples/c/build/$ffi_example-asan" "$ffi_checked"
         done
         run "${ffi_cpp[@]}" "${ffi_asan[@]}" -o examples/cpp/build/demo-asan
-        ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 run examples/cpp/build/demo-asan
+        ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 run timeout 600 examples/cpp/build/demo-asan
     else
         skip "C and C++ examples under a memory checker" \
             "neither valgrind nor AddressSanitizer is available"
