@@ -193,7 +193,6 @@ impl<T> Shared<T> {
     }
 
     pub(crate) fn close(&self) {
-        self.wake_idle_members();
         for p in 0..self.parts.len() {
             loop {
                 let mut wl = WakeList::new();
@@ -207,6 +206,11 @@ impl<T> Shared<T> {
                 }
             }
         }
+        // Members with nothing to read wait for the group's drain; they re-check whether
+        // the topic is closed after registering, so they are woken only once every
+        // partition is marked closed (woken earlier, one could look, see an open topic
+        // and park again for good).
+        self.wake_idle_members();
     }
 
     pub(crate) fn is_closed(&self) -> bool {

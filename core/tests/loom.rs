@@ -171,6 +171,23 @@ fn close_wakes_a_waiting_member_after_it_drains() {
 }
 
 #[test]
+fn close_wakes_a_member_with_no_partition() {
+    // Three members, two partitions: the third has nothing to read and waits for a
+    // rebalance or the group's drain. Closing the (empty, drained) topic must reach it,
+    // wherever its re-check after registering falls in the close.
+    model(|| {
+        let topic = Topic::<u32>::new(TopicConfig::new(2).partitions(2)).unwrap();
+        let a = topic.group("g", StartAt::Latest).unwrap();
+        let b = topic.group("g", StartAt::Latest).unwrap();
+        let mut idle = topic.group("g", StartAt::Latest).unwrap();
+        let reader = thread::spawn(move || block_on(idle.recv()).map(|m| m.into_value()));
+        topic.close();
+        assert_eq!(reader.join().unwrap(), Err(RecvError::Closed));
+        drop((a, b));
+    });
+}
+
+#[test]
 fn close_wakes_a_blocked_publisher_with_its_message() {
     model(|| {
         let topic = Topic::<u32>::with_capacity(1).unwrap();
