@@ -324,8 +324,6 @@ const READ_AHEAD: usize = 32;
 struct Ahead<T> {
     buf: VecDeque<Entry<T>>,
     cell: Option<Arc<Padded<AtomicUsize>>>,
-    /// The last wake position acted on (see `Shared::ahead_consumed`).
-    seen_wake: usize,
 }
 
 impl<T> Default for Ahead<T> {
@@ -333,7 +331,6 @@ impl<T> Default for Ahead<T> {
         Self {
             buf: VecDeque::new(),
             cell: None,
-            seen_wake: 0,
         }
     }
 }
@@ -363,7 +360,7 @@ impl<T> Ahead<T> {
         }
         // The cell counts the buffer while it is attached, so this is the next one.
         let e = self.buf.pop_front()?;
-        shared.ahead_consumed(p, e.offset + 1, &mut self.seen_wake);
+        shared.ahead_consumed(p, e.offset + 1);
         Some(e)
     }
 }
@@ -573,14 +570,15 @@ impl<T> Consumer<T> {
             }
             let taken = log.cursor(cursor) - old;
             if taken > 0 {
-                // Fetch ahead what this member will most likely ask for next.
-                let mut fetched = 0;
+                if let Some(g) = log.group(id) {
+                    g.delivered += taken;
+                }
+                // Fetch ahead what this member will most likely ask for next (counted in
+                // the group's `delivered` as it is read).
                 if let Some(a) = self.ahead.get_mut(p) {
-                    log.read_ahead(cursor, READ_AHEAD, &mut a.buf);
-                    fetched = a.buf.len() as u64;
+                    log.read_ahead(cursor, READ_AHEAD, &mut a.buf, Some(id));
                 }
                 if let Some(g) = log.group(id) {
-                    g.delivered += taken + fetched;
                     g.waiters.settle(self.keys[p]);
                     // More remain and others wait: pass the baton so nobody sleeps on
                     // a non-empty partition.

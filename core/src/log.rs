@@ -231,7 +231,8 @@ impl<T> Log<T> {
     }
 
     /// Reads up to `max` messages after a reader's fetched end into `buf`, for a reader
-    /// with a read-ahead cell, and records how many it now holds unread. Only called
+    /// with a read-ahead cell, and records how many it now holds unread (and, for a
+    /// group's cursor, counts them in the group's `delivered`, as every read is). Only called
     /// where retention cannot pass the reader (no TTL, no `DropOldest`), right after a
     /// read at that cursor succeeded, so the reads cannot lag.
     pub(crate) fn read_ahead(
@@ -239,6 +240,7 @@ impl<T> Log<T> {
         cursor: usize,
         max: usize,
         buf: &mut alloc::collections::VecDeque<Entry<T>>,
+        group: Option<usize>,
     ) where
         T: Clone,
     {
@@ -247,11 +249,18 @@ impl<T> Log<T> {
         };
         while buf.len() < max && self.cursors[cursor] < self.high {
             match self.read(cursor) {
-                Read::Message(e) => buf.push_back(e),
+                Read::Message(e) => {
+                    buf.push_back(e);
+                    // Counted at once: a `T::clone` that panics on a later read leaves
+                    // the cell, the cursor and the buffer in step.
+                    cell.0.store(buf.len(), Ordering::Relaxed);
+                    if let Some(g) = group.and_then(|id| self.group(id)) {
+                        g.delivered += 1;
+                    }
+                }
                 Read::Lagged(_) | Read::Empty => break,
             }
         }
-        cell.0.store(buf.len(), Ordering::Relaxed);
     }
 
     /// Messages handed to readers (read-ahead not yet handed over is not counted).
@@ -400,6 +409,12 @@ impl<T> Log<T> {
     #[inline]
     pub(crate) fn wake_batch(&self) -> u64 {
         (self.capacity / 16).clamp(1, 64)
+    }
+
+    /// Forgets the room parked publishers need (one of them left); those still parked
+    /// record theirs again when they next park.
+    pub(crate) fn forget_park_need(&mut self) {
+        self.park_need = 0;
     }
 
     /// Records that a publisher needing `need` slots parks.

@@ -57,8 +57,6 @@ struct SubPart<T> {
     key: Option<WaitKey>,
     /// Messages fetched and not yet handed over, in offset order (read-ahead only).
     buf: VecDeque<Entry<T>>,
-    /// The last wake position acted on (see [`Shared::ahead_consumed`]).
-    seen_wake: usize,
     /// How many of them there are, shared with the log; `None` where the topic's
     /// retention could drop a message a reader has not taken (a TTL or `DropOldest`):
     /// there every message is read under the lock, so that nothing fetched early is
@@ -81,7 +79,7 @@ impl<T> SubPart<T> {
         let e = self.buf.pop_front()?;
         if let Some(cell) = &self.ahead {
             cell.0.store(self.buf.len(), Ordering::Relaxed);
-            shared.ahead_consumed(self.p, e.offset + 1, &mut self.seen_wake);
+            shared.ahead_consumed(self.p, e.offset + 1);
         }
         Some(e)
     }
@@ -168,7 +166,6 @@ impl<T> Subscriber<T> {
                 cursor,
                 key: None,
                 buf: VecDeque::new(),
-                seen_wake: 0,
                 ahead,
             });
         }
@@ -289,7 +286,23 @@ impl<T> Subscriber<T> {
             shared.expire(&mut log, now, &mut wl);
             match log.read(sp.cursor) {
                 Read::Message(e) => {
-                    log.read_ahead(sp.cursor, READ_AHEAD - 1, &mut sp.buf);
+                    let e = match &sp.ahead {
+                        Some(cell) => {
+                            // Held in the buffer while more are fetched, so that a
+                            // panicking `T::clone` there loses nothing: it is handed
+                            // over by the next receive.
+                            sp.buf.push_back(e);
+                            cell.0.store(1, Ordering::Relaxed);
+                            log.read_ahead(sp.cursor, READ_AHEAD, &mut sp.buf, None);
+                            let first = sp.buf.pop_front();
+                            cell.0.store(sp.buf.len(), Ordering::Relaxed);
+                            match first {
+                                Some(e) => e,
+                                None => continue,
+                            }
+                        }
+                        None => e,
+                    };
                     log.subs.settle(sp.key);
                     shared.reader_advanced(&mut log, &mut wl);
                     drop(log);
@@ -362,7 +375,7 @@ impl<T> Subscriber<T> {
                 self.next = idx + 1;
                 if got == limit || !sp.buf.is_empty() {
                     let pos = buf.last().map_or(0, |m| m.offset + 1);
-                    shared.ahead_consumed(sp.p, pos, &mut sp.seen_wake);
+                    shared.ahead_consumed(sp.p, pos);
                     break;
                 }
             }

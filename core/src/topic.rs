@@ -155,32 +155,48 @@ impl<T> Shared<T> {
         log.free_slots(self.overflow, need) < need
     }
 
-    /// Called by a subscriber after it handed over read-ahead messages without the lock
-    /// (its cell already updated) and now stands at `pos` in partition `p`. `seen` is the
-    /// subscriber's memory of the last wake position it acted on.
+    /// Called by a reader after it handed over read-ahead messages without the lock (its
+    /// cell already updated) and now stands at `pos` in partition `p`.
     ///
-    /// Takes the lock only if a publisher is parked and this subscriber has just reached
-    /// the position at which that publisher's room would be free; whichever reader is
-    /// the last to get there finds the room and wakes it. A subscriber acts on one wake
-    /// position once, so readers ahead of the slowest do not lock for every message.
+    /// Takes the lock only if a publisher is parked and this reader stands at or past the
+    /// position at which that publisher's room would be free; whichever reader is the
+    /// last to get there finds the room and wakes it.
     #[inline]
-    pub(crate) fn ahead_consumed(&self, p: usize, pos: u64, seen: &mut usize) {
+    pub(crate) fn ahead_consumed(&self, p: usize, pos: u64) {
         crate::sync::fence(Ordering::SeqCst);
         let part = &self.parts[p];
         let at = part.wake_at.0.load(Ordering::Relaxed);
-        if at == 0 || at == *seen || ((pos as usize).wrapping_sub(at - 1) as isize) < 0 {
+        if at == 0 || ((pos as usize).wrapping_sub(at - 1) as isize) < 0 {
             return;
         }
-        *seen = at;
         let mut wl = WakeList::new();
         let mut log = part.log.lock();
-        log.notify_publishers(self.overflow, &mut wl);
-        let at = if log.pubs.waiting() == 0 {
-            0
-        } else {
-            encode_wake(log.wake_position())
-        };
-        part.wake_at.0.store(at, Ordering::Relaxed);
+        self.rearm(p, &mut log, &mut wl);
+    }
+
+    /// Wakes parked publishers of partition `p` if their room is free, and publishes the
+    /// wake position for those still parked (0 when none is).
+    ///
+    /// A new position gets the same pairing as [`Shared::park_publisher`]: stored, then a
+    /// full fence, then the room counted again, so that a reader handing over without the
+    /// lock at the same moment either sees the new position or is seen by the count.
+    pub(crate) fn rearm(&self, p: usize, log: &mut Log<T>, wl: &mut WakeList) {
+        let part = &self.parts[p];
+        loop {
+            log.notify_publishers(self.overflow, wl);
+            if log.pubs.waiting() == 0 {
+                part.wake_at.0.store(0, Ordering::Relaxed);
+                return;
+            }
+            part.wake_at
+                .0
+                .store(encode_wake(log.wake_position()), Ordering::Relaxed);
+            crate::sync::fence(Ordering::SeqCst);
+            let need = log.park_need();
+            if log.free_slots(self.overflow, need) < need || wl.is_full() {
+                return;
+            }
+        }
     }
 
     /// After a reader moved, wakes publishers if room may have been freed. Called with
@@ -409,6 +425,10 @@ impl<T> Shared<T> {
         let mut wl = WakeList::new();
         let mut log = self.parts[p].log.lock();
         Log::<T>::unregister(&mut log.pubs, key, &mut wl);
+        // The room the others wait for may have been this one's (a large batch): forget
+        // it, wake them if a batch of slots is free, and they park again with their own.
+        log.forget_park_need();
+        self.rearm(p, &mut log, &mut wl);
         drop(log);
         wl.wake_all();
     }

@@ -566,3 +566,76 @@ fn read_ahead_is_invisible_in_positions_lag_stats_and_room() {
     drop(sub);
     assert_eq!(topic.stats().delivered, 3);
 }
+
+#[test]
+fn block_parked_publisher_is_woken_after_a_reader_seeks_back_and_reads_again() {
+    // Review finding: a reader that had acted on a wake position, then sought back,
+    // must act on it again when it gets there the second time.
+    let topic = topic::<u32>(32, Overflow::Block);
+    let mut s = topic.subscribe(StartAt::Earliest).unwrap();
+    let mut r = topic.subscribe(StartAt::Earliest).unwrap();
+    for i in 0..32 {
+        topic.try_publish(i).unwrap();
+    }
+    let (wakes, waker) = counting_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut publish = pin!(topic.publish(32));
+    assert!(publish.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(s.try_recv().unwrap().into_value(), 0);
+    assert_eq!(s.try_recv().unwrap().into_value(), 1);
+    s.seek(0).unwrap();
+    while r.try_recv().is_ok() {}
+    for i in 0..32 {
+        assert_eq!(s.try_recv().unwrap().into_value(), i);
+    }
+    assert!(wakes.0.load(Ordering::SeqCst) >= 1, "publisher left parked");
+    assert!(publish.as_mut().poll(&mut cx).is_ready());
+}
+
+#[test]
+fn block_publishers_left_parked_by_a_partial_wake_are_woken_as_room_frees() {
+    // Review finding: three publishers park; the first batch of room wakes two; the
+    // third must be woken once the reader frees its room, with no other event.
+    let topic = topic::<u32>(32, Overflow::Block);
+    let mut s = topic.subscribe(StartAt::Earliest).unwrap();
+    for i in 0..32 {
+        topic.try_publish(i).unwrap();
+    }
+    let wakers: Vec<_> = (0..3).map(|_| counting_waker()).collect();
+    let mut p1 = pin!(topic.publish(100));
+    let mut p2 = pin!(topic.publish(101));
+    let mut p3 = pin!(topic.publish(102));
+    assert!(p1
+        .as_mut()
+        .poll(&mut Context::from_waker(&wakers[0].1))
+        .is_pending());
+    assert!(p2
+        .as_mut()
+        .poll(&mut Context::from_waker(&wakers[1].1))
+        .is_pending());
+    assert!(p3
+        .as_mut()
+        .poll(&mut Context::from_waker(&wakers[2].1))
+        .is_pending());
+    assert_eq!(s.try_recv().unwrap().into_value(), 0);
+    assert_eq!(s.try_recv().unwrap().into_value(), 1);
+    assert!(p1
+        .as_mut()
+        .poll(&mut Context::from_waker(&wakers[0].1))
+        .is_ready());
+    assert!(p2
+        .as_mut()
+        .poll(&mut Context::from_waker(&wakers[1].1))
+        .is_ready());
+    for i in 2..4 {
+        assert_eq!(s.try_recv().unwrap().into_value(), i);
+    }
+    assert!(
+        wakers[2].0 .0.load(Ordering::SeqCst) >= 1,
+        "third publisher left parked"
+    );
+    assert!(p3
+        .as_mut()
+        .poll(&mut Context::from_waker(&wakers[2].1))
+        .is_ready());
+}
