@@ -324,6 +324,9 @@ const READ_AHEAD: usize = 32;
 struct Ahead<T> {
     buf: VecDeque<Entry<T>>,
     cell: Option<Arc<Padded<AtomicUsize>>>,
+    /// The last wake position this member took the lock for on this partition (see
+    /// [`Shared::ahead_consumed`]); 0 for none, and again with every new cell.
+    acted: usize,
 }
 
 impl<T> Default for Ahead<T> {
@@ -331,6 +334,7 @@ impl<T> Default for Ahead<T> {
         Self {
             buf: VecDeque::new(),
             cell: None,
+            acted: 0,
         }
     }
 }
@@ -360,7 +364,7 @@ impl<T> Ahead<T> {
         }
         // The cell counts the buffer while it is attached, so this is the next one.
         let e = self.buf.pop_front()?;
-        shared.ahead_consumed(p, e.offset + 1);
+        shared.ahead_consumed(p, e.offset + 1, &mut self.acted);
         Some(e)
     }
 }
@@ -538,6 +542,7 @@ impl<T> Consumer<T> {
                     let cell = Arc::new(Padded(AtomicUsize::new(0)));
                     log.attach_ahead(cursor, cell.clone());
                     a.cell = Some(cell);
+                    a.acted = 0;
                     a.buf.clear();
                 }
             }

@@ -71,6 +71,9 @@ pub(crate) struct Log<T> {
     /// position, which is what retention needs).
     ahead: Vec<Option<Arc<Padded<AtomicUsize>>>>,
     cursor_free: Vec<usize>,
+    /// How many entries of `ahead` are `Some`: readers that hand messages over without
+    /// the lock and so read [`Partition::wake_at`](crate::topic::Partition).
+    reading_ahead: usize,
     /// A lower bound of the smallest position in `cursors`.
     min_hint: u64,
     /// Broadcast subscribers parked here: all woken per publish.
@@ -104,6 +107,7 @@ impl<T> Log<T> {
             cursors: Vec::new(),
             ahead: Vec::new(),
             cursor_free: Vec::new(),
+            reading_ahead: 0,
             min_hint: UNUSED,
             subs: WaiterList::new(),
             pubs: WaiterList::new(),
@@ -142,6 +146,7 @@ impl<T> Log<T> {
         ahead: Option<Arc<Padded<AtomicUsize>>>,
     ) -> usize {
         self.min_hint = self.min_hint.min(pos);
+        self.reading_ahead += usize::from(ahead.is_some());
         match self.cursor_free.pop() {
             Some(i) => {
                 self.cursors[i] = pos;
@@ -177,6 +182,7 @@ impl<T> Log<T> {
         let Some(cell) = self.ahead[cursor].take() else {
             return 0;
         };
+        self.reading_ahead -= 1;
         let unread = match cell.0.swap(REVOKED, Ordering::AcqRel) {
             REVOKED => 0,
             n => n as u64,
@@ -191,6 +197,14 @@ impl<T> Log<T> {
     pub(crate) fn attach_ahead(&mut self, cursor: usize, cell: Arc<Padded<AtomicUsize>>) {
         debug_assert!(self.ahead[cursor].is_none());
         self.ahead[cursor] = Some(cell);
+        self.reading_ahead += 1;
+    }
+
+    /// Whether some reader of this log reads ahead (and so hands messages over without
+    /// the lock, reading the partition's wake position).
+    #[inline]
+    pub(crate) fn reads_ahead(&self) -> bool {
+        self.reading_ahead > 0
     }
 
     /// Whether `cell` is the read-ahead cell attached to `cursor`.

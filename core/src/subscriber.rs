@@ -62,11 +62,15 @@ struct SubPart<T> {
     /// there every message is read under the lock, so that nothing fetched early is
     /// handed over after the log would have reported it missed.
     ahead: Option<Arc<Padded<AtomicUsize>>>,
+    /// The last wake position this reader took the lock for (see
+    /// [`Shared::ahead_consumed`]); 0 for none, and again after every seek.
+    acted: usize,
 }
 
 impl<T> SubPart<T> {
     /// After a seek took back the read-ahead: the cell starts again, empty.
     fn reattach(&mut self, log: &mut Log<T>) {
+        self.acted = 0;
         if let Some(cell) = &self.ahead {
             cell.0.store(0, Ordering::Relaxed);
             log.attach_ahead(self.cursor, cell.clone());
@@ -79,7 +83,7 @@ impl<T> SubPart<T> {
         let e = self.buf.pop_front()?;
         if let Some(cell) = &self.ahead {
             cell.0.store(self.buf.len(), Ordering::Relaxed);
-            shared.ahead_consumed(self.p, e.offset + 1);
+            shared.ahead_consumed(self.p, e.offset + 1, &mut self.acted);
         }
         Some(e)
     }
@@ -167,6 +171,7 @@ impl<T> Subscriber<T> {
                 key: None,
                 buf: VecDeque::new(),
                 ahead,
+                acted: 0,
             });
         }
         Ok(sub)
@@ -375,7 +380,7 @@ impl<T> Subscriber<T> {
                 self.next = idx + 1;
                 if got == limit || !sp.buf.is_empty() {
                     let pos = buf.last().map_or(0, |m| m.offset + 1);
-                    shared.ahead_consumed(sp.p, pos);
+                    shared.ahead_consumed(sp.p, pos, &mut sp.acted);
                     break;
                 }
             }

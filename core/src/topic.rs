@@ -156,22 +156,40 @@ impl<T> Shared<T> {
     }
 
     /// Called by a reader after it handed over read-ahead messages without the lock (its
-    /// cell already updated) and now stands at `pos` in partition `p`.
+    /// cell already updated) and now stands at `pos` in partition `p`. `acted` is the
+    /// reader's own memory of the last wake position it took the lock for (0 for none);
+    /// the reader resets it whenever it moves back or gets a new cell.
     ///
-    /// Takes the lock only if a publisher is parked and this reader stands at or past the
-    /// position at which that publisher's room would be free; whichever reader is the
-    /// last to get there finds the room and wakes it.
+    /// Takes the lock only if a publisher is parked, this reader stands at or past the
+    /// position at which that publisher's room would be free, and it has not already
+    /// taken the lock for that same position; whichever reader is the last to get there
+    /// finds the room and wakes it.
+    ///
+    /// Skipping a position already acted on is sound because `wake_at` always holds the
+    /// current requirement, never a stale lower one: whatever raises it (a publisher
+    /// parking, a publish while others stay parked, a cancelled publisher) stores the new
+    /// position, fences and counts the room again (see [`Shared::rearm`]). A reader that
+    /// acted stood at or past that position under the lock, so every later count sees it
+    /// there; the same position needs nothing more from it.
     #[inline]
-    pub(crate) fn ahead_consumed(&self, p: usize, pos: u64) {
+    pub(crate) fn ahead_consumed(&self, p: usize, pos: u64, acted: &mut usize) {
         crate::sync::fence(Ordering::SeqCst);
         let part = &self.parts[p];
         let at = part.wake_at.0.load(Ordering::Relaxed);
-        if at == 0 || ((pos as usize).wrapping_sub(at - 1) as isize) < 0 {
+        if at == 0 {
+            *acted = 0;
             return;
         }
+        if at == *acted || ((pos as usize).wrapping_sub(at - 1) as isize) < 0 {
+            return;
+        }
+        *acted = at;
         let mut wl = WakeList::new();
-        let mut log = part.log.lock();
-        self.rearm(p, &mut log, &mut wl);
+        {
+            let mut log = part.log.lock();
+            self.rearm(p, &mut log, &mut wl);
+        }
+        wl.wake_all();
     }
 
     /// Wakes parked publishers of partition `p` if their room is free, and publishes the
@@ -196,6 +214,19 @@ impl<T> Shared<T> {
             if log.free_slots(self.overflow, need) < need || wl.is_full() {
                 return;
             }
+        }
+    }
+
+    /// After a publish: if publishers are parked, the next one gets its turn when room is
+    /// left, and, where readers hand over without the lock, the wake position moves with
+    /// the new end of the log (it must never be left lower than what the publishers
+    /// still parked need; see [`Shared::ahead_consumed`]).
+    #[inline]
+    fn published_with_waiters(&self, p: usize, log: &mut Log<T>, wl: &mut WakeList) {
+        if log.pubs.waiting() > 0 && log.reads_ahead() {
+            self.rearm(p, log, wl);
+        } else {
+            log.notify_publishers(self.overflow, wl);
         }
     }
 
@@ -305,7 +336,7 @@ impl<T> Shared<T> {
                         // Our notification (if any) is consumed by this publish; if room
                         // is left, the next waiting publisher gets its turn.
                         drop(log.pubs.remove(key));
-                        log.notify_publishers(self.overflow, &mut wl);
+                        self.published_with_waiters(p, &mut log, &mut wl);
                         let more = log.notify_readers(1, &mut wl);
                         break (offset, old, more);
                     }
@@ -388,7 +419,7 @@ impl<T> Shared<T> {
                 match log.append_batch(&mut batch, now, self.overflow, &mut olds) {
                     Some(first) => {
                         drop(log.pubs.remove(key));
-                        log.notify_publishers(self.overflow, &mut wl);
+                        self.published_with_waiters(p, &mut log, &mut wl);
                         let more = log.notify_readers(n, &mut wl);
                         break (first, more);
                     }

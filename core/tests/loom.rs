@@ -270,6 +270,36 @@ fn block_publisher_is_woken_by_the_last_of_two_readers_handing_over_read_ahead()
 }
 
 #[test]
+fn block_publishers_parked_in_turn_are_each_woken_by_a_reader_handing_over() {
+    // Two publishers park on a full log of 2 slots read by one subscriber that reads
+    // ahead. The first one woken publishes and moves the position the other needs; the
+    // subscriber, which may already have taken the lock for the old position, must act
+    // on the new one (a publish while others stay parked re-arms the wake position).
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(2).unwrap();
+        let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+        topic.try_publish(0).unwrap();
+        topic.try_publish(1).unwrap();
+        let publishers: Vec<_> = (0..2)
+            .map(|i| {
+                let topic = topic.clone();
+                thread::spawn(move || block_on(topic.publish(10 + i)).unwrap().offset)
+            })
+            .collect();
+        let mut got = Vec::new();
+        for _ in 0..4 {
+            got.push(block_on(sub.recv()).unwrap().into_value());
+        }
+        let mut offsets: Vec<_> = publishers.into_iter().map(|p| p.join().unwrap()).collect();
+        offsets.sort_unstable();
+        assert_eq!(offsets, [2, 3]);
+        assert_eq!(got[..2], [0, 1]);
+        got[2..].sort_unstable();
+        assert_eq!(got[2..], [10, 11]);
+    });
+}
+
+#[test]
 fn a_rebalance_takes_back_read_ahead_each_message_once() {
     // A reads partition 1 alone and fetches ahead; B joins and is given partition 1.
     // Whether A hands its fetched messages over (a stale view, before it sees the

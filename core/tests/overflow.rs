@@ -639,3 +639,37 @@ fn block_publishers_left_parked_by_a_partial_wake_are_woken_as_room_frees() {
         .poll(&mut Context::from_waker(&wakers[2].1))
         .is_ready());
 }
+
+#[test]
+fn block_parked_publisher_is_woken_after_a_publish_moved_its_wake_position() {
+    // A reader that reads ahead takes the lock once per wake position. Here it does so
+    // at position 2 while a group member (which reads under the lock) still holds the
+    // room back; then another publisher takes a slot, which moves the parked one's wake
+    // position to 3. The reader must act on the new position when it hands over 2: the
+    // member, which reads everything first, counts the room while the reader still
+    // stands at 2, so nobody else would wake the publisher.
+    let topic = topic::<u32>(32, Overflow::Block);
+    let mut r = topic.subscribe(StartAt::Earliest).unwrap();
+    let mut g = topic.group("g", StartAt::Earliest).unwrap();
+    for i in 0..32 {
+        topic.try_publish(i).unwrap();
+    }
+    assert_eq!(r.try_recv().unwrap().into_value(), 0);
+    let (wakes, waker) = counting_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut publish = pin!(topic.publish(100));
+    assert!(publish.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(r.try_recv().unwrap().into_value(), 1);
+    assert_eq!(g.try_recv().unwrap().into_value(), 0);
+    assert_eq!(topic.try_publish(200).unwrap().offset, 32);
+    for i in 1..32 {
+        assert_eq!(g.try_recv().unwrap().into_value(), i);
+    }
+    assert_eq!(g.try_recv().unwrap().into_value(), 200);
+    assert_eq!(wakes.0.load(Ordering::SeqCst), 0, "woken too early");
+    for i in 2..32 {
+        assert_eq!(r.try_recv().unwrap().into_value(), i);
+    }
+    assert!(wakes.0.load(Ordering::SeqCst) >= 1, "publisher left parked");
+    assert!(publish.as_mut().poll(&mut cx).is_ready());
+}
