@@ -531,6 +531,9 @@ impl<T> Consumer<T> {
                 continue; // deleted: reported once `refresh` sees it
             };
             if let Some(a) = self.ahead.get_mut(p) {
+                // A visit under the lock ends the memory of acted-on wake positions (see
+                // `Shared::ahead_consumed`).
+                a.acted = 0;
                 let mine = a.cell.as_ref().is_some_and(|c| log.ahead_is(cursor, c));
                 if !mine {
                     // Another member read ahead here before a rebalance: its unread
@@ -551,9 +554,37 @@ impl<T> Consumer<T> {
                 all_closed = false;
                 break;
             }
+            // Messages of this visit already counted in the group's `delivered`.
+            let mut counted = 0;
             while got < limit {
                 match log.read(cursor) {
                     Read::Message(e) => {
+                        let e = match (buf.is_none(), self.ahead.get_mut(p)) {
+                            (true, Some(a)) => {
+                                // A single receive that reads ahead: the message is held
+                                // in the buffer (counted by the cell, and in `delivered`
+                                // as every fetched message is) while more are fetched, so
+                                // that a panicking `T::clone` there loses nothing: it is
+                                // handed over by the next receive.
+                                let Some(cell) = a.cell.clone() else {
+                                    break; // attached above: cannot happen
+                                };
+                                a.buf.push_back(e);
+                                cell.0.store(a.buf.len(), Ordering::Relaxed);
+                                if let Some(g) = log.group(id) {
+                                    g.delivered += 1;
+                                }
+                                counted += 1;
+                                log.read_ahead(cursor, READ_AHEAD + 1, &mut a.buf, Some(id));
+                                let first = a.buf.pop_front();
+                                cell.0.store(a.buf.len(), Ordering::Relaxed);
+                                match first {
+                                    Some(e) => e,
+                                    None => break,
+                                }
+                            }
+                            _ => e,
+                        };
                         let m = to_message(p, e, clocked);
                         match buf.as_deref_mut() {
                             Some(b) => b.push(m),
@@ -576,7 +607,7 @@ impl<T> Consumer<T> {
             let taken = log.cursor(cursor) - old;
             if taken > 0 {
                 if let Some(g) = log.group(id) {
-                    g.delivered += taken;
+                    g.delivered += taken - counted;
                 }
                 // Fetch ahead what this member will most likely ask for next (counted in
                 // the group's `delivered` as it is read).

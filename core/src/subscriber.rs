@@ -288,6 +288,9 @@ impl<T> Subscriber<T> {
             let now = *now.get_or_insert_with(|| shared.now());
             let mut wl = WakeList::new();
             let mut log = shared.parts[sp.p].log.lock();
+            // A visit under the lock ends the memory of acted-on wake positions (see
+            // `Shared::ahead_consumed`).
+            sp.acted = 0;
             shared.expire(&mut log, now, &mut wl);
             match log.read(sp.cursor) {
                 Read::Message(e) => {
@@ -387,6 +390,7 @@ impl<T> Subscriber<T> {
             let now = *now.get_or_insert_with(|| shared.now());
             let mut wl = WakeList::new();
             let mut log = shared.parts[sp.p].log.lock();
+            sp.acted = 0;
             shared.expire(&mut log, now, &mut wl);
             let old = log.cursor(sp.cursor);
             if old < log.low && got > 0 {

@@ -158,7 +158,10 @@ impl<T> Shared<T> {
     /// Called by a reader after it handed over read-ahead messages without the lock (its
     /// cell already updated) and now stands at `pos` in partition `p`. `acted` is the
     /// reader's own memory of the last wake position it took the lock for (0 for none);
-    /// the reader resets it whenever it moves back or gets a new cell.
+    /// the reader resets it whenever it moves back, gets a new cell or visits the log
+    /// under the lock. The last bounds how long a memory lives to one buffer of
+    /// read-ahead, so that on 32-bit targets, where encoded positions repeat every 2^32
+    /// messages, an equal code always means the same position.
     ///
     /// Takes the lock only if a publisher is parked, this reader stands at or past the
     /// position at which that publisher's room would be free, and it has not already
@@ -183,7 +186,9 @@ impl<T> Shared<T> {
         if at == *acted || ((pos as usize).wrapping_sub(at - 1) as isize) < 0 {
             return;
         }
-        *acted = at;
+        // `usize::MAX` stands for two positions (see `encode_wake`), so it is never
+        // remembered: meeting it again takes the lock again.
+        *acted = if at == usize::MAX { 0 } else { at };
         let mut wl = WakeList::new();
         {
             let mut log = part.log.lock();

@@ -360,3 +360,46 @@ fn a_members_read_ahead_is_invisible_and_goes_to_the_next_reader() {
     assert_eq!(rest, (2..10).collect::<Vec<_>>());
     assert_eq!(topic.stats().groups[0].delivered, 10);
 }
+
+/// A value whose clone panics while `ARMED` holds its number: a `T::clone` that fails
+/// half way through a member's fetch.
+#[derive(Debug, PartialEq)]
+struct Fragile(u32);
+
+static ARMED: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(u32::MAX);
+
+impl Clone for Fragile {
+    fn clone(&self) -> Self {
+        if ARMED.load(core::sync::atomic::Ordering::SeqCst) == self.0 {
+            panic!("clone of {} fails", self.0);
+        }
+        Fragile(self.0)
+    }
+}
+
+#[test]
+fn a_member_whose_fetch_ahead_panics_loses_no_message() {
+    // The member reads 0 and fetches 1, 2, ... ahead; cloning 3 panics. Message 0 must
+    // not be lost with the unwinding receive: the next receives hand over 0, 1, 2, and 3
+    // once its clone works again, each exactly once, with the counts in step.
+    let topic = Topic::<Fragile>::new(TopicConfig::new(64).partitions(2)).unwrap();
+    let mut a = topic.group("g", StartAt::Earliest).unwrap();
+    for v in 0..6 {
+        topic.try_publish_to(0, Fragile(v)).unwrap();
+    }
+    ARMED.store(3, core::sync::atomic::Ordering::SeqCst);
+    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| a.try_recv()));
+    assert!(res.is_err(), "the clone of 3 panics");
+    assert_eq!(a.try_recv().unwrap().into_value(), Fragile(0));
+    assert_eq!(a.try_recv().unwrap().into_value(), Fragile(1));
+    assert_eq!(a.try_recv().unwrap().into_value(), Fragile(2));
+    assert_eq!(topic.stats().groups[0].delivered, 3);
+    ARMED.store(u32::MAX, core::sync::atomic::Ordering::SeqCst);
+    let rest: Vec<u32> =
+        core::iter::from_fn(|| a.try_recv().ok().map(|m| m.into_value().0)).collect();
+    assert_eq!(rest, [3, 4, 5]);
+    let stats = topic.stats();
+    assert_eq!(stats.groups[0].delivered, 6);
+    assert_eq!(stats.groups[0].lag, 0);
+    assert_eq!(stats.delivered, 6);
+}
