@@ -495,6 +495,8 @@ impl<T> Consumer<T> {
         let mut all_closed = true;
         let mut drained_closed = false;
         let mut emptied = false;
+        // The partition whose registration this poll settled under its lock, if any.
+        let mut settled = None;
         for k in 0..n {
             if got == limit {
                 break;
@@ -616,6 +618,7 @@ impl<T> Consumer<T> {
                 }
                 if let Some(g) = log.group(id) {
                     g.waiters.settle(self.keys[p]);
+                    settled = Some(p);
                     // More remain and others wait: pass the baton so nobody sleeps on
                     // a non-empty partition.
                     if log.fetched(cursor) < log.high {
@@ -641,7 +644,7 @@ impl<T> Consumer<T> {
         }
         if got > 0 {
             drained_closed |= emptied && shared.is_closed();
-            self.cancel_wait();
+            self.cancel_wait_except(settled);
             if drained_closed {
                 // Members waiting for the whole group to drain may be done now.
                 self.wake_idle();
@@ -716,6 +719,13 @@ impl<T> Consumer<T> {
     /// Forgets the registrations of a wait that ended (served on another partition, or
     /// abandoned), passing unconsumed wake-ups on to other members.
     pub(crate) fn cancel_wait(&mut self) {
+        self.cancel_wait_except(None);
+    }
+
+    /// [`Consumer::cancel_wait`] for a poll that already settled its registration on
+    /// partition `settled` under that partition's lock: that lock is not taken again
+    /// (members that wait between messages would otherwise lock twice per message).
+    fn cancel_wait_except(&mut self, settled: Option<usize>) {
         if !self.waiting {
             return;
         }
@@ -724,7 +734,7 @@ impl<T> Consumer<T> {
             self.group.members.lock().idle.settle(self.idle_key);
         }
         for p in 0..self.keys.len() {
-            if self.keys[p].is_some() {
+            if self.keys[p].is_some() && settled != Some(p) {
                 let mut wl = WakeList::new();
                 let mut log = self.shared.parts[p].log.lock();
                 if let Some(g) = log.group(self.group.ids[p]) {

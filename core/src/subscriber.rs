@@ -315,8 +315,9 @@ impl<T> Subscriber<T> {
                     shared.reader_advanced(&mut log, &mut wl);
                     drop(log);
                     let m = to_message(sp.p, e, shared.clock.is_some());
+                    let settled = Some(sp.p);
                     self.next = idx + 1;
-                    self.cancel_wait();
+                    self.cancel_wait_except(settled);
                     return Poll::Ready(Ok(m));
                 }
                 Read::Lagged(missed) => {
@@ -364,6 +365,8 @@ impl<T> Subscriber<T> {
         let n = self.parts.len();
         let mut got = 0;
         let mut all_closed = true;
+        // The partition whose registration this poll settled under its lock, if any.
+        let mut settled = None;
         for k in 0..n {
             if got == limit {
                 break;
@@ -416,6 +419,7 @@ impl<T> Subscriber<T> {
             }
             if drained || log.cursor(sp.cursor) != old {
                 log.subs.settle(sp.key);
+                settled = Some(sp.p);
                 shared.reader_advanced(&mut log, &mut wl);
                 self.next = idx + 1;
                 all_closed = false;
@@ -429,7 +433,7 @@ impl<T> Subscriber<T> {
             }
         }
         if got > 0 {
-            self.cancel_wait();
+            self.cancel_wait_except(settled);
             Poll::Ready(Ok(got))
         } else if all_closed {
             self.cancel_wait();
@@ -444,12 +448,18 @@ impl<T> Subscriber<T> {
     /// later publish wakes a task that is not waiting. Only a subscriber of several
     /// partitions that actually parked pays for this.
     fn cancel_wait(&mut self) {
+        self.cancel_wait_except(None);
+    }
+
+    /// [`Subscriber::cancel_wait`] for a poll that already settled its registration on
+    /// partition `settled` under that partition's lock: that lock is not taken again.
+    fn cancel_wait_except(&mut self, settled: Option<usize>) {
         if !self.waiting {
             return;
         }
         self.waiting = false;
         for sp in &self.parts {
-            if sp.key.is_some() {
+            if sp.key.is_some() && settled != Some(sp.p) {
                 self.shared.parts[sp.p].log.lock().subs.settle(sp.key);
             }
         }
