@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! cargo run --release --example perf_runner -- [--quick] [--rounds N] [--messages N]
-//!     [--scenarios S1,S3,...] [--impls kanal,flume,...] [--timeout SECS] [--csv]
+//!     [--scenarios S1,S3,...] [--impls kanal,flume,...] [--timeout SECS] [--workers N]
+//!     [--csv]
 //! ```
 //!
 //! Every run counts what arrived by message id: losses and duplicates are counted, never
@@ -30,6 +31,7 @@ usage: perf_runner [options]
   --scenarios LIST    only these scenarios, e.g. S1,S3,S5 (default all)
   --impls LIST        only these implementations, e.g. kanal,tokio-mpsc,memq (default all)
   --timeout SECS      wall-clock cap of one run (default 60; quick 3)
+  --workers N         Tokio worker threads of the async rows (default 2)
   --csv               print `scenario,impl,median_msgs_per_s,lost` lines instead of a table
   -h, --help          this text";
 
@@ -41,6 +43,7 @@ struct Args {
     scenarios: Vec<Scenario>,
     impls: Vec<Impl>,
     timeout: Option<u64>,
+    workers: Option<usize>,
     csv: bool,
 }
 
@@ -52,6 +55,7 @@ fn parse_args() -> Result<Option<Args>, String> {
         scenarios: Scenario::ALL.to_vec(),
         impls: Impl::ALL.to_vec(),
         timeout: None,
+        workers: None,
         csv: false,
     };
     let mut it = std::env::args().skip(1);
@@ -63,6 +67,7 @@ fn parse_args() -> Result<Option<Args>, String> {
             "--rounds" => args.rounds = Some(parse_num(&value("--rounds")?)?),
             "--messages" => args.messages = Some(parse_num(&value("--messages")?)?),
             "--timeout" => args.timeout = Some(parse_num(&value("--timeout")?)?),
+            "--workers" => args.workers = Some(parse_num(&value("--workers")?)?),
             "--scenarios" => args.scenarios = Scenario::parse_list(&value("--scenarios")?)?,
             "--impls" => args.impls = Impl::parse_list(&value("--impls")?)?,
             "-h" | "--help" => return Ok(None),
@@ -109,6 +114,9 @@ fn main() -> ExitCode {
     }
     if let Some(secs) = args.timeout {
         params.deadline = core::time::Duration::from_secs(secs.max(1));
+    }
+    if let Some(workers) = args.workers {
+        params.workers = workers.max(1);
     }
     let rounds = args.rounds.unwrap_or(if args.quick { 1 } else { 3 }).max(1);
 
