@@ -20,6 +20,13 @@ pub enum Overflow {
     /// faster than its readers waits once per batch rather than once per message. New
     /// publishes use any free slot at once.
     ///
+    /// So a waiting publisher can stay parked while fewer slots than a batch are free.
+    /// A reader that reads all it can always frees a whole batch, but one that stops
+    /// reading, with messages still retained, until that same publisher gets on (say it
+    /// waits for a reply the publisher sends after its next message) can wait for good:
+    /// give such a pipeline a log under 32 slots, or have the publisher use
+    /// `try_publish` and retry.
+    ///
     /// [`PublishError::Full`]: crate::PublishError::Full
     #[default]
     Block,
