@@ -53,6 +53,60 @@ pub(crate) struct GroupShared<T> {
     epoch: AtomicUsize,
     /// Settings of an explicit-ack group; `None` for automatic commit.
     pub(crate) acks: Option<crate::ack::AckSettings<T>>,
+    /// Messages fetched ahead for all members, on a one-partition topic (see [`Pool`]).
+    pool: Option<Mutex<Pool<T>>>,
+}
+
+/// Messages fetched ahead for every member of an automatic-commit group on a
+/// one-partition topic, where all members compete for the same messages.
+///
+/// A member that finds the pool empty reads under the partition's lock and fetches up
+/// to [`READ_AHEAD`] more into the pool; members then take from the pool under its own
+/// lock, without the partition's, so that publishers and members no longer take turns
+/// on one lock for every message, and `T::clone` runs once per batch in the
+/// partition's critical section instead of once per receive. Taking from the pool is in
+/// offset order, so the members see the messages in the same order as without it, each
+/// member's in increasing offsets, and each message goes to exactly one member.
+///
+/// The cell, attached to the group's cursor, counts what is in the pool: the group's
+/// committed position, its lag, the delivered counts and `Block` retention count only
+/// what was handed to a member (as with a member's own read-ahead, see [`Ahead`]). A
+/// member takes a message with a CAS on the cell, and deleting the group swaps the cell
+/// for `REVOKED`, so a message is handed over only while the group exists.
+///
+/// Lock order: the pool, then the partition. A member registers to wait only with both
+/// held and the pool empty, and a member that fills the pool wakes every waiting member
+/// with both held, so no member sleeps while the pool has messages.
+struct Pool<T> {
+    buf: VecDeque<Entry<T>>,
+    cell: Arc<Padded<AtomicUsize>>,
+}
+
+impl<T> Pool<T> {
+    /// Takes the next pooled message; `Err` with what was left once the group was
+    /// deleted (to be dropped after the pool's lock is released).
+    fn take(&mut self) -> Result<Option<Entry<T>>, VecDeque<Entry<T>>> {
+        let mut cur = self.cell.0.load(Ordering::Acquire);
+        loop {
+            if cur == REVOKED {
+                return Err(core::mem::take(&mut self.buf));
+            }
+            if cur == 0 {
+                return Ok(None);
+            }
+            match self.cell.0.compare_exchange_weak(
+                cur,
+                cur - 1,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
+                Err(now) => cur = now,
+            }
+        }
+        // The cell counts the pool, so this is the next one.
+        Ok(self.buf.pop_front())
+    }
 }
 
 impl<T> fmt::Debug for GroupShared<T> {
@@ -206,6 +260,7 @@ impl<T> Topic<T> {
             } else {
                 Vec::new()
             },
+            pool_acted: 0,
         })
     }
 
@@ -261,13 +316,26 @@ fn create_group<T>(
         }
     }
     let now = shared.now();
+    // Members share a pool of messages fetched ahead where they all read one partition
+    // and retention can never pass an unread message (see `Pool`).
+    let pooled = acks.is_none()
+        && shared.parts.len() == 1
+        && shared.ttl.is_none()
+        && shared.overflow != crate::Overflow::DropOldest;
+    let cell = Arc::new(Padded(AtomicUsize::new(0)));
     let mut ids = Vec::with_capacity(shared.parts.len());
     for (p, part) in shared.parts.iter().enumerate() {
         let mut wl = WakeList::new();
         let mut log = part.log.lock();
         shared.expire(&mut log, now, &mut wl);
         let pos = start_position(&log, p, start).unwrap_or(log.high);
-        ids.push(log.add_group(pos, acks.is_some()));
+        let id = log.add_group(pos, acks.is_some());
+        if pooled {
+            if let Some(cursor) = log.group_ref(id).map(|g| g.cursor) {
+                log.attach_ahead(cursor, cell.clone());
+            }
+        }
+        ids.push(id);
     }
     Ok(GroupShared {
         name: name.into(),
@@ -280,6 +348,12 @@ fn create_group<T>(
         }),
         epoch: AtomicUsize::new(0),
         acks,
+        pool: pooled.then(|| {
+            Mutex::new(Pool {
+                buf: VecDeque::new(),
+                cell,
+            })
+        }),
     })
 }
 
@@ -306,6 +380,9 @@ pub struct Consumer<T> {
     /// Read-ahead per partition, indexed by partition; empty if this member does not
     /// read ahead.
     ahead: Vec<Ahead<T>>,
+    /// The last wake position this member took the lock for after taking from the
+    /// group's pool (see [`Shared::ahead_consumed`]); 0 for none.
+    pool_acted: usize,
 }
 
 /// How many messages a member fetches per visit to a partition it reads alone.
@@ -485,6 +562,9 @@ impl<T> Consumer<T> {
         if self.refresh() {
             self.waiting = false;
             return Poll::Ready(Err(RecvError::Closed));
+        }
+        if self.group.pool.is_some() && self.assigned == [0] {
+            return self.poll_pooled(buf, limit, waker);
         }
         let shared = &*self.shared;
         let clocked = shared.clock.is_some();
@@ -678,6 +758,198 @@ impl<T> Consumer<T> {
         }
         self.waiting = waker.is_some();
         Poll::Pending
+    }
+
+    /// [`Consumer::poll_inner`] for a group whose members share a [`Pool`] (one
+    /// partition, which every member reads).
+    fn poll_pooled(
+        &mut self,
+        mut buf: Option<&mut Vec<Message<T>>>,
+        limit: usize,
+        waker: Option<&Waker>,
+    ) -> Poll<Result<Taken<T>, RecvError>>
+    where
+        T: Clone,
+    {
+        let shared = &*self.shared;
+        let clocked = shared.clock.is_some();
+        let Some(pool) = self.group.pool.as_ref() else {
+            return Poll::Ready(Err(RecvError::Closed));
+        };
+        let id = self.group.ids[0];
+        let mut got = 0;
+        let mut single = None;
+        let mut pool = pool.lock();
+        // First what the pool holds, without the partition's lock.
+        let mut last = None;
+        while got < limit {
+            match pool.take() {
+                Ok(Some(e)) => {
+                    last = Some(e.offset);
+                    let m = to_message(0, e, clocked);
+                    match buf.as_deref_mut() {
+                        Some(b) => b.push(m),
+                        None => single = Some(m),
+                    }
+                    got += 1;
+                }
+                Ok(None) => break,
+                Err(stale) => {
+                    // The group was deleted: what it fetched goes, outside every lock.
+                    drop(pool);
+                    drop(stale);
+                    self.cancel_wait();
+                    return Poll::Ready(Err(RecvError::Closed));
+                }
+            }
+        }
+        if let (Some(last), true) = (last, got == limit) {
+            let emptied = pool.buf.is_empty();
+            drop(pool);
+            shared.ahead_consumed(0, last + 1, &mut self.pool_acted);
+            // Handing over the last pooled message may finish the group's drain after
+            // close, without the partition's lock: members waiting for it must hear.
+            let drained_closed = emptied && shared.is_closed();
+            self.cancel_wait();
+            if drained_closed {
+                self.wake_idle();
+            }
+            return Poll::Ready(Ok((got, single)));
+        }
+        // The pool is empty (a batch may want more than it held): read under the
+        // partition's lock, the pool's still held so that refills go in order and
+        // nobody registers while the pool has messages.
+        let now = shared.now();
+        let mut wl = WakeList::new();
+        let mut log = shared.parts[0].log.lock();
+        // A visit under the lock ends the memory of acted-on wake positions (see
+        // `Shared::ahead_consumed`).
+        self.pool_acted = 0;
+        shared.expire(&mut log, now, &mut wl);
+        let cursor = match log.group_ref(id).map(|g| g.cursor) {
+            Some(c) if log.ahead_is(c, &pool.cell) => c,
+            // Deleted (its cell taken back with its position): `refresh` reports it.
+            _ => {
+                drop(log);
+                drop(pool);
+                self.cancel_wait();
+                return Poll::Ready(Err(RecvError::Closed));
+            }
+        };
+        let old = log.cursor(cursor);
+        // Messages of this visit already counted in the group's `delivered`.
+        let mut counted = 0;
+        while got < limit {
+            match log.read(cursor) {
+                Read::Message(e) => {
+                    let e = if buf.is_none() {
+                        // Held in the pool while more are fetched, so that a panicking
+                        // `T::clone` there loses nothing: the next receive hands it over.
+                        let cell = pool.cell.clone();
+                        pool.buf.push_back(e);
+                        cell.0.store(pool.buf.len(), Ordering::Relaxed);
+                        if let Some(g) = log.group(id) {
+                            g.delivered += 1;
+                        }
+                        counted += 1;
+                        log.read_ahead(cursor, READ_AHEAD + 1, &mut pool.buf, Some(id));
+                        let first = pool.buf.pop_front();
+                        cell.0.store(pool.buf.len(), Ordering::Relaxed);
+                        match first {
+                            Some(e) => e,
+                            None => break,
+                        }
+                    } else {
+                        e
+                    };
+                    let m = to_message(0, e, clocked);
+                    match buf.as_deref_mut() {
+                        Some(b) => b.push(m),
+                        None => single = Some(m),
+                    }
+                    got += 1;
+                }
+                Read::Lagged(missed) => {
+                    // Cannot happen where a pool is used (no TTL, no `DropOldest`);
+                    // reported as everywhere else if it ever did.
+                    if let Some(g) = log.group(id) {
+                        g.waiters.settle(self.keys[0]);
+                    }
+                    shared.reader_advanced(&mut log, &mut wl);
+                    drop(log);
+                    drop(pool);
+                    self.cancel_wait_except(Some(0));
+                    return Poll::Ready(Err(RecvError::Lagged(missed)));
+                }
+                Read::Empty => break,
+            }
+        }
+        let taken = log.cursor(cursor) - old;
+        if taken > 0 || got > 0 {
+            if buf.is_some() {
+                // After a batch, fetch what the members will most likely ask for next.
+                log.read_ahead(cursor, READ_AHEAD, &mut pool.buf, Some(id));
+            }
+            let more = !pool.buf.is_empty() || log.fetched(cursor) < log.high;
+            let mut unwoken = false;
+            if let Some(g) = log.group(id) {
+                g.delivered += taken - counted;
+                g.waiters.settle(self.keys[0]);
+                if more && g.waiters.waiting() > 0 {
+                    // The pool has messages again: every member waiting may take one.
+                    unwoken = g.waiters.notify_all(&mut wl);
+                }
+            }
+            shared.reader_advanced(&mut log, &mut wl);
+            let drained_closed = log.closed && log.cursor(cursor) >= log.high;
+            drop(log);
+            drop(pool);
+            wl.wake_all();
+            if unwoken {
+                self.wake_group_members(0);
+            }
+            self.cancel_wait_except(Some(0));
+            if drained_closed {
+                self.wake_idle();
+            }
+            return Poll::Ready(Ok((got, single)));
+        }
+        if log.closed {
+            // Closed, the pool empty and the partition read to its end: the group (which
+            // reads only this partition) is drained.
+            drop(log);
+            drop(pool);
+            self.cancel_wait();
+            return Poll::Ready(Err(RecvError::Closed));
+        }
+        if let Some(w) = waker {
+            if let Some(g) = log.group(id) {
+                g.waiters.register(&mut self.keys[0], w);
+            }
+        }
+        drop(log);
+        drop(pool);
+        self.waiting = waker.is_some();
+        Poll::Pending
+    }
+
+    /// Wakes every member of this group parked on partition `p`, for those a first
+    /// [`WakeList`] could not hold.
+    fn wake_group_members(&self, p: usize) {
+        loop {
+            let mut wl = WakeList::new();
+            let more = {
+                let mut log = self.shared.parts[p].log.lock();
+                match log.group(self.group.ids[p]) {
+                    Some(g) => g.waiters.notify_all(&mut wl),
+                    None => false,
+                }
+            };
+            wl.wake_all();
+            if !more {
+                break;
+            }
+        }
     }
 
     /// Parks a member that has nothing to read on its partitions until a rebalance or

@@ -300,6 +300,52 @@ fn block_publishers_parked_in_turn_are_each_woken_by_a_reader_handing_over() {
 }
 
 #[test]
+fn a_member_taking_from_the_pool_frees_a_waiting_publisher() {
+    // A group on a one-partition topic: A's receive reads 0 and fetches 1 into the
+    // group's pool. The publisher of 3 waits on the full log until 1 is taken; B takes
+    // it from the pool, without the partition's lock, and nobody reads anything after:
+    // that alone must free the publisher, wherever its parking falls.
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(2).unwrap();
+        let mut a = topic.group("g", StartAt::Earliest).unwrap();
+        let mut b = topic.group("g", StartAt::Earliest).unwrap();
+        topic.try_publish(0).unwrap();
+        topic.try_publish(1).unwrap();
+        assert_eq!(a.try_recv().unwrap().into_value(), 0);
+        topic.try_publish(2).unwrap();
+        let publisher = {
+            let topic = topic.clone();
+            thread::spawn(move || block_on(topic.publish(3)).unwrap().offset)
+        };
+        let other = thread::spawn(move || block_on(b.recv()).unwrap().into_value());
+        assert_eq!(other.join().unwrap(), 1);
+        assert_eq!(publisher.join().unwrap(), 3);
+        assert_eq!(a.try_recv().unwrap().into_value(), 2);
+        assert_eq!(a.try_recv().unwrap().into_value(), 3);
+    });
+}
+
+#[test]
+fn members_sharing_a_pool_take_each_message_once() {
+    // A and B race for what A's first receive fetched into the pool and for what is
+    // still in the log; each message goes to exactly one of them.
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(4).unwrap();
+        let mut a = topic.group("g", StartAt::Earliest).unwrap();
+        let mut b = topic.group("g", StartAt::Earliest).unwrap();
+        topic.try_publish(0).unwrap();
+        topic.try_publish(1).unwrap();
+        assert_eq!(a.try_recv().unwrap().into_value(), 0);
+        topic.try_publish(2).unwrap();
+        let other = thread::spawn(move || block_on(b.recv()).unwrap().into_value());
+        let mine = block_on(a.recv()).unwrap().into_value();
+        let mut got = [mine, other.join().unwrap()];
+        got.sort_unstable();
+        assert_eq!(got, [1, 2]);
+    });
+}
+
+#[test]
 fn a_rebalance_takes_back_read_ahead_each_message_once() {
     // A reads partition 1 alone and fetches ahead; B joins and is given partition 1.
     // Whether A hands its fetched messages over (a stale view, before it sees the
