@@ -80,6 +80,9 @@ pub(crate) struct GroupShared<T> {
 struct Pool<T> {
     buf: VecDeque<Entry<T>>,
     cell: Arc<Padded<AtomicUsize>>,
+    /// Refills so far: a member's memory of acted-on wake positions lasts one refill
+    /// (see [`Shared::ahead_consumed`]; on 32-bit targets encoded positions repeat).
+    refills: usize,
 }
 
 impl<T> Pool<T> {
@@ -261,6 +264,7 @@ impl<T> Topic<T> {
                 Vec::new()
             },
             pool_acted: 0,
+            pool_refill: 0,
         })
     }
 
@@ -352,6 +356,7 @@ fn create_group<T>(
             Mutex::new(Pool {
                 buf: VecDeque::new(),
                 cell,
+                refills: 0,
             })
         }),
     })
@@ -381,8 +386,10 @@ pub struct Consumer<T> {
     /// read ahead.
     ahead: Vec<Ahead<T>>,
     /// The last wake position this member took the lock for after taking from the
-    /// group's pool (see [`Shared::ahead_consumed`]); 0 for none.
+    /// group's pool (see [`Shared::ahead_consumed`]); 0 for none, and again with every
+    /// refill of the pool (`Pool::refills` as of `pool_refill`).
     pool_acted: usize,
+    pool_refill: usize,
 }
 
 /// How many messages a member fetches per visit to a partition it reads alone.
@@ -643,23 +650,19 @@ impl<T> Consumer<T> {
                     Read::Message(e) => {
                         let e = match (buf.is_none(), self.ahead.get_mut(p)) {
                             (true, Some(a)) => {
-                                // A single receive that reads ahead: the message is held
-                                // in the buffer (counted by the cell, and in `delivered`
-                                // as every fetched message is) while more are fetched, so
-                                // that a panicking `T::clone` there loses nothing: it is
-                                // handed over by the next receive.
                                 let Some(cell) = a.cell.clone() else {
                                     break; // attached above: cannot happen
                                 };
-                                a.buf.push_back(e);
-                                cell.0.store(a.buf.len(), Ordering::Relaxed);
-                                if let Some(g) = log.group(id) {
-                                    g.delivered += 1;
-                                }
                                 counted += 1;
-                                log.read_ahead(cursor, READ_AHEAD + 1, &mut a.buf, Some(id));
-                                let first = a.buf.pop_front();
-                                cell.0.store(a.buf.len(), Ordering::Relaxed);
+                                let max = READ_AHEAD + 1;
+                                let first = log.hold_and_read_ahead(
+                                    cursor,
+                                    e,
+                                    &cell.0,
+                                    max,
+                                    &mut a.buf,
+                                    Some(id),
+                                );
                                 match first {
                                     Some(e) => e,
                                     None => break,
@@ -779,7 +782,13 @@ impl<T> Consumer<T> {
         let id = self.group.ids[0];
         let mut got = 0;
         let mut single = None;
+        // The clock is read outside every lock, as its contract says.
+        let now = shared.now();
         let mut pool = pool.lock();
+        if pool.refills != self.pool_refill {
+            self.pool_refill = pool.refills;
+            self.pool_acted = 0;
+        }
         // First what the pool holds, without the partition's lock.
         let mut last = None;
         while got < limit {
@@ -799,7 +808,12 @@ impl<T> Consumer<T> {
                     drop(pool);
                     drop(stale);
                     self.cancel_wait();
-                    return Poll::Ready(Err(RecvError::Closed));
+                    return Poll::Ready(if got > 0 {
+                        // Taken before the deletion: handed over, and reported.
+                        Ok((got, single))
+                    } else {
+                        Err(RecvError::Closed)
+                    });
                 }
             }
         }
@@ -819,7 +833,6 @@ impl<T> Consumer<T> {
         // The pool is empty (a batch may want more than it held): read under the
         // partition's lock, the pool's still held so that refills go in order and
         // nobody registers while the pool has messages.
-        let now = shared.now();
         let mut wl = WakeList::new();
         let mut log = shared.parts[0].log.lock();
         // A visit under the lock ends the memory of acted-on wake positions (see
@@ -833,7 +846,12 @@ impl<T> Consumer<T> {
                 drop(log);
                 drop(pool);
                 self.cancel_wait();
-                return Poll::Ready(Err(RecvError::Closed));
+                return Poll::Ready(if got > 0 {
+                    // Taken from the pool before the deletion: handed over, and reported.
+                    Ok((got, single))
+                } else {
+                    Err(RecvError::Closed)
+                });
             }
         };
         let old = log.cursor(cursor);
@@ -843,19 +861,12 @@ impl<T> Consumer<T> {
             match log.read(cursor) {
                 Read::Message(e) => {
                     let e = if buf.is_none() {
-                        // Held in the pool while more are fetched, so that a panicking
-                        // `T::clone` there loses nothing: the next receive hands it over.
-                        let cell = pool.cell.clone();
-                        pool.buf.push_back(e);
-                        cell.0.store(pool.buf.len(), Ordering::Relaxed);
-                        if let Some(g) = log.group(id) {
-                            g.delivered += 1;
-                        }
                         counted += 1;
-                        log.read_ahead(cursor, READ_AHEAD + 1, &mut pool.buf, Some(id));
-                        let first = pool.buf.pop_front();
-                        cell.0.store(pool.buf.len(), Ordering::Relaxed);
-                        match first {
+                        let Pool {
+                            buf: pooled, cell, ..
+                        } = &mut *pool;
+                        let max = READ_AHEAD + 1;
+                        match log.hold_and_read_ahead(cursor, e, &cell.0, max, pooled, Some(id)) {
                             Some(e) => e,
                             None => break,
                         }
@@ -889,6 +900,9 @@ impl<T> Consumer<T> {
             if buf.is_some() {
                 // After a batch, fetch what the members will most likely ask for next.
                 log.read_ahead(cursor, READ_AHEAD, &mut pool.buf, Some(id));
+            }
+            if !pool.buf.is_empty() {
+                pool.refills = pool.refills.wrapping_add(1);
             }
             let more = !pool.buf.is_empty() || log.fetched(cursor) < log.high;
             let mut unwoken = false;

@@ -277,6 +277,35 @@ impl<T> Log<T> {
         }
     }
 
+    /// A single receive that reads ahead: `first`, just read at `cursor`, is held in `buf`
+    /// (counted by `cell`, and for a group's cursor in its `delivered`, as every fetched
+    /// message is) while more are fetched, up to `max` in all, so that a `T::clone` that
+    /// panics while fetching loses nothing: the next receive hands `first` over. Returns
+    /// the first buffered message, to hand over now (`first` itself unless `buf` held
+    /// older ones).
+    pub(crate) fn hold_and_read_ahead(
+        &mut self,
+        cursor: usize,
+        first: Entry<T>,
+        cell: &AtomicUsize,
+        max: usize,
+        buf: &mut alloc::collections::VecDeque<Entry<T>>,
+        group: Option<usize>,
+    ) -> Option<Entry<T>>
+    where
+        T: Clone,
+    {
+        buf.push_back(first);
+        cell.store(buf.len(), Ordering::Relaxed);
+        if let Some(g) = group.and_then(|id| self.group(id)) {
+            g.delivered += 1;
+        }
+        self.read_ahead(cursor, max, buf, group);
+        let first = buf.pop_front();
+        cell.store(buf.len(), Ordering::Relaxed);
+        first
+    }
+
     /// Messages handed to readers (read-ahead not yet handed over is not counted).
     pub(crate) fn delivered(&self) -> u64 {
         let unread: u64 = (0..self.ahead.len()).map(|c| self.unread(c)).sum();

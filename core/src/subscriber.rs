@@ -296,15 +296,9 @@ impl<T> Subscriber<T> {
                 Read::Message(e) => {
                     let e = match &sp.ahead {
                         Some(cell) => {
-                            // Held in the buffer while more are fetched, so that a
-                            // panicking `T::clone` there loses nothing: it is handed
-                            // over by the next receive.
-                            sp.buf.push_back(e);
-                            cell.0.store(1, Ordering::Relaxed);
-                            log.read_ahead(sp.cursor, READ_AHEAD, &mut sp.buf, None);
-                            let first = sp.buf.pop_front();
-                            cell.0.store(sp.buf.len(), Ordering::Relaxed);
-                            match first {
+                            let (buf, cursor) = (&mut sp.buf, sp.cursor);
+                            match log.hold_and_read_ahead(cursor, e, &cell.0, READ_AHEAD, buf, None)
+                            {
                                 Some(e) => e,
                                 None => continue,
                             }

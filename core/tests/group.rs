@@ -714,3 +714,83 @@ fn after_close_the_member_that_drains_the_group_wakes_an_idle_one() {
     ));
     assert!(matches!(b.try_recv(), Err(TryRecvError::Closed)));
 }
+
+/// A clock whose `now` runs a hook once when armed: stands in for another thread acting
+/// at that instant (`Clock::now` is documented to run outside memq's locks).
+#[derive(Default)]
+struct HookClock {
+    armed: std::sync::atomic::AtomicBool,
+    hook: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl memq_core::Clock for HookClock {
+    fn now(&self) -> core::time::Duration {
+        if self.armed.swap(false, Ordering::SeqCst) {
+            if let Some(f) = self.hook.lock().unwrap().take() {
+                f();
+            }
+        }
+        core::time::Duration::ZERO
+    }
+}
+
+/// A one-partition topic with a clock and no TTL: its groups' members share a pool.
+fn hooked_topic() -> (Arc<HookClock>, Topic<u32>) {
+    let clock = Arc::new(HookClock::default());
+    let topic = Topic::new(TopicConfig::new(64).clock(clock.clone())).unwrap();
+    (clock, topic)
+}
+
+/// A batch receive whose group is deleted during the call (here from inside the clock
+/// read at its start) reports exactly what it appended to the buffer: nothing and
+/// `Closed` here. (The case where the deletion falls between taking from the pool and
+/// locking the partition is the loom model `a_batch_reports_what_it_took_from_the_pool_
+/// when_the_group_is_deleted`.)
+#[test]
+fn a_batch_receive_reports_what_it_took_when_the_group_is_deleted_meanwhile() {
+    for asynchronous in [false, true] {
+        let (clock, topic) = hooked_topic();
+        let mut a = topic.group("g", StartAt::Earliest).unwrap();
+        for i in 0..3 {
+            topic.try_publish(i).unwrap();
+        }
+        // Reads 0 and fetches 1 and 2 into the pool.
+        assert_eq!(a.try_recv().unwrap().into_value(), 0);
+        let t = topic.clone();
+        *clock.hook.lock().unwrap() = Some(Box::new(move || t.delete_group("g").unwrap()));
+        clock.armed.store(true, Ordering::SeqCst);
+        let mut buf = Vec::new();
+        let n = if asynchronous {
+            block_on(a.recv_many(&mut buf, 10)).unwrap()
+        } else {
+            a.try_recv_many(&mut buf, 10).unwrap_or(0)
+        };
+        assert_eq!(n, buf.len());
+        assert!(buf.is_empty());
+        assert!(matches!(a.try_recv(), Err(TryRecvError::Closed)));
+    }
+}
+
+/// Review finding: a member whose group's pool is empty must read the clock before it
+/// takes the pool's lock: a clock that receives from the same group (from another
+/// member) would deadlock otherwise.
+#[test]
+fn a_pooled_receive_reads_the_clock_outside_the_pools_lock() {
+    let (clock, topic) = hooked_topic();
+    let mut a = topic.group("g", StartAt::Earliest).unwrap();
+    let b = Arc::new(std::sync::Mutex::new(
+        topic.group("g", StartAt::Earliest).unwrap(),
+    ));
+    let b2 = b.clone();
+    *clock.hook.lock().unwrap() = Some(Box::new(move || {
+        assert!(b2.lock().unwrap().try_recv().is_err());
+    }));
+    clock.armed.store(true, Ordering::SeqCst);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(a.try_recv().is_err()).unwrap());
+    assert_eq!(
+        rx.recv_timeout(core::time::Duration::from_secs(10)),
+        Ok(true),
+        "a receive deadlocked: the clock ran under the pool's lock"
+    );
+}

@@ -346,6 +346,36 @@ fn members_sharing_a_pool_take_each_message_once() {
 }
 
 #[test]
+fn a_batch_reports_what_it_took_from_the_pool_when_the_group_is_deleted() {
+    // A's first receive fetched 1 and 2 into the group's pool; A then asks for a batch
+    // while the group is deleted on another thread. Whatever the batch appended to its
+    // buffer before it saw the deletion is reported as received, never as `Closed`.
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(4).unwrap();
+        let mut a = topic.group("g", StartAt::Earliest).unwrap();
+        for i in 0..3 {
+            topic.try_publish(i).unwrap();
+        }
+        assert_eq!(a.try_recv().unwrap().into_value(), 0);
+        let deleter = {
+            let topic = topic.clone();
+            thread::spawn(move || topic.delete_group("g").unwrap())
+        };
+        let mut buf = Vec::new();
+        let n = match a.try_recv_many(&mut buf, 10) {
+            Ok(n) => n,
+            Err(TryRecvError::Closed) => 0,
+            Err(e) => panic!("{e:?}"),
+        };
+        assert_eq!(n, buf.len());
+        let got: Vec<u32> = buf.iter().map(|m| *m.value()).collect();
+        // A prefix of what was pooled: the deletion may fall between two takes.
+        assert!([&[][..], &[1], &[1, 2]].contains(&&got[..]), "{got:?}");
+        deleter.join().unwrap();
+    });
+}
+
+#[test]
 fn a_rebalance_takes_back_read_ahead_each_message_once() {
     // A reads partition 1 alone and fetches ahead; B joins and is given partition 1.
     // Whether A hands its fetched messages over (a stale view, before it sees the
