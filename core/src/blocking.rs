@@ -71,6 +71,30 @@ fn spin_for_wake(u: &Unparker) -> bool {
     false
 }
 
+/// Before a reader registers to wait: watches, without any lock, whether something was
+/// published (`quiet` turns `false`), for as long as [`spin_for_wake`] watches for a
+/// wake-up. A message that arrives within that moment is then read with one visit to
+/// the log, without registering, and its publisher has nobody to wake.
+fn watch_for_news(quiet: impl Fn() -> bool) {
+    if !quiet() {
+        return;
+    }
+    for round in 0..7 {
+        for _ in 0..1u32 << round {
+            core::hint::spin_loop();
+        }
+        if !quiet() {
+            return;
+        }
+    }
+    for _ in 0..4 {
+        thread::yield_now();
+        if !quiet() {
+            return;
+        }
+    }
+}
+
 /// Polls `fut` until it is ready or `park` says to stop (returning `None`).
 fn drive<F: Future>(fut: F, mut park: impl FnMut() -> bool) -> Option<F::Output> {
     let mut fut = pin!(fut);
@@ -224,6 +248,7 @@ macro_rules! blocking_recv {
             ///
             /// As the async `recv`.
             pub fn recv_blocking(&mut self) -> Result<Message<T>, RecvError> {
+                watch_for_news(|| !self.may_have_news());
                 block_on(self.recv())
             }
 
@@ -237,6 +262,7 @@ macro_rules! blocking_recv {
                 &mut self,
                 timeout: Duration,
             ) -> Result<Message<T>, RecvTimeoutError> {
+                watch_for_news(|| !self.may_have_news());
                 match block_on_deadline(self.recv(), deadline(timeout)) {
                     Some(r) => r.map_err(RecvTimeoutError::from),
                     None => Err(RecvTimeoutError::Timeout),
@@ -253,6 +279,7 @@ macro_rules! blocking_recv {
                 buf: &mut alloc::vec::Vec<Message<T>>,
                 limit: usize,
             ) -> Result<usize, RecvError> {
+                watch_for_news(|| !self.may_have_news());
                 block_on(self.recv_many(buf, limit))
             }
 
@@ -268,6 +295,7 @@ macro_rules! blocking_recv {
                 limit: usize,
                 timeout: Duration,
             ) -> Result<usize, RecvTimeoutError> {
+                watch_for_news(|| !self.may_have_news());
                 match block_on_deadline(self.recv_many(buf, limit), deadline(timeout)) {
                     Some(r) => r.map_err(RecvTimeoutError::from),
                     None => Err(RecvTimeoutError::Timeout),

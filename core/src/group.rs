@@ -966,6 +966,13 @@ impl<T> Consumer<T> {
         }
     }
 
+    /// Whether a receive may find something: members cannot tell without the lock, so
+    /// always `true` (see `Subscriber::may_have_news`).
+    #[cfg(feature = "std")]
+    pub(crate) fn may_have_news(&self) -> bool {
+        true
+    }
+
     /// Parks a member that has nothing to read on its partitions until a rebalance or
     /// the group's drain; returns `true` if it should poll again at once.
     pub(crate) fn park_idle(&mut self, waker: &Waker) -> bool {

@@ -65,12 +65,20 @@ struct SubPart<T> {
     /// The last wake position this reader took the lock for (see
     /// [`Shared::ahead_consumed`]); 0 for none, and again after every seek.
     acted: usize,
+    /// Where this reader's next read from the log starts, as of its last visit under the
+    /// lock (`None` if unknown). Never ahead of the truth (only reads move the cursor
+    /// forward, and a seek sets this again), so [`Partition::may_have_news`] answering
+    /// "nothing new" for it is always right.
+    ///
+    /// [`Partition::may_have_news`]: crate::topic::Partition::may_have_news
+    fetched: Option<u64>,
 }
 
 impl<T> SubPart<T> {
     /// After a seek took back the read-ahead: the cell starts again, empty.
     fn reattach(&mut self, log: &mut Log<T>) {
         self.acted = 0;
+        self.fetched = Some(log.fetched(self.cursor));
         if let Some(cell) = &self.ahead {
             cell.0.store(0, Ordering::Relaxed);
             log.attach_ahead(self.cursor, cell.clone());
@@ -172,6 +180,7 @@ impl<T> Subscriber<T> {
                 buf: VecDeque::new(),
                 ahead,
                 acted: 0,
+                fetched: Some(pos),
             });
         }
         Ok(sub)
@@ -266,11 +275,28 @@ impl<T> Subscriber<T> {
         Ok(())
     }
 
+    /// Whether a receive may find a message or the end of the topic: `false` only if
+    /// nothing is buffered, and no partition was published to or closed since this
+    /// subscriber last fetched everything from it. Takes no lock. Always `true` on a
+    /// topic with a TTL, whose reads also expire messages (lazily), which a receive
+    /// answered without the lock would skip.
+    pub(crate) fn may_have_news(&self) -> bool {
+        self.shared.ttl.is_some()
+            || self
+                .parts
+                .iter()
+                .any(|sp| !sp.buf.is_empty() || self.shared.parts[sp.p].may_have_news(sp.fetched))
+    }
+
     /// One attempt to read; registers `waker` on every empty partition if given.
     fn poll_recv_inner(&mut self, waker: Option<&Waker>) -> Poll<Result<Message<T>, RecvError>>
     where
         T: Clone,
     {
+        if waker.is_none() && !self.may_have_news() {
+            // Fetched everything and nothing was published since: `Empty`, unlocked.
+            return Poll::Pending;
+        }
         let shared = &*self.shared;
         let n = self.parts.len();
         // The clock is read once, and only if some partition must be visited.
@@ -305,6 +331,7 @@ impl<T> Subscriber<T> {
                         }
                         None => e,
                     };
+                    sp.fetched = Some(log.fetched(sp.cursor));
                     log.subs.settle(sp.key);
                     shared.reader_advanced(&mut log, &mut wl);
                     drop(log);
@@ -315,6 +342,7 @@ impl<T> Subscriber<T> {
                     return Poll::Ready(Ok(m));
                 }
                 Read::Lagged(missed) => {
+                    sp.fetched = Some(log.fetched(sp.cursor));
                     log.subs.settle(sp.key);
                     shared.reader_advanced(&mut log, &mut wl);
                     drop(log);
@@ -322,6 +350,7 @@ impl<T> Subscriber<T> {
                     return Poll::Ready(Err(RecvError::Lagged(missed)));
                 }
                 Read::Empty => {
+                    sp.fetched = Some(log.fetched(sp.cursor));
                     if !log.closed {
                         all_closed = false;
                         if let Some(w) = waker {
@@ -352,6 +381,9 @@ impl<T> Subscriber<T> {
     {
         if limit == 0 {
             return Poll::Ready(Ok(0));
+        }
+        if waker.is_none() && !self.may_have_news() {
+            return Poll::Pending;
         }
         let shared = &*self.shared;
         let clocked = shared.clock.is_some();
@@ -402,6 +434,7 @@ impl<T> Subscriber<T> {
                         got += 1;
                     }
                     Read::Lagged(missed) => {
+                        sp.fetched = Some(log.fetched(sp.cursor));
                         log.subs.settle(sp.key);
                         shared.reader_advanced(&mut log, &mut wl);
                         drop(log);
@@ -411,6 +444,7 @@ impl<T> Subscriber<T> {
                     Read::Empty => break,
                 }
             }
+            sp.fetched = Some(log.fetched(sp.cursor));
             if drained || log.cursor(sp.cursor) != old {
                 log.subs.settle(sp.key);
                 settled = Some(sp.p);

@@ -4,6 +4,10 @@
 //! contention); without it by a `spin` mutex; under `cfg(loom)` by loom's model-checked
 //! mutex. Nothing outside this module names a concrete lock type.
 
+#[cfg(all(not(loom), target_has_atomic = "64"))]
+pub(crate) use core::sync::atomic::AtomicU64;
+#[cfg(all(loom, target_has_atomic = "64"))]
+pub(crate) use loom::sync::atomic::AtomicU64;
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicUsize, Ordering};
 #[cfg(loom)]

@@ -46,6 +46,37 @@ pub(crate) struct Partition<T> {
     /// without the lock read it (see [`Shared::ahead_consumed`]). On its own cache line:
     /// it is read for every such message and must not share a line with the lock word.
     pub(crate) wake_at: Padded<AtomicUsize>,
+    /// The log's `high` as of its last publish, or `u64::MAX` once it is closed: a reader
+    /// that has fetched everything can see without the lock that nothing new arrived
+    /// (`try_recv` answers `Empty` without locking, and a thread about to wait watches
+    /// it for a moment before it registers). Written under the lock; read by readers.
+    /// Only where 64-bit atomics exist: elsewhere readers always take the lock.
+    #[cfg(target_has_atomic = "64")]
+    pub(crate) tail: Padded<crate::sync::AtomicU64>,
+}
+
+impl<T> Partition<T> {
+    /// Whether a reader whose fetched end is `fetched` may find something new here
+    /// (`true` where that cannot be told without the lock).
+    #[inline]
+    pub(crate) fn may_have_news(&self, fetched: Option<u64>) -> bool {
+        #[cfg(target_has_atomic = "64")]
+        {
+            fetched != Some(self.tail.0.load(Ordering::Acquire))
+        }
+        #[cfg(not(target_has_atomic = "64"))]
+        {
+            let _ = fetched;
+            true
+        }
+    }
+
+    /// Publishes the log's new end for [`Partition::may_have_news`] (under the lock).
+    #[inline]
+    fn note_tail(&self, _tail: u64) {
+        #[cfg(target_has_atomic = "64")]
+        self.tail.0.store(_tail, Ordering::Release);
+    }
 }
 
 /// Everything readers and publishers of one topic share.
@@ -227,7 +258,8 @@ impl<T> Shared<T> {
     /// the new end of the log (it must never be left lower than what the publishers
     /// still parked need; see [`Shared::ahead_consumed`]).
     #[inline]
-    fn published_with_waiters(&self, p: usize, log: &mut Log<T>, wl: &mut WakeList) {
+    fn after_publish(&self, p: usize, log: &mut Log<T>, wl: &mut WakeList) {
+        self.parts[p].note_tail(log.high);
         if log.pubs.waiting() > 0 && log.reads_ahead() {
             self.rearm(p, log, wl);
         } else {
@@ -250,6 +282,7 @@ impl<T> Shared<T> {
                 let mut wl = WakeList::new();
                 let more = {
                     let mut log = self.parts[p].log.lock();
+                    self.parts[p].note_tail(u64::MAX);
                     log.close_and_notify(&mut wl)
                 };
                 wl.wake_all();
@@ -341,7 +374,7 @@ impl<T> Shared<T> {
                         // Our notification (if any) is consumed by this publish; if room
                         // is left, the next waiting publisher gets its turn.
                         drop(log.pubs.remove(key));
-                        self.published_with_waiters(p, &mut log, &mut wl);
+                        self.after_publish(p, &mut log, &mut wl);
                         let more = log.notify_readers(1, &mut wl);
                         break (offset, old, more);
                     }
@@ -424,7 +457,7 @@ impl<T> Shared<T> {
                 match log.append_batch(&mut batch, now, self.overflow, &mut olds) {
                     Some(first) => {
                         drop(log.pubs.remove(key));
-                        self.published_with_waiters(p, &mut log, &mut wl);
+                        self.after_publish(p, &mut log, &mut wl);
                         let more = log.notify_readers(n, &mut wl);
                         break (first, more);
                     }
@@ -563,6 +596,8 @@ impl<T> Topic<T> {
             parts.push(Partition {
                 log: Mutex::new(log),
                 wake_at: Padded(AtomicUsize::new(0)),
+                #[cfg(target_has_atomic = "64")]
+                tail: Padded(crate::sync::AtomicU64::new(0)),
             });
         }
         Ok(Self {

@@ -712,3 +712,37 @@ fn blocking_recv_across_threads() {
     drop(t);
     assert_eq!(reader.join().unwrap(), (0..100).collect::<Vec<_>>());
 }
+
+/// A subscriber that has fetched everything answers `try_recv` without the partition's
+/// lock; it must still see every later publish, a seek back and the close.
+#[test]
+fn try_recv_of_a_caught_up_subscriber_sees_publishes_seeks_and_close() {
+    let topic = Topic::<u64>::new(TopicConfig::new(8).partitions(2)).unwrap();
+    topic.try_publish_to(1, 10).unwrap();
+    let mut latest = topic.subscribe(StartAt::Latest).unwrap();
+    let mut s = topic.subscribe(StartAt::Earliest).unwrap();
+    assert_eq!(s.try_recv().unwrap().into_value(), 10);
+    assert!(matches!(s.try_recv(), Err(TryRecvError::Empty)));
+    assert!(matches!(latest.try_recv(), Err(TryRecvError::Empty)));
+    topic.try_publish_to(0, 11).unwrap();
+    assert_eq!(s.try_recv().unwrap().into_value(), 11);
+    assert_eq!(latest.try_recv().unwrap().into_value(), 11);
+    assert!(matches!(s.try_recv(), Err(TryRecvError::Empty)));
+    let batch = topic.publish_batch(vec![12, 13]);
+    block_on(batch).unwrap();
+    let mut buf = Vec::new();
+    assert_eq!(s.try_recv_many(&mut buf, 10).unwrap(), 2);
+    assert!(matches!(
+        s.try_recv_many(&mut buf, 10),
+        Err(TryRecvError::Empty)
+    ));
+    s.seek_partition(1, 0).unwrap();
+    assert_eq!(s.try_recv().unwrap().into_value(), 10);
+    assert!(matches!(s.try_recv(), Err(TryRecvError::Empty)));
+    topic.close();
+    assert!(matches!(s.try_recv(), Err(TryRecvError::Closed)));
+    // The other one drains what it had not read, then sees the close.
+    assert_eq!(latest.try_recv().unwrap().into_value(), 12);
+    assert_eq!(latest.try_recv().unwrap().into_value(), 13);
+    assert!(matches!(latest.try_recv(), Err(TryRecvError::Closed)));
+}
