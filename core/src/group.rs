@@ -782,8 +782,8 @@ impl<T> Consumer<T> {
         let id = self.group.ids[0];
         let mut got = 0;
         let mut single = None;
-        // The clock is read outside every lock, as its contract says.
-        let now = shared.now();
+        // No clock reading: a pool is only used without a TTL, so nothing here expires
+        // (and the clock must not be read under the pool's lock anyway).
         let mut pool = pool.lock();
         if pool.refills != self.pool_refill {
             self.pool_refill = pool.refills;
@@ -838,7 +838,6 @@ impl<T> Consumer<T> {
         // A visit under the lock ends the memory of acted-on wake positions (see
         // `Shared::ahead_consumed`).
         self.pool_acted = 0;
-        shared.expire(&mut log, now, &mut wl);
         let cursor = match log.group_ref(id).map(|g| g.cursor) {
             Some(c) if log.ahead_is(c, &pool.cell) => c,
             // Deleted (its cell taken back with its position): `refresh` reports it.
