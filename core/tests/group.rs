@@ -787,10 +787,14 @@ fn a_pooled_receive_reads_the_clock_outside_the_pools_lock() {
     }));
     clock.armed.store(true, Ordering::SeqCst);
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || tx.send(a.try_recv().is_err()).unwrap());
+    let receiver = std::thread::spawn(move || tx.send(a.try_recv().is_err()).unwrap());
     assert_eq!(
         rx.recv_timeout(core::time::Duration::from_secs(10)),
         Ok(true),
         "a receive deadlocked: the clock ran under the pool's lock"
     );
+    receiver.join().unwrap();
+    // The hook, if it did not run, holds a member, which holds the topic, which holds
+    // the clock: let go of it.
+    drop(clock.hook.lock().unwrap().take());
 }
