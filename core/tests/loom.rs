@@ -23,8 +23,8 @@ use loom::future::block_on;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
 use memq_core::{
-    AckConfig, AckError, ManualClock, PublishError, RecvError, StartAt, Timer, Topic, TopicConfig,
-    TryRecvError,
+    AckConfig, AckError, Consumer, ManualClock, PublishError, RecvError, StartAt, Timer, Topic,
+    TopicConfig, TryRecvError,
 };
 
 /// Polls `fut` once with a waker that does nothing: for a future that is dropped rather
@@ -299,6 +299,20 @@ fn block_publishers_parked_in_turn_are_each_woken_by_a_reader_handing_over() {
     });
 }
 
+/// A group of two members, A and B, on a one-partition topic of `capacity` slots: 0 and 1
+/// are published, A's receive reads 0 and fetches 1 into the group's pool, then 2 is
+/// published (into the log).
+fn pooled_pair(capacity: usize) -> (Topic<u32>, Consumer<u32>, Consumer<u32>) {
+    let topic = Topic::<u32>::with_capacity(capacity).unwrap();
+    let mut a = topic.group("g", StartAt::Earliest).unwrap();
+    let b = topic.group("g", StartAt::Earliest).unwrap();
+    topic.try_publish(0).unwrap();
+    topic.try_publish(1).unwrap();
+    assert_eq!(a.try_recv().unwrap().into_value(), 0);
+    topic.try_publish(2).unwrap();
+    (topic, a, b)
+}
+
 #[test]
 fn a_member_taking_from_the_pool_frees_a_waiting_publisher() {
     // A group on a one-partition topic: A's receive reads 0 and fetches 1 into the
@@ -306,13 +320,7 @@ fn a_member_taking_from_the_pool_frees_a_waiting_publisher() {
     // it from the pool, without the partition's lock, and nobody reads anything after:
     // that alone must free the publisher, wherever its parking falls.
     model(|| {
-        let topic = Topic::<u32>::with_capacity(2).unwrap();
-        let mut a = topic.group("g", StartAt::Earliest).unwrap();
-        let mut b = topic.group("g", StartAt::Earliest).unwrap();
-        topic.try_publish(0).unwrap();
-        topic.try_publish(1).unwrap();
-        assert_eq!(a.try_recv().unwrap().into_value(), 0);
-        topic.try_publish(2).unwrap();
+        let (topic, mut a, mut b) = pooled_pair(2);
         let publisher = {
             let topic = topic.clone();
             thread::spawn(move || block_on(topic.publish(3)).unwrap().offset)
@@ -330,13 +338,7 @@ fn members_sharing_a_pool_take_each_message_once() {
     // A and B race for what A's first receive fetched into the pool and for what is
     // still in the log; each message goes to exactly one of them.
     model(|| {
-        let topic = Topic::<u32>::with_capacity(4).unwrap();
-        let mut a = topic.group("g", StartAt::Earliest).unwrap();
-        let mut b = topic.group("g", StartAt::Earliest).unwrap();
-        topic.try_publish(0).unwrap();
-        topic.try_publish(1).unwrap();
-        assert_eq!(a.try_recv().unwrap().into_value(), 0);
-        topic.try_publish(2).unwrap();
+        let (topic, mut a, mut b) = pooled_pair(4);
         let other = thread::spawn(move || block_on(b.recv()).unwrap().into_value());
         let mine = block_on(a.recv()).unwrap().into_value();
         let mut got = [mine, other.join().unwrap()];
