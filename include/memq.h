@@ -25,6 +25,17 @@
 #define MEMQ_TOPIC_TIMESTAMPS 1
 
 /**
+ * `memq_topic_config.flags`: release each message as soon as every attached reader has
+ * read it, instead of retaining it for replay until capacity or the TTL evicts it. A
+ * queue rather than a log: the last reader gets the message without a copy, and a
+ * reader that joins later at `MEMQ_START_EARLIEST` sees only what some reader has not
+ * read yet (with no reader attached, messages wait for the first one). Nothing is
+ * released while an explicit-ack group is attached. Counted in
+ * `memq_topic_stats.released`.
+ */
+#define MEMQ_TOPIC_RELEASE_ON_READ 2
+
+/**
  * What a call did. Returned by every function except `memq_version`, `memq_status_str`
  * and the `_free` functions. In C it is a `uint32_t`; compare it with the constants.
  */
@@ -463,6 +474,10 @@ typedef struct memq_topic_stats {
      * Publishers waiting for room.
      */
     size_t waiting_publishers;
+    /**
+     * Messages removed because every reader had read them (`MEMQ_TOPIC_RELEASE_ON_READ`).
+     */
+    uint64_t released;
 } memq_topic_stats;
 
 /**

@@ -77,6 +77,7 @@ pub struct TopicConfig {
     pub(crate) partitions: u32,
     pub(crate) clock: Option<Arc<dyn Clock>>,
     pub(crate) router: Option<Router>,
+    pub(crate) release_on_read: bool,
 }
 
 impl core::fmt::Debug for dyn Clock {
@@ -98,6 +99,7 @@ impl TopicConfig {
             partitions: 1,
             clock: None,
             router: None,
+            release_on_read: false,
         }
     }
 
@@ -130,6 +132,66 @@ impl TopicConfig {
     /// [`key_partition`]: crate::key_partition
     pub fn router(mut self, router: Router) -> Self {
         self.router = Some(router);
+        self
+    }
+
+    /// Releases each message from the log as soon as every attached reader has read it,
+    /// instead of retaining it until capacity or the TTL evicts it (off by default).
+    ///
+    /// This makes the topic a queue rather than a replayable log. The reader that reads a
+    /// message last receives the log's own value, moved instead of cloned, and its slot is
+    /// free for the next publish at once. A topic read by one subscriber or one
+    /// automatic-commit group then costs one `T::clone` less per message, and a publish
+    /// that reuses the slot has no old value to drop. Checking "last" looks at every
+    /// attached reader, once per message.
+    ///
+    /// What changes for readers:
+    /// - A message every attached reader has read is gone:
+    ///   - a subscriber or a group that joins later at [`StartAt::Earliest`] starts at the
+    ///     oldest message some reader has not read;
+    ///   - a `seek` back to a released offset reads as [`RecvError::Lagged`] there, like an
+    ///     evicted one.
+    ///
+    ///   With no reader attached, messages are retained as usual (up to capacity and TTL)
+    ///   for the first reader to come.
+    /// - Only what a reader was handed counts as read, so a dropped subscriber, a seek or a
+    ///   rebalance loses nothing:
+    ///   - a subscriber's single `recv` fetches several messages per visit as copies, and
+    ///     the log lets go of them at its next visit (or when a reader attaches or seeks,
+    ///     or stats are read);
+    ///   - the members of an automatic-commit group on a one-partition topic share a pool
+    ///     of messages fetched ahead, which lives as long as the group: the log moves
+    ///     messages into it, and their slots count against the capacity until a member
+    ///     takes them;
+    ///   - members of groups on partitioned topics do not fetch ahead at all.
+    /// - Nothing is released while an explicit-ack group is attached: its leases are
+    ///   delivered again from the log.
+    /// - Released messages are counted in [`TopicStats::released`], and as delivered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use memq_core::{StartAt, Topic, TopicConfig};
+    ///
+    /// let topic = Topic::new(TopicConfig::new(64).release_on_read(true))?;
+    /// let mut worker = topic.subscribe(StartAt::Earliest)?;
+    /// topic.try_publish(String::from("job 1"))?;
+    /// topic.try_publish(String::from("job 2"))?;
+    /// let mut jobs = Vec::new();
+    /// worker.try_recv_many(&mut jobs, 10)?; // moved out of the log, not cloned
+    /// assert_eq!(jobs.len(), 2);
+    /// assert_eq!(topic.stats().released, 2);
+    /// // A late reader does not see what was already read.
+    /// let mut late = topic.subscribe(StartAt::Earliest)?;
+    /// assert!(late.try_recv().is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// [`StartAt::Earliest`]: crate::StartAt::Earliest
+    /// [`RecvError::Lagged`]: crate::RecvError::Lagged
+    /// [`TopicStats::released`]: crate::TopicStats::released
+    pub fn release_on_read(mut self, release: bool) -> Self {
+        self.release_on_read = release;
         self
     }
 

@@ -25,7 +25,7 @@ use core::task::{Context, Poll, Waker};
 
 use crate::config::StartAt;
 use crate::error::{Error, RecvError, TryRecvError};
-use crate::log::{Entry, Log, Read, REVOKED};
+use crate::log::{Dest, Entry, Fetcher, Log, Read, REVOKED};
 use crate::message::Message;
 use crate::subscriber::{start_position, to_message};
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering, Padded};
@@ -242,8 +242,10 @@ impl<T> Topic<T> {
         };
         shared.wake_group(&group);
         // Read-ahead only where a partition has one reader in the group (more than one
-        // partition) and retention can never pass an unread message (see `Ahead`).
+        // partition) and retention can never pass an unread message (see `Ahead`); never
+        // on a releasing topic, where a member's reads go straight to its user.
         let read_ahead = !explicit
+            && !shared.release_on_read
             && shared.parts.len() > 1
             && shared.ttl.is_none()
             && shared.overflow != crate::Overflow::DropOldest;
@@ -330,8 +332,11 @@ fn create_group<T>(
     let mut ids = Vec::with_capacity(shared.parts.len());
     for (p, part) in shared.parts.iter().enumerate() {
         let mut wl = WakeList::new();
+        let mut released = Vec::new();
         let mut log = part.log.lock();
         shared.expire(&mut log, now, &mut wl);
+        // A new group never sees what every reader attached so far has read.
+        log.release_read(&mut released);
         let pos = start_position(&log, p, start).unwrap_or(log.high);
         let id = log.add_group(pos, acks.is_some());
         if pooled {
@@ -639,14 +644,22 @@ impl<T> Consumer<T> {
                 }
             }
             let old = log.cursor(cursor);
-            if old < log.low && got > 0 {
+            if old < log.first() && got > 0 {
                 all_closed = false;
                 break;
             }
             // Messages of this visit already counted in the group's `delivered`.
             let mut counted = 0;
+            // A single receive of a member that reads ahead holds its message in its
+            // read-ahead buffer while it fetches more, and that buffer can be taken back
+            // into the log: such a read copies even from a releasing log.
+            let dest = if buf.is_none() && self.ahead.get(p).is_some() {
+                Dest::Copy
+            } else {
+                Dest::User
+            };
             while got < limit {
-                match log.read(cursor) {
+                match log.read(cursor, dest) {
                     Read::Message(e) => {
                         let e = match (buf.is_none(), self.ahead.get_mut(p)) {
                             (true, Some(a)) => {
@@ -661,7 +674,7 @@ impl<T> Consumer<T> {
                                     &cell.0,
                                     max,
                                     &mut a.buf,
-                                    Some(id),
+                                    Fetcher::Member(id),
                                 );
                                 match first {
                                     Some(e) => e,
@@ -697,7 +710,7 @@ impl<T> Consumer<T> {
                 // Fetch ahead what this member will most likely ask for next (counted in
                 // the group's `delivered` as it is read).
                 if let Some(a) = self.ahead.get_mut(p) {
-                    log.read_ahead(cursor, READ_AHEAD, &mut a.buf, Some(id));
+                    log.read_ahead(cursor, READ_AHEAD, &mut a.buf, Fetcher::Member(id));
                 }
                 if let Some(g) = log.group(id) {
                     g.waiters.settle(self.keys[p]);
@@ -857,7 +870,13 @@ impl<T> Consumer<T> {
         // Messages of this visit already counted in the group's `delivered`.
         let mut counted = 0;
         while got < limit {
-            match log.read(cursor) {
+            // A batch goes straight to the user; a single receive fetches into the pool.
+            let dest = if buf.is_some() {
+                Dest::User
+            } else {
+                Dest::Pool
+            };
+            match log.read(cursor, dest) {
                 Read::Message(e) => {
                     let e = if buf.is_none() {
                         counted += 1;
@@ -865,7 +884,14 @@ impl<T> Consumer<T> {
                             buf: pooled, cell, ..
                         } = &mut *pool;
                         let max = READ_AHEAD + 1;
-                        match log.hold_and_read_ahead(cursor, e, &cell.0, max, pooled, Some(id)) {
+                        match log.hold_and_read_ahead(
+                            cursor,
+                            e,
+                            &cell.0,
+                            max,
+                            pooled,
+                            Fetcher::Pool(id),
+                        ) {
                             Some(e) => e,
                             None => break,
                         }
@@ -898,7 +924,7 @@ impl<T> Consumer<T> {
         if taken > 0 || got > 0 {
             if buf.is_some() {
                 // After a batch, fetch what the members will most likely ask for next.
-                log.read_ahead(cursor, READ_AHEAD, &mut pool.buf, Some(id));
+                log.read_ahead(cursor, READ_AHEAD, &mut pool.buf, Fetcher::Pool(id));
             }
             if !pool.buf.is_empty() {
                 pool.refills = pool.refills.wrapping_add(1);

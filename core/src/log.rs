@@ -46,6 +46,50 @@ pub(crate) enum Read<T> {
     Empty,
 }
 
+/// Where a message read from the log goes, which decides whether a releasing log may
+/// move it out instead of cloning it (see [`Log::may_release`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dest {
+    /// Straight into the reader's user's hands: may be moved, and the reader has read it.
+    User,
+    /// Into a group's shared pool, which is never taken back while the group lives: may
+    /// be moved, but it is not read until a member takes it from the pool, so its slot
+    /// still counts against the capacity until then.
+    Pool,
+    /// Into a buffer that can be taken back into the log (a subscriber's or a member's
+    /// read-ahead): always cloned.
+    Copy,
+}
+
+/// Who fetches messages ahead of its user, and so where they wait to be handed over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fetcher {
+    /// A subscriber's own buffer, emptied on `seek` and on drop.
+    Subscriber,
+    /// A group member's buffer on the group's partition with this id: taken back into
+    /// the log when the partition moves to another member.
+    Member(usize),
+    /// The shared pool of the group with this id (see `group::Pool`): never taken back
+    /// while the group lives, so a fetch may move messages out of a releasing log.
+    Pool(usize),
+}
+
+impl Fetcher {
+    fn group(self) -> Option<usize> {
+        match self {
+            Fetcher::Subscriber => None,
+            Fetcher::Member(id) | Fetcher::Pool(id) => Some(id),
+        }
+    }
+
+    fn dest(self) -> Dest {
+        match self {
+            Fetcher::Pool(_) => Dest::Pool,
+            Fetcher::Subscriber | Fetcher::Member(_) => Dest::Copy,
+        }
+    }
+}
+
 /// Position value marking an unused cursor slot: never the minimum of anything retained.
 const UNUSED: u64 = u64::MAX;
 
@@ -61,6 +105,17 @@ pub(crate) struct Log<T> {
     /// Next offset to publish.
     pub(crate) high: u64,
     pub(crate) closed: bool,
+    /// Release on read (see `TopicConfig::release_on_read`): a message every attached
+    /// reader has read leaves the log at once, moved to the reader that read it last.
+    release: bool,
+    /// Attached explicit-ack groups: while there are any, nothing is released on read
+    /// (their leases are delivered again from the log).
+    explicit_groups: usize,
+    /// End of what a releasing log moved out to readers. Slots from `low` up to here may
+    /// be empty: moved into a group's pool and not yet taken from it, they still count
+    /// against the capacity (`low` passes them once every reader's true position does).
+    /// No reader ever reads there (see [`Log::first`]).
+    released_to: u64,
     /// Positions of every attached reader: subscribers and groups. `UNUSED` when free.
     /// For a reader that reads ahead this is the end of what it fetched; see `ahead`.
     cursors: Vec<u64>,
@@ -90,11 +145,13 @@ pub(crate) struct Log<T> {
     pub(crate) delivered: u64,
     pub(crate) evicted: u64,
     pub(crate) expired: u64,
+    /// Messages a releasing log let go of once every reader had read them.
+    pub(crate) released: u64,
 }
 
 impl<T> Log<T> {
     /// A log of `capacity` slots, or `None` if that much memory cannot be had.
-    pub(crate) fn new(capacity: usize) -> Option<Self> {
+    pub(crate) fn new(capacity: usize, release: bool) -> Option<Self> {
         let mut ring = Vec::new();
         ring.try_reserve_exact(capacity).ok()?;
         ring.resize_with(capacity, || None);
@@ -104,6 +161,9 @@ impl<T> Log<T> {
             low: 0,
             high: 0,
             closed: false,
+            release,
+            explicit_groups: 0,
+            released_to: 0,
             cursors: Vec::new(),
             ahead: Vec::new(),
             cursor_free: Vec::new(),
@@ -119,12 +179,22 @@ impl<T> Log<T> {
             delivered: 0,
             evicted: 0,
             expired: 0,
+            released: 0,
         })
     }
 
+    /// Slots in use: retained messages, and on a releasing log also those moved into a
+    /// group's pool and not yet taken from it.
     #[inline]
     pub(crate) fn len(&self) -> u64 {
         self.high - self.low
+    }
+
+    /// The oldest message a reader can still read: `low`, or past what a releasing log
+    /// moved out.
+    #[inline]
+    pub(crate) fn first(&self) -> u64 {
+        self.low.max(self.released_to)
     }
 
     #[inline]
@@ -254,15 +324,17 @@ impl<T> Log<T> {
         cursor: usize,
         max: usize,
         buf: &mut alloc::collections::VecDeque<Entry<T>>,
-        group: Option<usize>,
+        by: Fetcher,
     ) where
         T: Clone,
     {
         let Some(cell) = self.ahead[cursor].clone() else {
             return;
         };
+        let group = by.group();
+        let dest = by.dest();
         while buf.len() < max && self.cursors[cursor] < self.high {
-            match self.read(cursor) {
+            match self.read(cursor, dest) {
                 Read::Message(e) => {
                     buf.push_back(e);
                     // Counted at once: a `T::clone` that panics on a later read leaves
@@ -290,17 +362,17 @@ impl<T> Log<T> {
         cell: &AtomicUsize,
         max: usize,
         buf: &mut alloc::collections::VecDeque<Entry<T>>,
-        group: Option<usize>,
+        by: Fetcher,
     ) -> Option<Entry<T>>
     where
         T: Clone,
     {
         buf.push_back(first);
         cell.store(buf.len(), Ordering::Relaxed);
-        if let Some(g) = group.and_then(|id| self.group(id)) {
+        if let Some(g) = by.group().and_then(|id| self.group(id)) {
             g.delivered += 1;
         }
-        self.read_ahead(cursor, max, buf, group);
+        self.read_ahead(cursor, max, buf, by);
         let first = buf.pop_front();
         cell.store(buf.len(), Ordering::Relaxed);
         first
@@ -376,10 +448,19 @@ impl<T> Log<T> {
             if overflow != Overflow::DropOldest && self.evictable(1) == 0 {
                 return Err(value);
             }
-            self.low += 1;
-            self.evicted += 1;
+            self.evict_oldest();
         }
         Ok(self.push(value, ts))
+    }
+
+    /// Gives up the oldest slot to make room; its value, if a releasing log has not moved
+    /// it out already, is dropped by the caller when the publish overwrites the slot.
+    fn evict_oldest(&mut self) {
+        let i = self.index(self.low);
+        if self.ring[i].is_some() {
+            self.evicted += 1;
+        }
+        self.low += 1;
     }
 
     /// Appends after the caller made sure there is room (`len < capacity` or evictable).
@@ -411,8 +492,7 @@ impl<T> Log<T> {
         let first = self.high;
         for value in values.drain(..) {
             if self.len() == self.capacity {
-                self.low += 1;
-                self.evicted += 1;
+                self.evict_oldest();
             }
             let (_, old) = self.push(value, ts);
             if let Some(old) = old {
@@ -507,19 +587,39 @@ impl<T> Log<T> {
     // ----- reading ------------------------------------------------------------------
 
     /// Reads the message at the position held by `cursor`, advancing it.
-    pub(crate) fn read(&mut self, cursor: usize) -> Read<T>
+    ///
+    /// `dest` says where the message goes; a releasing log moves it out instead of
+    /// cloning it where [`Log::may_release`] allows.
+    pub(crate) fn read(&mut self, cursor: usize, dest: Dest) -> Read<T>
     where
         T: Clone,
     {
         let pos = self.cursors[cursor];
-        if pos < self.low {
-            self.cursors[cursor] = self.low;
-            return Read::Lagged(self.low - pos);
+        let first = self.first();
+        if pos < first {
+            self.cursors[cursor] = first;
+            return Read::Lagged(first - pos);
         }
         if pos >= self.high {
             return Read::Empty;
         }
         let i = self.index(pos);
+        if dest != Dest::Copy && self.may_release(cursor, pos) {
+            if let Some(e) = self.ring[i].take() {
+                debug_assert_eq!(e.offset, pos);
+                self.cursors[cursor] = pos + 1;
+                self.released_to = pos + 1;
+                if dest == Dest::User {
+                    // Every other reader is past it and this one has it: its slot is free,
+                    // and so is every slot up to this reader's true position (short of it
+                    // only while the reader also holds messages in a pool).
+                    self.low = self.low.max(self.cursor(cursor));
+                }
+                self.delivered += 1;
+                self.released += 1;
+                return Read::Message(e);
+            }
+        }
         let Some(entry) = &self.ring[i] else {
             debug_assert!(false, "retained slot {pos} is empty");
             return Read::Empty;
@@ -535,6 +635,47 @@ impl<T> Log<T> {
         self.cursors[cursor] = pos + 1;
         self.delivered += 1;
         Read::Message(e)
+    }
+
+    /// Whether the message at `pos`, about to be read at `cursor`, may leave the log with
+    /// this read: the log releases on read, `pos` is its oldest readable message, no
+    /// explicit-ack group is attached, and every other reader's true position (what it
+    /// fetched ahead and has not handed over, or holds in a pool, still counts as unread)
+    /// is past `pos`. Costs one look at each attached reader, and only at the oldest
+    /// message of a releasing log.
+    fn may_release(&self, cursor: usize, pos: u64) -> bool {
+        self.release
+            && pos == self.first()
+            && self.explicit_groups == 0
+            && (0..self.cursors.len()).all(|c| c == cursor || self.cursor(c) > pos)
+    }
+
+    /// Lets go of the messages every attached reader has read, for a releasing log (see
+    /// [`Log::may_release`]); their values go to `out`, to be dropped after unlocking.
+    /// Reads into a read-ahead buffer copy rather than move (the buffer may be taken back),
+    /// so such a reader calls this on its next visit. With no reader attached, or an
+    /// explicit-ack group, nothing is released.
+    pub(crate) fn release_read(&mut self, out: &mut Vec<T>) {
+        if !self.release || self.explicit_groups > 0 || self.low == self.high {
+            return;
+        }
+        let min = (0..self.cursors.len())
+            .map(|c| self.cursor(c))
+            .min()
+            .unwrap_or(UNUSED);
+        if min == UNUSED {
+            return; // no reader: kept for the first one to come
+        }
+        let end = min.min(self.high);
+        while self.low < end {
+            let i = self.index(self.low);
+            // Empty slots were moved out (and counted) already.
+            if let Some(e) = self.ring[i].take() {
+                out.push(e.value);
+                self.released += 1;
+            }
+            self.low += 1;
+        }
     }
 
     /// A copy of the retained message at `offset`, if it is still retained.
@@ -560,6 +701,7 @@ impl<T> Log<T> {
     /// deleted group can never reach another group's state.
     pub(crate) fn add_group(&mut self, start: u64, explicit: bool) -> usize {
         let cursor = self.add_cursor(start);
+        self.explicit_groups += usize::from(explicit);
         self.groups.push(Some(GroupPart {
             cursor,
             waiters: WaiterList::new(),
@@ -580,6 +722,7 @@ impl<T> Log<T> {
     /// Detaches a group: its position no longer holds back retention.
     pub(crate) fn remove_group(&mut self, id: usize, out: &mut WakeList) {
         if let Some(mut g) = self.groups[id].take() {
+            self.explicit_groups -= usize::from(g.acks.is_some());
             self.remove_cursor(g.cursor);
             g.waiters.notify_all(out);
         }

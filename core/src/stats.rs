@@ -28,6 +28,11 @@ pub struct PartitionStats {
     pub evicted: u64,
     /// Messages removed because their TTL ran out.
     pub expired: u64,
+    /// Messages removed because every reader had read them (only on topics that
+    /// release on read, see [`TopicConfig::release_on_read`]).
+    ///
+    /// [`TopicConfig::release_on_read`]: crate::TopicConfig::release_on_read
+    pub released: u64,
     /// Subscribers reading this partition.
     pub subscribers: usize,
     /// Publishers waiting for room.
@@ -86,6 +91,8 @@ pub struct TopicStats {
     pub evicted: u64,
     /// Sum of `expired` over partitions.
     pub expired: u64,
+    /// Sum of `released` over partitions.
+    pub released: u64,
     /// Sum of `depth` over partitions.
     pub depth: u64,
     /// Subscribers (a subscriber of several partitions counts once).
@@ -120,18 +127,21 @@ impl<T> Topic<T> {
         let now = shared.now();
         for (p, part) in shared.parts.iter().enumerate() {
             let mut wl = crate::wait::WakeList::new();
+            let mut released = Vec::new();
             let mut log = part.log.lock();
             shared.expire(&mut log, now, &mut wl);
+            log.release_read(&mut released);
             closed |= log.closed;
             partitions.push(PartitionStats {
                 partition: p as u32,
-                low: log.low,
+                low: log.first(),
                 high: log.high,
-                depth: log.len(),
+                depth: log.high - log.first(),
                 published: log.published,
                 delivered: log.delivered(),
                 evicted: log.evicted,
                 expired: log.expired,
+                released: log.released,
                 subscribers: log.subscribers,
                 waiting_publishers: log.pubs.waiting(),
             });
@@ -160,6 +170,7 @@ impl<T> Topic<T> {
             delivered: partitions.iter().map(|p| p.delivered).sum(),
             evicted: partitions.iter().map(|p| p.evicted).sum(),
             expired: partitions.iter().map(|p| p.expired).sum(),
+            released: partitions.iter().map(|p| p.released).sum(),
             depth: partitions.iter().map(|p| p.depth).sum(),
             subscribers: shared.subscribers.load(crate::sync::Ordering::Relaxed),
             partitions,

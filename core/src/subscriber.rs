@@ -13,7 +13,7 @@ use core::task::{Context, Poll, Waker};
 
 use crate::config::StartAt;
 use crate::error::{Error, Lagged, RecvError, TryRecvError};
-use crate::log::{Entry, Log, Read};
+use crate::log::{Dest, Entry, Fetcher, Log, Read};
 use crate::message::Message;
 use crate::sync::{Arc, AtomicUsize, Ordering, Padded};
 use crate::topic::{Shared, Topic};
@@ -31,7 +31,7 @@ pub(crate) fn to_message<T>(p: usize, e: Entry<T>, clocked: bool) -> Message<T> 
 /// Resolves a start position on a locked log.
 pub(crate) fn start_position<T>(log: &Log<T>, p: usize, start: StartAt) -> Result<u64, Error> {
     match start {
-        StartAt::Earliest => Ok(log.low),
+        StartAt::Earliest => Ok(log.first()),
         StartAt::Latest => Ok(log.high),
         StartAt::Offset(offset) if offset <= log.high => Ok(offset),
         StartAt::Offset(offset) => Err(Error::OffsetOutOfRange {
@@ -72,6 +72,9 @@ struct SubPart<T> {
     ///
     /// [`Partition::may_have_news`]: crate::topic::Partition::may_have_news
     fetched: Option<u64>,
+    /// Values a releasing log let go of during this reader's last visit (see
+    /// [`Log::release_read`]), dropped at its next visit, before it takes the lock.
+    released: Vec<T>,
 }
 
 impl<T> SubPart<T> {
@@ -101,8 +104,12 @@ impl<T> SubPart<T> {
 /// from its own position, independently of other readers.
 ///
 /// Made by [`Topic::subscribe`] (every partition) or [`Topic::subscribe_partition`].
-/// Messages stay in the log after a subscriber reads them; under `Block` a subscriber
-/// that does not read holds publishers back, so drop subscribers you no longer read.
+/// Messages stay in the log after a subscriber reads them (unless the topic releases
+/// them once every reader has, see [`TopicConfig::release_on_read`]); under `Block` a
+/// subscriber that does not read holds publishers back, so drop subscribers you no longer
+/// read.
+///
+/// [`TopicConfig::release_on_read`]: crate::TopicConfig::release_on_read
 ///
 /// It is also a [`Stream`](futures_core::Stream) of `Result<Message<T>, Lagged>` that ends
 /// when the topic is closed and drained.
@@ -166,8 +173,11 @@ impl<T> Subscriber<T> {
         let read_ahead = shared.ttl.is_none() && shared.overflow != crate::Overflow::DropOldest;
         for p in ps {
             let mut wl = WakeList::new();
+            let mut released = Vec::new();
             let mut log = shared.parts[p].log.lock();
             shared.expire(&mut log, now, &mut wl);
+            // A new reader never sees what every reader attached so far has read.
+            log.release_read(&mut released);
             // On error, `sub` is dropped and detaches from the partitions done so far.
             let pos = start_position(&log, p, start)?;
             let ahead = read_ahead.then(|| Arc::new(Padded(AtomicUsize::new(0))));
@@ -181,6 +191,7 @@ impl<T> Subscriber<T> {
                 ahead,
                 acted: 0,
                 fetched: Some(pos),
+                released: Vec::new(),
             });
         }
         Ok(sub)
@@ -239,7 +250,9 @@ impl<T> Subscriber<T> {
             });
         };
         let mut wl = WakeList::new();
+        let mut released = Vec::new();
         let mut log = self.shared.parts[sp.p].log.lock();
+        log.release_read(&mut released);
         let pos = start_position(&log, sp.p, StartAt::Offset(offset))?;
         log.set_cursor(sp.cursor, pos);
         sp.reattach(&mut log);
@@ -263,7 +276,9 @@ impl<T> Subscriber<T> {
         }
         for sp in &mut self.parts {
             let mut wl = WakeList::new();
+            let mut released = Vec::new();
             let mut log = self.shared.parts[sp.p].log.lock();
+            log.release_read(&mut released);
             let pos = start_position(&log, sp.p, start)?;
             log.set_cursor(sp.cursor, pos);
             sp.reattach(&mut log);
@@ -312,19 +327,36 @@ impl<T> Subscriber<T> {
                 return Poll::Ready(Ok(m));
             }
             let now = *now.get_or_insert_with(|| shared.now());
+            sp.released.clear();
             let mut wl = WakeList::new();
             let mut log = shared.parts[sp.p].log.lock();
             // A visit under the lock ends the memory of acted-on wake positions (see
             // `Shared::ahead_consumed`).
             sp.acted = 0;
             shared.expire(&mut log, now, &mut wl);
-            match log.read(sp.cursor) {
+            if sp.ahead.is_some() {
+                // What this reader fetched ahead was copied, not moved, so a releasing log
+                // lets go of what every reader has now read here.
+                log.release_read(&mut sp.released);
+            }
+            let dest = if sp.ahead.is_some() {
+                Dest::Copy
+            } else {
+                Dest::User
+            };
+            match log.read(sp.cursor, dest) {
                 Read::Message(e) => {
                     let e = match &sp.ahead {
                         Some(cell) => {
                             let (buf, cursor) = (&mut sp.buf, sp.cursor);
-                            match log.hold_and_read_ahead(cursor, e, &cell.0, READ_AHEAD, buf, None)
-                            {
+                            match log.hold_and_read_ahead(
+                                cursor,
+                                e,
+                                &cell.0,
+                                READ_AHEAD,
+                                buf,
+                                Fetcher::Subscriber,
+                            ) {
                                 Some(e) => e,
                                 None => continue,
                             }
@@ -422,13 +454,13 @@ impl<T> Subscriber<T> {
             sp.acted = 0;
             shared.expire(&mut log, now, &mut wl);
             let old = log.cursor(sp.cursor);
-            if old < log.low && got > 0 {
+            if old < log.first() && got > 0 {
                 // Report the gap on the next call rather than mixing it into this batch.
                 all_closed = false;
                 break;
             }
             while got < limit {
-                match log.read(sp.cursor) {
+                match log.read(sp.cursor, Dest::User) {
                     Read::Message(e) => {
                         buf.push(to_message(sp.p, e, clocked));
                         got += 1;

@@ -85,6 +85,8 @@ pub(crate) struct Shared<T> {
     pub(crate) parts: Vec<Partition<T>>,
     pub(crate) capacity: usize,
     pub(crate) overflow: Overflow,
+    /// Messages leave the log once read by all (see `TopicConfig::release_on_read`).
+    pub(crate) release_on_read: bool,
     pub(crate) ttl: Option<u64>,
     pub(crate) clock: Option<alloc::sync::Arc<dyn Clock>>,
     pub(crate) router: Option<Router>,
@@ -592,7 +594,8 @@ impl<T> Topic<T> {
             .try_reserve_exact(config.partitions as usize)
             .map_err(|_| too_large.clone())?;
         for _ in 0..config.partitions {
-            let log = Log::new(config.capacity).ok_or_else(|| too_large.clone())?;
+            let log = Log::new(config.capacity, config.release_on_read)
+                .ok_or_else(|| too_large.clone())?;
             parts.push(Partition {
                 log: Mutex::new(log),
                 wake_at: Padded(AtomicUsize::new(0)),
@@ -607,6 +610,7 @@ impl<T> Topic<T> {
                 capacity: config.capacity,
                 overflow: config.overflow,
                 ttl: config.ttl.map(as_nanos),
+                release_on_read: config.release_on_read,
                 clock: config.clock,
                 router: config.router,
                 publishers: AtomicUsize::new(1),

@@ -302,8 +302,9 @@ fn block_publishers_parked_in_turn_are_each_woken_by_a_reader_handing_over() {
 /// A group of two members, A and B, on a one-partition topic of `capacity` slots: 0 and 1
 /// are published, A's receive reads 0 and fetches 1 into the group's pool, then 2 is
 /// published (into the log).
-fn pooled_pair(capacity: usize) -> (Topic<u32>, Consumer<u32>, Consumer<u32>) {
-    let topic = Topic::<u32>::with_capacity(capacity).unwrap();
+fn pooled_pair(capacity: usize, release: bool) -> (Topic<u32>, Consumer<u32>, Consumer<u32>) {
+    let config = TopicConfig::new(capacity).release_on_read(release);
+    let topic = Topic::<u32>::new(config).unwrap();
     let mut a = topic.group("g", StartAt::Earliest).unwrap();
     let b = topic.group("g", StartAt::Earliest).unwrap();
     topic.try_publish(0).unwrap();
@@ -319,32 +320,56 @@ fn a_member_taking_from_the_pool_frees_a_waiting_publisher() {
     // group's pool. The publisher of 3 waits on the full log until 1 is taken; B takes
     // it from the pool, without the partition's lock, and nobody reads anything after:
     // that alone must free the publisher, wherever its parking falls.
-    model(|| {
-        let (topic, mut a, mut b) = pooled_pair(2);
-        let publisher = {
-            let topic = topic.clone();
-            thread::spawn(move || block_on(topic.publish(3)).unwrap().offset)
-        };
-        let other = thread::spawn(move || block_on(b.recv()).unwrap().into_value());
-        assert_eq!(other.join().unwrap(), 1);
-        assert_eq!(publisher.join().unwrap(), 3);
-        assert_eq!(a.try_recv().unwrap().into_value(), 2);
-        assert_eq!(a.try_recv().unwrap().into_value(), 3);
-    });
+    model(|| taking_from_the_pool_frees_a_waiting_publisher(false));
+}
+
+#[test]
+fn a_member_taking_from_a_releasing_pool_frees_a_waiting_publisher() {
+    // The same on a topic that releases on read: 0 and 1 were moved out of the log (0 to
+    // A's user, 1 into the pool), but 1's slot still counts until B takes it, so the
+    // publisher of 3 waits just the same, and taking 1 from the pool must free it.
+    model(|| taking_from_the_pool_frees_a_waiting_publisher(true));
+}
+
+fn taking_from_the_pool_frees_a_waiting_publisher(release: bool) {
+    let (topic, mut a, mut b) = pooled_pair(2, release);
+    let publisher = {
+        let topic = topic.clone();
+        thread::spawn(move || block_on(topic.publish(3)).unwrap().offset)
+    };
+    let other = thread::spawn(move || block_on(b.recv()).unwrap().into_value());
+    assert_eq!(other.join().unwrap(), 1);
+    assert_eq!(publisher.join().unwrap(), 3);
+    assert_eq!(a.try_recv().unwrap().into_value(), 2);
+    assert_eq!(a.try_recv().unwrap().into_value(), 3);
+    assert_eq!(topic.stats().released, u64::from(release) * 4);
 }
 
 #[test]
 fn members_sharing_a_pool_take_each_message_once() {
     // A and B race for what A's first receive fetched into the pool and for what is
     // still in the log; each message goes to exactly one of them.
-    model(|| {
-        let (topic, mut a, mut b) = pooled_pair(4);
-        let other = thread::spawn(move || block_on(b.recv()).unwrap().into_value());
-        let mine = block_on(a.recv()).unwrap().into_value();
-        let mut got = [mine, other.join().unwrap()];
-        got.sort_unstable();
-        assert_eq!(got, [1, 2]);
-    });
+    model(|| sharing_a_pool_takes_each_message_once(false));
+}
+
+#[test]
+fn members_sharing_a_releasing_pool_take_each_message_once() {
+    // The same where the pool holds the log's own values, moved out of it.
+    model(|| sharing_a_pool_takes_each_message_once(true));
+}
+
+fn sharing_a_pool_takes_each_message_once(release: bool) {
+    let (topic, mut a, mut b) = pooled_pair(4, release);
+    let other = thread::spawn(move || block_on(b.recv()).unwrap().into_value());
+    let mine = block_on(a.recv()).unwrap().into_value();
+    let mut got = [mine, other.join().unwrap()];
+    got.sort_unstable();
+    assert_eq!(got, [1, 2]);
+    let stats = topic.stats();
+    assert_eq!(
+        (stats.delivered, stats.released),
+        (3, u64::from(release) * 3)
+    );
 }
 
 #[test]

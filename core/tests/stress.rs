@@ -1,5 +1,6 @@
 //! Multi-thread stress tests that count every message: under `Block` nothing is lost or
-//! duplicated; under `DropOldest` every gap is reported as lag.
+//! duplicated, also on topics that release messages once read; under `DropOldest` every
+//! gap is reported as lag.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Barrier};
@@ -25,8 +26,17 @@ fn id(publisher: u64, seq: u64) -> u64 {
 
 #[test]
 fn four_publishers_four_group_members_block_no_loss_no_duplicates() {
+    four_publishers_four_group_members(false);
+}
+
+#[test]
+fn four_publishers_four_group_members_of_a_releasing_topic_no_loss_no_duplicates() {
+    four_publishers_four_group_members(true);
+}
+
+fn four_publishers_four_group_members(release: bool) {
     let per_publisher = scaled(50_000);
-    let topic = Topic::<u64>::new(TopicConfig::new(256)).unwrap();
+    let topic = Topic::<u64>::new(TopicConfig::new(256).release_on_read(release)).unwrap();
     let members: Vec<_> = (0..4)
         .map(|_| topic.group("workers", StartAt::Earliest).unwrap())
         .collect();
@@ -100,7 +110,16 @@ fn four_publishers_four_group_members_block_no_loss_no_duplicates() {
 
 #[test]
 fn one_publisher_four_subscribers_block_every_subscriber_gets_everything_in_order() {
-    let topic = Topic::<u64>::new(TopicConfig::new(128)).unwrap();
+    one_publisher_four_subscribers(false);
+}
+
+#[test]
+fn one_publisher_four_subscribers_of_a_releasing_topic_get_everything_in_order() {
+    one_publisher_four_subscribers(true);
+}
+
+fn one_publisher_four_subscribers(release: bool) {
+    let topic = Topic::<u64>::new(TopicConfig::new(128).release_on_read(release)).unwrap();
     let subs: Vec<_> = (0..4)
         .map(|_| topic.subscribe(StartAt::Earliest).unwrap())
         .collect();
@@ -149,8 +168,20 @@ fn one_publisher_four_subscribers_block_every_subscriber_gets_everything_in_orde
 
 #[test]
 fn partitioned_keys_group_keeps_per_key_order_no_loss() {
+    partitioned_keys_group(false);
+}
+
+#[test]
+fn partitioned_keys_group_of_a_releasing_topic_keeps_per_key_order_no_loss() {
+    partitioned_keys_group(true);
+}
+
+fn partitioned_keys_group(release: bool) {
     let partitions = 4;
-    let topic = Topic::<(u32, u64)>::new(TopicConfig::new(64).partitions(partitions)).unwrap();
+    let config = TopicConfig::new(64)
+        .partitions(partitions)
+        .release_on_read(release);
+    let topic = Topic::<(u32, u64)>::new(config).unwrap();
     let members: Vec<_> = (0..4)
         .map(|_| topic.group("g", StartAt::Earliest).unwrap())
         .collect();

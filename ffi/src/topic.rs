@@ -86,8 +86,17 @@ impl memq_start {
 /// `memq_message_timestamp`). Topics with a TTL are always stamped.
 pub const MEMQ_TOPIC_TIMESTAMPS: u32 = 1;
 
+/// `memq_topic_config.flags`: release each message as soon as every attached reader has
+/// read it, instead of retaining it for replay until capacity or the TTL evicts it. A
+/// queue rather than a log: the last reader gets the message without a copy, and a
+/// reader that joins later at `MEMQ_START_EARLIEST` sees only what some reader has not
+/// read yet (with no reader attached, messages wait for the first one). Nothing is
+/// released while an explicit-ack group is attached. Counted in
+/// `memq_topic_stats.released`.
+pub const MEMQ_TOPIC_RELEASE_ON_READ: u32 = 2;
+
 /// Every flag this version knows; other bits are `MEMQ_STATUS_INVALID_ARGUMENT`.
-const KNOWN_FLAGS: u32 = MEMQ_TOPIC_TIMESTAMPS;
+const KNOWN_FLAGS: u32 = MEMQ_TOPIC_TIMESTAMPS | MEMQ_TOPIC_RELEASE_ON_READ;
 
 /// How a topic is set up. Fill it with `memq_topic_config_init`, then change fields.
 #[repr(C)]
@@ -134,7 +143,8 @@ impl memq_topic_config {
         }
         let mut config = TopicConfig::new(self.capacity)
             .overflow(overflow)
-            .partitions(self.partitions);
+            .partitions(self.partitions)
+            .release_on_read(self.flags & MEMQ_TOPIC_RELEASE_ON_READ != 0);
         if self.ttl_ms > 0 || self.flags & MEMQ_TOPIC_TIMESTAMPS != 0 {
             config = config.clock(clock());
         }
@@ -216,6 +226,8 @@ pub struct memq_topic_stats {
     pub groups: usize,
     /// Publishers waiting for room.
     pub waiting_publishers: usize,
+    /// Messages removed because every reader had read them (`MEMQ_TOPIC_RELEASE_ON_READ`).
+    pub released: u64,
 }
 
 impl memq_topic_stats {
@@ -235,6 +247,7 @@ impl memq_topic_stats {
             subscribers: s.subscribers,
             groups: s.groups.len(),
             waiting_publishers: s.partitions.iter().map(|p| p.waiting_publishers).sum(),
+            released: s.released,
         }
     }
 }

@@ -104,6 +104,36 @@ fn message_accessors() {
 }
 
 #[test]
+fn a_releasing_topic_lets_go_of_what_every_reader_read() {
+    let mut c = config(8, 1, memq_overflow::Block);
+    c.flags = MEMQ_TOPIC_RELEASE_ON_READ;
+    let t = topic_with(&c);
+    let s = subscribe(t, memq_start::Earliest);
+    for payload in [b"a", b"b", b"c"] {
+        publish(t, payload);
+    }
+    assert_eq!(recv(s, 0).unwrap(), b"a");
+    assert_eq!(recv(s, 0).unwrap(), b"b");
+    let mut st = memq_topic_stats::default();
+    // SAFETY: live topic, valid out-pointer.
+    unsafe { assert_eq!(memq_topic_get_stats(t, &mut st), OK) };
+    assert_eq!(
+        (st.published, st.released, st.depth, st.evicted),
+        (3, 2, 1, 0)
+    );
+    // A late subscriber at the start sees only what was not read.
+    let late = subscribe(t, memq_start::Earliest);
+    assert_eq!(recv(late, 0).unwrap(), b"c");
+    assert_eq!(recv(s, 0).unwrap(), b"c");
+    // SAFETY: live handles, freed once.
+    unsafe {
+        memq_subscriber_free(s);
+        memq_subscriber_free(late);
+        memq_topic_free(t);
+    }
+}
+
+#[test]
 fn groups_share_work_and_resume() {
     let t = topic(64);
     let a = member(t, "workers");
