@@ -141,11 +141,13 @@ pub enum Impl {
     Memq,
     /// memq on plain threads with its blocking API (compare with crossbeam).
     MemqThreads,
+    /// memq async on Tokio with release-on-read topics: no replay, like a channel.
+    MemqRelease,
 }
 
 impl Impl {
     /// Every implementation, in the order the runner prints them.
-    pub const ALL: [Impl; 9] = [
+    pub const ALL: [Impl; 10] = [
         Impl::TokioMpsc,
         Impl::TokioBroadcast,
         Impl::AsyncChannel,
@@ -155,6 +157,7 @@ impl Impl {
         Impl::TokioMemq,
         Impl::Memq,
         Impl::MemqThreads,
+        Impl::MemqRelease,
     ];
 
     /// Name printed in the table and accepted on the command line.
@@ -169,6 +172,7 @@ impl Impl {
             Impl::TokioMemq => "tokio-memq",
             Impl::Memq => "memq",
             Impl::MemqThreads => "memq-threads",
+            Impl::MemqRelease => "memq-release",
         }
     }
 
@@ -218,12 +222,16 @@ impl Impl {
             (Impl::TokioMemq, Scenario::S2Competing) => Some("consumer group"),
             (Impl::TokioMemq, Scenario::S4Batches) => Some("publish_batch + recv_batch"),
             (Impl::TokioMemq, Scenario::S7Partitioned) => Some("partitioned topic, Hash routing"),
-            (Impl::Memq | Impl::MemqThreads, Scenario::S2Competing) => Some("consumer group"),
-            (Impl::Memq, Scenario::S4Batches) => Some("publish_batch + recv_many"),
+            (Impl::Memq | Impl::MemqThreads | Impl::MemqRelease, Scenario::S2Competing) => {
+                Some("consumer group")
+            }
+            (Impl::Memq | Impl::MemqRelease, Scenario::S4Batches) => {
+                Some("publish_batch + recv_many")
+            }
             (Impl::MemqThreads, Scenario::S4Batches) => {
                 Some("publish_batch_blocking + recv_many_blocking")
             }
-            (Impl::Memq | Impl::MemqThreads, Scenario::S7Partitioned) => {
+            (Impl::Memq | Impl::MemqThreads | Impl::MemqRelease, Scenario::S7Partitioned) => {
                 Some("4-partition topic, publish_keyed")
             }
             _ => None,
@@ -598,5 +606,6 @@ pub fn run(scenario: Scenario, imp: Impl, params: &Params) -> Option<Outcome> {
         // ---- memq: the seam. Only `peers/memq_topic.rs` knows memq's API. ----
         Impl::Memq => peers::memq_topic::run(scenario, params),
         Impl::MemqThreads => peers::memq_topic::run_threads(scenario, params),
+        Impl::MemqRelease => peers::memq_topic::run_release(scenario, params),
     }
 }

@@ -10,6 +10,10 @@
 //!   `publish_batch_blocking`, `publish_keyed_blocking`; `try_recv` and, when empty,
 //!   `recv_blocking_timeout` up to the run's deadline.
 //!
+//! - [`MemqRelease`] (async): the same as [`Memq`] on topics with
+//!   `TopicConfig::release_on_read(true)`, which keep no replay: like a channel, a message
+//!   leaves the log once read, moved to its reader rather than cloned.
+//!
 //! Every topic is `TopicConfig::new(capacity)` with `Overflow::Block`, the lossless default:
 //! a publisher waits for the slowest reader. memq closes a topic when its last `Topic`
 //! handle is dropped, so readers see the end of the stream (no idle tail, unlike
@@ -39,9 +43,19 @@ pub struct Memq;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MemqThreads;
 
+/// memq async on Tokio, with topics that release each message once it is read
+/// (`TopicConfig::release_on_read`): queue semantics, like the channels, no replay.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MemqRelease;
+
 /// Runs `scenario` on memq (async). `None` only where no shape fits, which is never.
 pub fn run(scenario: crate::perf::Scenario, params: &Params) -> Option<Outcome> {
     drive_async::run(&Memq, scenario, params)
+}
+
+/// Runs `scenario` on memq (async) with release-on-read topics.
+pub fn run_release(scenario: crate::perf::Scenario, params: &Params) -> Option<Outcome> {
+    drive_async::run(&MemqRelease, scenario, params)
 }
 
 /// Runs `scenario` on memq with plain threads and the blocking API.
@@ -234,8 +248,10 @@ impl SyncRx for MemqRx {
 
 /// Wires `shape` with memq topics. Readers are attached before returning, so nothing the
 /// drivers publish afterwards can be missed.
-fn wire_memq(shape: Shape, capacity: usize) -> Option<Wiring<Topic<Msg>, MemqRx>> {
-    let config = TopicConfig::new(capacity).overflow(Overflow::Block);
+fn wire_memq(shape: Shape, capacity: usize, release: bool) -> Option<Wiring<Topic<Msg>, MemqRx>> {
+    let config = TopicConfig::new(capacity)
+        .overflow(Overflow::Block)
+        .release_on_read(release);
     let (topic, rxs) = match shape {
         Shape::Pair => {
             let topic = Topic::new(config).ok()?;
@@ -282,7 +298,16 @@ impl AsyncPeer for Memq {
     type Rx = MemqRx;
 
     async fn wire(&self, shape: Shape, capacity: usize) -> Option<Wiring<Self::Tx, Self::Rx>> {
-        wire_memq(shape, capacity)
+        wire_memq(shape, capacity, false)
+    }
+}
+
+impl AsyncPeer for MemqRelease {
+    type Tx = Topic<Msg>;
+    type Rx = MemqRx;
+
+    async fn wire(&self, shape: Shape, capacity: usize) -> Option<Wiring<Self::Tx, Self::Rx>> {
+        wire_memq(shape, capacity, true)
     }
 }
 
@@ -291,6 +316,6 @@ impl ThreadPeer for MemqThreads {
     type Rx = MemqRx;
 
     fn wire(&self, shape: Shape, capacity: usize) -> Option<Wiring<Self::Tx, Self::Rx>> {
-        wire_memq(shape, capacity)
+        wire_memq(shape, capacity, false)
     }
 }
