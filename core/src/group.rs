@@ -874,7 +874,7 @@ impl<T> Consumer<T> {
             let dest = if buf.is_some() {
                 Dest::User
             } else {
-                Dest::Pool
+                Dest::Held
             };
             match log.read(cursor, dest) {
                 Read::Message(e) => {

@@ -52,19 +52,22 @@ pub(crate) enum Read<T> {
 pub(crate) enum Dest {
     /// Straight into the reader's user's hands: may be moved, and the reader has read it.
     User,
-    /// Into a group's shared pool, which is never taken back while the group lives: may
-    /// be moved, but it is not read until a member takes it from the pool, so its slot
-    /// still counts against the capacity until then.
-    Pool,
-    /// Into a buffer that can be taken back into the log (a subscriber's or a member's
-    /// read-ahead): always cloned.
+    /// Into a buffer of messages fetched ahead whose owner either hands them over or
+    /// gives back what it did not ([`Log::give_back`]): a subscriber's read-ahead, or a
+    /// group's shared pool (which lives as long as the group). May be moved, but the
+    /// message is not read until it is handed over, so its slot stays reserved (counted
+    /// against the capacity, `low` does not pass it) until then.
+    Held,
+    /// Into a buffer that someone else can take back into the log (the read-ahead of a
+    /// member of a partitioned group, on a rebalance): always cloned.
     Copy,
 }
 
 /// Who fetches messages ahead of its user, and so where they wait to be handed over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Fetcher {
-    /// A subscriber's own buffer, emptied on `seek` and on drop.
+    /// A subscriber's own buffer: on `seek` and on drop, what it moved out of a releasing
+    /// log goes back ([`Log::give_back`]).
     Subscriber,
     /// A group member's buffer on the group's partition with this id: taken back into
     /// the log when the partition moves to another member.
@@ -84,8 +87,8 @@ impl Fetcher {
 
     fn dest(self) -> Dest {
         match self {
-            Fetcher::Pool(_) => Dest::Pool,
-            Fetcher::Subscriber | Fetcher::Member(_) => Dest::Copy,
+            Fetcher::Subscriber | Fetcher::Pool(_) => Dest::Held,
+            Fetcher::Member(_) => Dest::Copy,
         }
     }
 }
@@ -112,9 +115,10 @@ pub(crate) struct Log<T> {
     /// (their leases are delivered again from the log).
     explicit_groups: usize,
     /// End of what a releasing log moved out to readers. Slots from `low` up to here may
-    /// be empty: moved into a group's pool and not yet taken from it, they still count
-    /// against the capacity (`low` passes them once every reader's true position does).
-    /// No reader ever reads there (see [`Log::first`]).
+    /// be empty: moved into a subscriber's read-ahead or a group's pool and not handed
+    /// over yet, they still count against the capacity (`low` passes them once every
+    /// reader's true position does), so they can be given back. No reader reads there
+    /// (see [`Log::first`]).
     released_to: u64,
     /// Positions of every attached reader: subscribers and groups. `UNUSED` when free.
     /// For a reader that reads ahead this is the end of what it fetched; see `ahead`.
@@ -648,6 +652,34 @@ impl<T> Log<T> {
             && pos == self.first()
             && self.explicit_groups == 0
             && (0..self.cursors.len()).all(|c| c == cursor || self.cursor(c) > pos)
+    }
+
+    /// Puts back into their slots the messages a reader moved out of a releasing log into
+    /// its read-ahead (`Dest::Held`) and did not hand over, before a seek or a drop takes
+    /// its read-ahead back ([`Log::revoke_ahead`]). Their slots are still reserved: `low`
+    /// never passes a reader's true position, and nobody else reads there. What remains
+    /// in `buf` (copies: the log has those) is the caller's to drop.
+    pub(crate) fn give_back(&mut self, buf: &mut alloc::collections::VecDeque<Entry<T>>) {
+        let Some(start) = buf.front().map(|e| e.offset) else {
+            return;
+        };
+        let mut given = 0;
+        while let Some(e) = buf.front() {
+            let (offset, i) = (e.offset, self.index(e.offset));
+            if offset < self.low || offset >= self.high || self.ring[i].is_some() {
+                // A copy (the log holds the message), or the window moved on.
+                debug_assert!(offset >= self.low, "a held message's slot was reused");
+                break;
+            }
+            if let Some(e) = buf.pop_front() {
+                self.ring[i] = Some(e);
+                given += 1;
+            }
+        }
+        if given > 0 {
+            self.released -= given;
+            self.released_to = self.released_to.min(start);
+        }
     }
 
     /// Lets go of the messages every attached reader has read, for a releasing log (see

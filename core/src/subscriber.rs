@@ -254,6 +254,7 @@ impl<T> Subscriber<T> {
         let mut log = self.shared.parts[sp.p].log.lock();
         log.release_read(&mut released);
         let pos = start_position(&log, sp.p, StartAt::Offset(offset))?;
+        log.give_back(&mut sp.buf);
         log.set_cursor(sp.cursor, pos);
         sp.reattach(&mut log);
         let stale = core::mem::take(&mut sp.buf);
@@ -280,6 +281,7 @@ impl<T> Subscriber<T> {
             let mut log = self.shared.parts[sp.p].log.lock();
             log.release_read(&mut released);
             let pos = start_position(&log, sp.p, start)?;
+            log.give_back(&mut sp.buf);
             log.set_cursor(sp.cursor, pos);
             sp.reattach(&mut log);
             let stale = core::mem::take(&mut sp.buf);
@@ -340,7 +342,7 @@ impl<T> Subscriber<T> {
                 log.release_read(&mut sp.released);
             }
             let dest = if sp.ahead.is_some() {
-                Dest::Copy
+                Dest::Held
             } else {
                 Dest::User
             };
@@ -624,6 +626,7 @@ impl<T> Drop for Subscriber<T> {
             let mut wl = WakeList::new();
             let mut log = shared.parts[sp.p].log.lock();
             let (_, waker) = log.subs.remove(&mut sp.key);
+            log.give_back(&mut sp.buf);
             log.remove_cursor(sp.cursor);
             log.subscribers -= 1;
             // Our position may have been the one holding publishers back.

@@ -227,8 +227,44 @@ fn block_publisher_is_woken_when_the_reader_hands_over_read_ahead() {
     // The subscriber fetches 0 and 1 in one visit; the publisher of 3 parks on the full
     // log while the subscriber hands 1 over without the lock. Either the publisher's
     // count after raising its flag sees the room, or the subscriber sees the flag.
+    model(|| handing_over_read_ahead_wakes_the_publisher(false));
+}
+
+#[test]
+fn block_publisher_is_woken_when_the_reader_hands_over_read_ahead_it_moved_out() {
+    // The same on a topic that releases on read: the subscriber moved 0 and 1 out of the
+    // log; 1's slot stays taken until it is handed over, which must free the publisher.
+    model(|| handing_over_read_ahead_wakes_the_publisher(true));
+}
+
+fn two_slots(release: bool) -> Topic<u32> {
+    Topic::new(TopicConfig::new(2).release_on_read(release)).unwrap()
+}
+
+fn handing_over_read_ahead_wakes_the_publisher(release: bool) {
+    let topic = two_slots(release);
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    topic.try_publish(0).unwrap();
+    topic.try_publish(1).unwrap();
+    assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+    topic.try_publish(2).unwrap();
+    let publisher = {
+        let topic = topic.clone();
+        thread::spawn(move || block_on(topic.publish(3)).unwrap().offset)
+    };
+    assert_eq!(sub.try_recv().unwrap().into_value(), 1);
+    assert_eq!(publisher.join().unwrap(), 3);
+    assert_eq!(sub.try_recv().unwrap().into_value(), 2);
+    assert_eq!(sub.try_recv().unwrap().into_value(), 3);
+}
+
+#[test]
+fn dropping_a_subscriber_gives_back_what_it_moved_out_and_frees_the_publisher() {
+    // The subscriber moved 0 and 1 out of a releasing log and was handed 0; the publisher
+    // of 3 waits for 1's slot. The subscriber is dropped instead of reading: 1 goes back
+    // to the log, and with no reader left the publisher may evict it.
     model(|| {
-        let topic = Topic::<u32>::with_capacity(2).unwrap();
+        let topic = two_slots(true);
         let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
         topic.try_publish(0).unwrap();
         topic.try_publish(1).unwrap();
@@ -238,10 +274,13 @@ fn block_publisher_is_woken_when_the_reader_hands_over_read_ahead() {
             let topic = topic.clone();
             thread::spawn(move || block_on(topic.publish(3)).unwrap().offset)
         };
-        assert_eq!(sub.try_recv().unwrap().into_value(), 1);
+        drop(sub);
         assert_eq!(publisher.join().unwrap(), 3);
-        assert_eq!(sub.try_recv().unwrap().into_value(), 2);
-        assert_eq!(sub.try_recv().unwrap().into_value(), 3);
+        let stats = topic.stats();
+        assert_eq!((stats.released, stats.evicted, stats.depth), (1, 1, 2));
+        let mut late = topic.subscribe(StartAt::Earliest).unwrap();
+        assert_eq!(late.try_recv().unwrap().into_value(), 2);
+        assert_eq!(late.try_recv().unwrap().into_value(), 3);
     });
 }
 
@@ -249,24 +288,32 @@ fn block_publisher_is_woken_when_the_reader_hands_over_read_ahead() {
 fn block_publisher_is_woken_by_the_last_of_two_readers_handing_over_read_ahead() {
     // Two subscribers hold read-ahead; the publisher needs both to move. Whichever hands
     // over last must find the room, wherever the publisher's parking falls.
-    model(|| {
-        let topic = Topic::<u32>::with_capacity(2).unwrap();
-        let mut a = topic.subscribe(StartAt::Earliest).unwrap();
-        let mut b = topic.subscribe(StartAt::Earliest).unwrap();
-        topic.try_publish(0).unwrap();
-        topic.try_publish(1).unwrap();
-        assert_eq!(a.try_recv().unwrap().into_value(), 0);
-        assert_eq!(b.try_recv().unwrap().into_value(), 0);
-        topic.try_publish(2).unwrap();
-        let publisher = {
-            let topic = topic.clone();
-            thread::spawn(move || block_on(topic.publish(3)).unwrap().offset)
-        };
-        let reader = thread::spawn(move || a.try_recv().unwrap().into_value());
-        assert_eq!(b.try_recv().unwrap().into_value(), 1);
-        assert_eq!(reader.join().unwrap(), 1);
-        assert_eq!(publisher.join().unwrap(), 3);
-    });
+    model(|| the_last_of_two_readers_wakes_the_publisher(false));
+}
+
+#[test]
+fn block_publisher_is_woken_by_the_last_of_two_readers_of_a_releasing_topic() {
+    // The same where B moved 0 out (A had copied it already) and copied 1.
+    model(|| the_last_of_two_readers_wakes_the_publisher(true));
+}
+
+fn the_last_of_two_readers_wakes_the_publisher(release: bool) {
+    let topic = two_slots(release);
+    let mut a = topic.subscribe(StartAt::Earliest).unwrap();
+    let mut b = topic.subscribe(StartAt::Earliest).unwrap();
+    topic.try_publish(0).unwrap();
+    topic.try_publish(1).unwrap();
+    assert_eq!(a.try_recv().unwrap().into_value(), 0);
+    assert_eq!(b.try_recv().unwrap().into_value(), 0);
+    topic.try_publish(2).unwrap();
+    let publisher = {
+        let topic = topic.clone();
+        thread::spawn(move || block_on(topic.publish(3)).unwrap().offset)
+    };
+    let reader = thread::spawn(move || a.try_recv().unwrap().into_value());
+    assert_eq!(b.try_recv().unwrap().into_value(), 1);
+    assert_eq!(reader.join().unwrap(), 1);
+    assert_eq!(publisher.join().unwrap(), 3);
 }
 
 #[test]
@@ -275,28 +322,36 @@ fn block_publishers_parked_in_turn_are_each_woken_by_a_reader_handing_over() {
     // ahead. The first one woken publishes and moves the position the other needs; the
     // subscriber, which may already have taken the lock for the old position, must act
     // on the new one (a publish while others stay parked re-arms the wake position).
-    model(|| {
-        let topic = Topic::<u32>::with_capacity(2).unwrap();
-        let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
-        topic.try_publish(0).unwrap();
-        topic.try_publish(1).unwrap();
-        let publishers: Vec<_> = (0..2)
-            .map(|i| {
-                let topic = topic.clone();
-                thread::spawn(move || block_on(topic.publish(10 + i)).unwrap().offset)
-            })
-            .collect();
-        let mut got = Vec::new();
-        for _ in 0..4 {
-            got.push(block_on(sub.recv()).unwrap().into_value());
-        }
-        let mut offsets: Vec<_> = publishers.into_iter().map(|p| p.join().unwrap()).collect();
-        offsets.sort_unstable();
-        assert_eq!(offsets, [2, 3]);
-        assert_eq!(got[..2], [0, 1]);
-        got[2..].sort_unstable();
-        assert_eq!(got[2..], [10, 11]);
-    });
+    model(|| publishers_parked_in_turn_are_each_woken(false));
+}
+
+#[test]
+fn block_publishers_parked_in_turn_on_a_releasing_topic_are_each_woken() {
+    // The same where the subscriber moves what it fetches out of the log.
+    model(|| publishers_parked_in_turn_are_each_woken(true));
+}
+
+fn publishers_parked_in_turn_are_each_woken(release: bool) {
+    let topic = two_slots(release);
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    topic.try_publish(0).unwrap();
+    topic.try_publish(1).unwrap();
+    let publishers: Vec<_> = (0..2)
+        .map(|i| {
+            let topic = topic.clone();
+            thread::spawn(move || block_on(topic.publish(10 + i)).unwrap().offset)
+        })
+        .collect();
+    let mut got = Vec::new();
+    for _ in 0..4 {
+        got.push(block_on(sub.recv()).unwrap().into_value());
+    }
+    let mut offsets: Vec<_> = publishers.into_iter().map(|p| p.join().unwrap()).collect();
+    offsets.sort_unstable();
+    assert_eq!(offsets, [2, 3]);
+    assert_eq!(got[..2], [0, 1]);
+    got[2..].sort_unstable();
+    assert_eq!(got[2..], [10, 11]);
 }
 
 /// A group of two members, A and B, on a one-partition topic of `capacity` slots: 0 and 1
