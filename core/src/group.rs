@@ -644,7 +644,9 @@ impl<T> Consumer<T> {
                 }
             }
             let old = log.cursor(cursor);
-            if old < log.first() && got > 0 {
+            let release = shared.release_on_read;
+            let first = if release { log.first() } else { log.low };
+            if old < first && got > 0 {
                 all_closed = false;
                 break;
             }
@@ -652,8 +654,9 @@ impl<T> Consumer<T> {
             let mut counted = 0;
             // A single receive of a member that reads ahead holds its message in its
             // read-ahead buffer while it fetches more, and that buffer can be taken back
-            // into the log: such a read copies even from a releasing log.
-            let dest = if buf.is_none() && self.ahead.get(p).is_some() {
+            // into the log: such a read copies (members do not read ahead on a releasing
+            // topic anyway).
+            let dest = if !release || (buf.is_none() && self.ahead.get(p).is_some()) {
                 Dest::Copy
             } else {
                 Dest::User
@@ -871,10 +874,10 @@ impl<T> Consumer<T> {
         let mut counted = 0;
         while got < limit {
             // A batch goes straight to the user; a single receive fetches into the pool.
-            let dest = if buf.is_some() {
-                Dest::User
-            } else {
-                Dest::Held
+            let dest = match (shared.release_on_read, buf.is_some()) {
+                (false, _) => Dest::Copy,
+                (true, true) => Dest::User,
+                (true, false) => Dest::Held,
             };
             match log.read(cursor, dest) {
                 Read::Message(e) => {
@@ -890,7 +893,10 @@ impl<T> Consumer<T> {
                             &cell.0,
                             max,
                             pooled,
-                            Fetcher::Pool(id),
+                            Fetcher::Pool {
+                                group: id,
+                                release: shared.release_on_read,
+                            },
                         ) {
                             Some(e) => e,
                             None => break,
@@ -924,7 +930,11 @@ impl<T> Consumer<T> {
         if taken > 0 || got > 0 {
             if buf.is_some() {
                 // After a batch, fetch what the members will most likely ask for next.
-                log.read_ahead(cursor, READ_AHEAD, &mut pool.buf, Fetcher::Pool(id));
+                let by = Fetcher::Pool {
+                    group: id,
+                    release: shared.release_on_read,
+                };
+                log.read_ahead(cursor, READ_AHEAD, &mut pool.buf, by);
             }
             if !pool.buf.is_empty() {
                 pool.refills = pool.refills.wrapping_add(1);

@@ -48,6 +48,10 @@ pub(crate) enum Read<T> {
 
 /// Where a message read from the log goes, which decides whether a releasing log may
 /// move it out instead of cloning it (see [`Log::may_release`]).
+///
+/// Readers of a log that does not release always pass [`Dest::Copy`], decided from the
+/// topic's settings outside the lock: then a read touches nothing of the release state
+/// (which would cost a cache line under the lock for nothing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Dest {
     /// Straight into the reader's user's hands: may be moved, and the reader has read it.
@@ -58,37 +62,43 @@ pub(crate) enum Dest {
     /// message is not read until it is handed over, so its slot stays reserved (counted
     /// against the capacity, `low` does not pass it) until then.
     Held,
-    /// Into a buffer that someone else can take back into the log (the read-ahead of a
-    /// member of a partitioned group, on a rebalance): always cloned.
+    /// Cloned: the log does not release, or the buffer can be taken back into the log by
+    /// someone else (the read-ahead of a member of a partitioned group, on a rebalance;
+    /// such members do not read ahead on a releasing topic).
     Copy,
 }
 
 /// Who fetches messages ahead of its user, and so where they wait to be handed over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// `release` is the topic's `release_on_read`, passed in from the topic's settings so that
+/// a retaining log's hot path never looks at its own release state (see [`Dest`]).
 pub(crate) enum Fetcher {
     /// A subscriber's own buffer: on `seek` and on drop, what it moved out of a releasing
     /// log goes back ([`Log::give_back`]).
-    Subscriber,
+    Subscriber { release: bool },
     /// A group member's buffer on the group's partition with this id: taken back into
-    /// the log when the partition moves to another member.
+    /// the log when the partition moves to another member, so always copies.
     Member(usize),
     /// The shared pool of the group with this id (see `group::Pool`): never taken back
     /// while the group lives, so a fetch may move messages out of a releasing log.
-    Pool(usize),
+    Pool { group: usize, release: bool },
 }
 
 impl Fetcher {
     fn group(self) -> Option<usize> {
         match self {
-            Fetcher::Subscriber => None,
-            Fetcher::Member(id) | Fetcher::Pool(id) => Some(id),
+            Fetcher::Subscriber { .. } => None,
+            Fetcher::Member(id) | Fetcher::Pool { group: id, .. } => Some(id),
         }
     }
 
     fn dest(self) -> Dest {
         match self {
-            Fetcher::Subscriber | Fetcher::Pool(_) => Dest::Held,
-            Fetcher::Member(_) => Dest::Copy,
+            Fetcher::Subscriber { release: true } | Fetcher::Pool { release: true, .. } => {
+                Dest::Held
+            }
+            _ => Dest::Copy,
         }
     }
 }
@@ -442,6 +452,7 @@ impl<T> Log<T> {
 
     /// Appends `value` if the overflow policy allows it now; returns its offset and the
     /// value it overwrote in the ring (to be dropped by the caller after unlocking).
+    #[inline]
     pub(crate) fn append(
         &mut self,
         value: T,
@@ -459,6 +470,7 @@ impl<T> Log<T> {
 
     /// Gives up the oldest slot to make room; its value, if a releasing log has not moved
     /// it out already, is dropped by the caller when the publish overwrites the slot.
+    #[inline]
     fn evict_oldest(&mut self) {
         let i = self.index(self.low);
         if self.ring[i].is_some() {
@@ -468,6 +480,7 @@ impl<T> Log<T> {
     }
 
     /// Appends after the caller made sure there is room (`len < capacity` or evictable).
+    #[inline]
     fn push(&mut self, value: T, ts: u64) -> (u64, Option<T>) {
         debug_assert!(self.len() < self.capacity);
         let offset = self.high;
@@ -599,7 +612,12 @@ impl<T> Log<T> {
         T: Clone,
     {
         let pos = self.cursors[cursor];
-        let first = self.first();
+        debug_assert!(dest == Dest::Copy || self.release);
+        let first = if dest == Dest::Copy {
+            self.low
+        } else {
+            self.first()
+        };
         if pos < first {
             self.cursors[cursor] = first;
             return Read::Lagged(first - pos);

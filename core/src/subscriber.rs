@@ -329,22 +329,25 @@ impl<T> Subscriber<T> {
                 return Poll::Ready(Ok(m));
             }
             let now = *now.get_or_insert_with(|| shared.now());
-            sp.released.clear();
+            let release = shared.release_on_read;
+            if release {
+                sp.released.clear();
+            }
             let mut wl = WakeList::new();
             let mut log = shared.parts[sp.p].log.lock();
             // A visit under the lock ends the memory of acted-on wake positions (see
             // `Shared::ahead_consumed`).
             sp.acted = 0;
             shared.expire(&mut log, now, &mut wl);
-            if sp.ahead.is_some() {
-                // What this reader fetched ahead was copied, not moved, so a releasing log
-                // lets go of what every reader has now read here.
+            if release && sp.ahead.is_some() {
+                // What this reader was handed since its last visit, a releasing log lets
+                // go of now if every reader has it (copies fetched past a slower reader).
                 log.release_read(&mut sp.released);
             }
-            let dest = if sp.ahead.is_some() {
-                Dest::Held
-            } else {
-                Dest::User
+            let dest = match (release, sp.ahead.is_some()) {
+                (false, _) => Dest::Copy,
+                (true, true) => Dest::Held,
+                (true, false) => Dest::User,
             };
             match log.read(sp.cursor, dest) {
                 Read::Message(e) => {
@@ -357,7 +360,7 @@ impl<T> Subscriber<T> {
                                 &cell.0,
                                 READ_AHEAD,
                                 buf,
-                                Fetcher::Subscriber,
+                                Fetcher::Subscriber { release },
                             ) {
                                 Some(e) => e,
                                 None => continue,
@@ -421,6 +424,8 @@ impl<T> Subscriber<T> {
         }
         let shared = &*self.shared;
         let clocked = shared.clock.is_some();
+        let release = shared.release_on_read;
+        let dest = if release { Dest::User } else { Dest::Copy };
         let mut now = None;
         let n = self.parts.len();
         let mut got = 0;
@@ -456,13 +461,14 @@ impl<T> Subscriber<T> {
             sp.acted = 0;
             shared.expire(&mut log, now, &mut wl);
             let old = log.cursor(sp.cursor);
-            if old < log.first() && got > 0 {
+            let first = if release { log.first() } else { log.low };
+            if old < first && got > 0 {
                 // Report the gap on the next call rather than mixing it into this batch.
                 all_closed = false;
                 break;
             }
             while got < limit {
-                match log.read(sp.cursor, Dest::User) {
+                match log.read(sp.cursor, dest) {
                     Read::Message(e) => {
                         buf.push(to_message(sp.p, e, clocked));
                         got += 1;
