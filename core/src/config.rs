@@ -146,19 +146,22 @@ impl TopicConfig {
     /// attached reader, once per message.
     ///
     /// What changes for readers:
-    /// - A message every attached reader has read is gone:
+    /// - A message has left the log once every attached reader has been handed it. It
+    ///   may leave earlier, when the readers fetch it ahead of their users (a subscriber
+    ///   fetches up to 32 per visit; see below): it is then in the hands of the one that
+    ///   fetched it, not in the log. So:
     ///   - a subscriber or a group that joins later at [`StartAt::Earliest`] starts at the
-    ///     oldest message some reader has not read;
-    ///   - a `seek` back to a released offset reads as [`RecvError::Lagged`] there, like an
-    ///     evicted one.
+    ///     oldest message still in the log;
+    ///   - a `seek` back to an offset that has left reads as [`RecvError::Lagged`] there,
+    ///     like an evicted one.
     ///
     ///   With no reader attached, messages are retained as usual (up to capacity and TTL)
     ///   for the first reader to come.
-    /// - Only what a reader was handed counts as read, so a dropped subscriber, a seek or a
-    ///   rebalance loses nothing:
-    ///   - a subscriber's single `recv` fetches several messages per visit as copies, and
-    ///     the log lets go of them at its next visit (or when a reader attaches or seeks,
-    ///     or stats are read);
+    /// - Nothing is lost when a subscriber is dropped or seeks, or a group rebalances:
+    ///   - what a subscriber fetched ahead keeps its slot (and its place in the `Block` and
+    ///     `Reject` room) until it is handed over, and goes back to the log when the
+    ///     subscriber seeks or is dropped; what it fetched past a slower reader it copies,
+    ///     and the log lets go of that once every reader has been handed it;
     ///   - the members of an automatic-commit group on a one-partition topic share a pool
     ///     of messages fetched ahead, which lives as long as the group: the log moves
     ///     messages into it, and their slots count against the capacity until a member
@@ -166,7 +169,8 @@ impl TopicConfig {
     ///   - members of groups on partitioned topics do not fetch ahead at all.
     /// - Nothing is released while an explicit-ack group is attached: its leases are
     ///   delivered again from the log.
-    /// - Released messages are counted in [`TopicStats::released`], and as delivered.
+    /// - Messages that left the log this way are counted in [`TopicStats::released`] (a
+    ///   message given back is uncounted), and as delivered once handed over.
     ///
     /// # Examples
     ///

@@ -89,9 +89,10 @@ pub const MEMQ_TOPIC_TIMESTAMPS: u32 = 1;
 /// `memq_topic_config.flags`: release each message as soon as every attached reader has
 /// read it, instead of retaining it for replay until capacity or the TTL evicts it. A
 /// queue rather than a log: the last reader gets the message without a copy, and a
-/// reader that joins later at `MEMQ_START_EARLIEST` sees only what some reader has not
-/// read yet (with no reader attached, messages wait for the first one). Nothing is
-/// released while an explicit-ack group is attached. Counted in
+/// reader that joins later at `MEMQ_START_EARLIEST` starts at the oldest message still in
+/// the log (with no reader attached, messages wait for the first one). Messages a reader
+/// fetched ahead and was not handed go back to the log when it is freed or seeks. Nothing
+/// is released while an explicit-ack group is attached. Counted in
 /// `memq_topic_stats.released`.
 pub const MEMQ_TOPIC_RELEASE_ON_READ: u32 = 2;
 

@@ -114,20 +114,26 @@ fn a_releasing_topic_lets_go_of_what_every_reader_read() {
     }
     assert_eq!(recv(s, 0).unwrap(), b"a");
     assert_eq!(recv(s, 0).unwrap(), b"b");
+    // The subscriber fetched all three ahead, moving them out of the log: "c" is in its
+    // hands, not handed over yet.
     let mut st = memq_topic_stats::default();
     // SAFETY: live topic, valid out-pointer.
     unsafe { assert_eq!(memq_topic_get_stats(t, &mut st), OK) };
     assert_eq!(
         (st.published, st.released, st.depth, st.evicted),
-        (3, 2, 1, 0)
+        (3, 3, 0, 0)
     );
-    // A late subscriber at the start sees only what was not read.
+    // Freed before it was handed "c": "c" goes back to the log, for the next reader.
+    // SAFETY: live subscriber, freed once.
+    unsafe { memq_subscriber_free(s) };
     let late = subscribe(t, memq_start::Earliest);
     assert_eq!(recv(late, 0).unwrap(), b"c");
-    assert_eq!(recv(s, 0).unwrap(), b"c");
+    assert_eq!(recv(late, 0), Err(memq_status::Empty));
+    // SAFETY: live topic, valid out-pointer.
+    unsafe { assert_eq!(memq_topic_get_stats(t, &mut st), OK) };
+    assert_eq!((st.released, st.depth, st.delivered), (3, 0, 3));
     // SAFETY: live handles, freed once.
     unsafe {
-        memq_subscriber_free(s);
         memq_subscriber_free(late);
         memq_topic_free(t);
     }
