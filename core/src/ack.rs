@@ -619,7 +619,9 @@ impl<T> AckConsumer<T> {
         let mut wl = WakeList::new();
         let mut log = shared.parts[p].log.lock();
         shared.expire(&mut log, shared.now(), &mut wl);
-        let (low, high, closed) = (log.low, log.high, log.closed);
+        // The oldest message still in the log: on a releasing topic, messages a reader
+        // had fetched ahead before this group attached may be out of it.
+        let (low, high, closed) = (log.first(), log.high, log.closed);
         let Some(g) = log.group(group.ids[p]) else {
             return (Take::Nothing, true, None);
         };

@@ -288,12 +288,22 @@ impl<T> Topic<T> {
         group.members.lock().deleted = true;
         group.epoch.fetch_add(1, Ordering::AcqRel);
         shared.wake_group(&group);
+        // The pool first (the lock order is pool, then partition): what it holds moved out
+        // of a releasing log goes back to the log, for the readers to come.
+        let mut pool = group.pool.as_ref().map(|pool| pool.lock());
         for (p, part) in shared.parts.iter().enumerate() {
             let mut wl = WakeList::new();
+            let mut released = Vec::new();
             let mut log = part.log.lock();
+            if let Some(pool) = pool.as_deref_mut() {
+                log.give_back(&mut pool.buf);
+            }
             log.remove_group(group.ids[p], &mut wl);
+            // The group may have been the slowest reader, or the only explicit-ack one.
+            log.release_read(&mut released);
             log.notify_publishers(shared.overflow, &mut wl);
         }
+        drop(pool);
         Ok(())
     }
 
@@ -912,8 +922,9 @@ impl<T> Consumer<T> {
                     got += 1;
                 }
                 Read::Lagged(missed) => {
-                    // Cannot happen where a pool is used (no TTL, no `DropOldest`);
-                    // reported as everywhere else if it ever did.
+                    // Only where the group started inside what a reader had fetched
+                    // ahead out of a releasing log (pools exist only without a TTL or
+                    // `DropOldest`); reported as everywhere else.
                     if let Some(g) = log.group(id) {
                         g.waiters.settle(self.keys[0]);
                     }

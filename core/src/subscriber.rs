@@ -78,6 +78,17 @@ struct SubPart<T> {
 }
 
 impl<T> SubPart<T> {
+    /// Moves this reader to `pos`: what it fetched ahead and moved out of a releasing log
+    /// goes back first, and afterwards the log lets go of what no reader needs any more
+    /// (into `released`, to be dropped after unlocking), as the reader may have been the
+    /// slowest.
+    fn give_back_and_seek(&mut self, log: &mut Log<T>, pos: u64, released: &mut Vec<T>) {
+        log.give_back(&mut self.buf);
+        log.set_cursor(self.cursor, pos);
+        self.reattach(log);
+        log.release_read(released);
+    }
+
     /// After a seek took back the read-ahead: the cell starts again, empty.
     fn reattach(&mut self, log: &mut Log<T>) {
         self.acted = 0;
@@ -252,11 +263,10 @@ impl<T> Subscriber<T> {
         let mut wl = WakeList::new();
         let mut released = Vec::new();
         let mut log = self.shared.parts[sp.p].log.lock();
+        // A seek never finds what every reader has been handed.
         log.release_read(&mut released);
         let pos = start_position(&log, sp.p, StartAt::Offset(offset))?;
-        log.give_back(&mut sp.buf);
-        log.set_cursor(sp.cursor, pos);
-        sp.reattach(&mut log);
+        sp.give_back_and_seek(&mut log, pos, &mut released);
         let stale = core::mem::take(&mut sp.buf);
         self.shared.reader_advanced(&mut log, &mut wl);
         drop(log);
@@ -279,11 +289,17 @@ impl<T> Subscriber<T> {
             let mut wl = WakeList::new();
             let mut released = Vec::new();
             let mut log = self.shared.parts[sp.p].log.lock();
+            // A seek never finds what every reader has been handed.
             log.release_read(&mut released);
             let pos = start_position(&log, sp.p, start)?;
-            log.give_back(&mut sp.buf);
-            log.set_cursor(sp.cursor, pos);
-            sp.reattach(&mut log);
+            let pos = if start == StartAt::Earliest {
+                // Including what this subscriber fetched ahead, once it is back.
+                log.give_back(&mut sp.buf);
+                log.first()
+            } else {
+                pos
+            };
+            sp.give_back_and_seek(&mut log, pos, &mut released);
             let stale = core::mem::take(&mut sp.buf);
             self.shared.reader_advanced(&mut log, &mut wl);
             drop(log);
@@ -630,10 +646,13 @@ impl<T> Drop for Subscriber<T> {
             .fetch_sub(1, crate::sync::Ordering::Relaxed);
         for sp in &mut self.parts {
             let mut wl = WakeList::new();
+            let mut released = Vec::new();
             let mut log = shared.parts[sp.p].log.lock();
             let (_, waker) = log.subs.remove(&mut sp.key);
             log.give_back(&mut sp.buf);
             log.remove_cursor(sp.cursor);
+            // This subscriber may have been the slowest reader.
+            log.release_read(&mut released);
             log.subscribers -= 1;
             // Our position may have been the one holding publishers back.
             log.notify_publishers(shared.overflow, &mut wl);

@@ -434,6 +434,117 @@ fn drop_oldest_and_ttl_still_evict_and_expire_on_a_releasing_topic() {
     assert_eq!((s.published, s.released, s.expired, s.depth), (3, 2, 1, 0));
 }
 
+// ----- a slower reader leaving, seeking, deleted groups, explicit groups -----------------
+
+#[test]
+fn after_a_slower_reader_leaves_the_last_reader_moves_again() {
+    // A pooled group never looks for what to release on its own: the slower subscriber's
+    // drop must release what the group already read, so that its later reads move.
+    let (t, clones) = counted_topic(64);
+    let mut g = t.group("g", StartAt::Earliest).unwrap();
+    let s = t.subscribe(StartAt::Earliest).unwrap();
+    publish_counted(&t, &clones, 0..4);
+    let mut buf = Vec::new();
+    assert_eq!(g.try_recv_many(&mut buf, 10), Ok(4));
+    assert_eq!(
+        clones.load(Ordering::SeqCst),
+        4,
+        "s has not read them: copies"
+    );
+    drop(s);
+    for round in 0..3u64 {
+        publish_counted(&t, &clones, 4 + 4 * round..8 + 4 * round);
+        buf.clear();
+        assert_eq!(g.try_recv_many(&mut buf, 10), Ok(4));
+    }
+    assert_eq!(clones.load(Ordering::SeqCst), 4, "g alone: the values move");
+
+    // The same for a subscriber without read-ahead (a TTL topic), and a group deleted.
+    let clones = Arc::new(AtomicUsize::new(0));
+    let t = Topic::<Counted>::new(
+        TopicConfig::new(64)
+            .ttl(Duration::from_secs(3600))
+            .clock(Arc::new(ManualClock::new()))
+            .release_on_read(true),
+    )
+    .unwrap();
+    let mut a = t.subscribe(StartAt::Earliest).unwrap();
+    let _g = t.group("slow", StartAt::Earliest).unwrap();
+    publish_counted(&t, &clones, 0..2);
+    a.try_recv().unwrap();
+    a.try_recv().unwrap();
+    assert_eq!(clones.load(Ordering::SeqCst), 2);
+    t.delete_group("slow").unwrap();
+    for n in 2..10 {
+        publish_counted(&t, &clones, n..n + 1);
+        assert_eq!(a.try_recv().unwrap().value().n, n);
+    }
+    assert_eq!(clones.load(Ordering::SeqCst), 2, "a alone: the values move");
+    assert_eq!(t.stats().released, 10);
+}
+
+#[test]
+fn a_seek_to_earliest_finds_what_the_subscriber_had_fetched_ahead() {
+    let t = releasing::<u64>(8);
+    let mut s = t.subscribe(StartAt::Earliest).unwrap();
+    for i in 0..5 {
+        t.try_publish(i).unwrap();
+    }
+    assert_eq!(s.try_recv().unwrap().into_value(), 0); // 1..4 are in its read-ahead
+    s.seek_to(StartAt::Earliest).unwrap();
+    assert_eq!(s.position(0), Some(1));
+    assert_eq!(sub_values(&mut s), vec![1, 2, 3, 4]);
+    let st = t.stats();
+    assert_eq!((st.released, st.delivered, st.depth), (5, 5, 0));
+}
+
+#[test]
+fn deleting_a_pooled_group_gives_back_what_its_pool_holds() {
+    let t = releasing::<u64>(8);
+    let mut g = t.group("g", StartAt::Earliest).unwrap();
+    for i in 0..5 {
+        t.try_publish(i).unwrap();
+    }
+    assert_eq!(g.try_recv().unwrap().into_value(), 0); // 1..4 moved into the pool
+    drop(g);
+    t.delete_group("g").unwrap();
+    let mut late = t.subscribe(StartAt::Earliest).unwrap();
+    assert_eq!(sub_values(&mut late), vec![1, 2, 3, 4]);
+    let st = t.stats();
+    assert_eq!(
+        (st.published, st.delivered, st.released, st.depth),
+        (5, 5, 5, 0)
+    );
+}
+
+#[test]
+fn an_explicit_ack_group_starting_where_messages_were_fetched_ahead_lags_past_them() {
+    let t = releasing::<u64>(8);
+    let mut s = t.subscribe(StartAt::Earliest).unwrap();
+    for i in 0..5 {
+        t.try_publish(i).unwrap();
+    }
+    assert_eq!(s.try_recv().unwrap().into_value(), 0); // 1..4 are in s's read-ahead
+    let mut acked = t
+        .group_acked("acked", StartAt::Offset(2), AckConfig::new())
+        .unwrap();
+    // 2..4 are out of the log (s will be handed them): the group is told it missed them.
+    assert_eq!(acked.try_recv().unwrap_err(), TryRecvError::Lagged(3));
+    assert_eq!(acked.try_recv().unwrap_err(), TryRecvError::Empty);
+    assert!(acked.pending().is_empty());
+    assert_eq!(acked.committed(0), Ok(5));
+    assert_eq!(sub_values(&mut s), vec![1, 2, 3, 4]);
+    // Nothing is stuck: the whole capacity is free again.
+    let mut accepted = 0;
+    while t.try_publish(100).is_ok() {
+        accepted += 1;
+    }
+    assert_eq!(accepted, 8);
+    let d = acked.try_recv().unwrap();
+    assert_eq!(d.message().offset(), 5);
+    d.ack().unwrap();
+}
+
 // ----- differential: releasing and retaining topics deliver the same ------------------------
 
 #[derive(Debug, Clone)]
