@@ -601,7 +601,8 @@ fn topic_config(u: &mut Unstructured<'_>, bad: bool) -> Result<(memq_topic_confi
             0 => c.capacity = 0,
             1 => c.partitions = 0,
             2 => c.overflow = u.int_in_range(3..=u32::MAX)?,
-            3 => c.flags |= 2u32 << u.int_in_range(0..=30u32)?,
+            // Bits above the known flags (`MEMQ_TOPIC_TIMESTAMPS`, `_RELEASE_ON_READ`).
+            3 => c.flags |= 4u32 << u.int_in_range(0..=29u32)?,
             // Rejected before anything is allocated: the ring's size overflows.
             _ => {
                 c.capacity = usize::MAX >> u.int_in_range(0..=1)?;
