@@ -72,8 +72,9 @@ struct SubPart<T> {
     ///
     /// [`Partition::may_have_news`]: crate::topic::Partition::may_have_news
     fetched: Option<u64>,
-    /// Values a releasing log let go of during this reader's last visit (see
-    /// [`Log::release_read`]), dropped at its next visit, before it takes the lock.
+    /// Values a releasing log let go of during this reader's visit (see
+    /// [`Log::release_read`]), dropped as soon as the visit has let go of the lock; kept
+    /// empty, for its capacity, in between.
     released: Vec<T>,
 }
 
@@ -388,6 +389,7 @@ impl<T> Subscriber<T> {
                     log.subs.settle(sp.key);
                     shared.reader_advanced(&mut log, &mut wl);
                     drop(log);
+                    sp.released.clear();
                     let m = to_message(sp.p, e, shared.clock.is_some());
                     let settled = Some(sp.p);
                     self.next = idx + 1;
@@ -399,6 +401,7 @@ impl<T> Subscriber<T> {
                     log.subs.settle(sp.key);
                     shared.reader_advanced(&mut log, &mut wl);
                     drop(log);
+                    sp.released.clear();
                     self.cancel_wait();
                     return Poll::Ready(Err(RecvError::Lagged(missed)));
                 }
@@ -410,6 +413,8 @@ impl<T> Subscriber<T> {
                             log.subs.register(&mut sp.key, w);
                         }
                     }
+                    drop(log);
+                    sp.released.clear();
                 }
             }
         }

@@ -545,6 +545,37 @@ fn an_explicit_ack_group_starting_where_messages_were_fetched_ahead_lags_past_th
     d.ack().unwrap();
 }
 
+#[test]
+fn what_a_visit_lets_go_of_is_dropped_when_the_visit_ends() {
+    // B fetches 0..4 ahead as copies (A has read nothing); A then reads them all, moving 0
+    // (B was handed it) and copying 1..4. Once B has handed 1..4 over too, everyone has
+    // read them: B's next visit to the log lets go of the log's own values, and drops
+    // them when it ends, not at some later visit.
+    let t = releasing::<Arc<u64>>(8);
+    let mut a = t.subscribe(StartAt::Earliest).unwrap();
+    let mut b = t.subscribe(StartAt::Earliest).unwrap();
+    let probes: Vec<Arc<u64>> = (0..5).map(Arc::new).collect();
+    for p in &probes {
+        t.try_publish(p.clone()).unwrap();
+    }
+    assert_eq!(*b.try_recv().unwrap().into_value(), 0);
+    let mut got = Vec::new();
+    assert_eq!(a.try_recv_many(&mut got, 10), Ok(5));
+    drop(got);
+    for i in 1..5 {
+        assert_eq!(*b.try_recv().unwrap().into_value(), i);
+    }
+    // 1..4 are still in the log: both readers got copies.
+    let counts: Vec<usize> = probes.iter().map(Arc::strong_count).collect();
+    assert_eq!(counts, vec![1, 2, 2, 2, 2]);
+    // B's next visit (a receive that finds the log has news) lets go of them.
+    t.try_publish(Arc::new(5)).unwrap();
+    assert_eq!(*b.try_recv().unwrap().into_value(), 5);
+    let counts: Vec<usize> = probes.iter().map(Arc::strong_count).collect();
+    assert_eq!(counts, vec![1; 5], "nothing kept once everyone has read it");
+    assert_eq!(t.stats().released, 5);
+}
+
 // ----- differential: releasing and retaining topics deliver the same ------------------------
 
 #[derive(Debug, Clone)]
