@@ -628,7 +628,11 @@ impl<T> Consumer<T> {
                 }
             }
             let mut wl = WakeList::new();
-            let mut log = shared.parts[p].log.lock();
+            let mut log = if buf.is_some() {
+                shared.parts[p].log.lock_now()
+            } else {
+                shared.parts[p].log.lock()
+            };
             shared.expire(&mut log, now, &mut wl);
             let id = self.group.ids[p];
             let Some(cursor) = log.group_ref(id).map(|g| g.cursor) else {
@@ -860,7 +864,11 @@ impl<T> Consumer<T> {
         // partition's lock, the pool's still held so that refills go in order and
         // nobody registers while the pool has messages.
         let mut wl = WakeList::new();
-        let mut log = shared.parts[0].log.lock();
+        let mut log = if buf.is_some() {
+            shared.parts[0].log.lock_now()
+        } else {
+            shared.parts[0].log.lock()
+        };
         // A visit under the lock ends the memory of acted-on wake positions (see
         // `Shared::ahead_consumed`).
         self.pool_acted = 0;

@@ -478,7 +478,7 @@ impl<T> Subscriber<T> {
             }
             let now = *now.get_or_insert_with(|| shared.now());
             let mut wl = WakeList::new();
-            let mut log = shared.parts[sp.p].log.lock();
+            let mut log = shared.parts[sp.p].log.lock_now();
             sp.acted = 0;
             shared.expire(&mut log, now, &mut wl);
             let old = log.cursor(sp.cursor);

@@ -443,7 +443,7 @@ impl<T> Shared<T> {
         let mut olds = Vec::with_capacity(n);
         let mut wl = WakeList::new();
         let (first, more) = {
-            let mut log = self.parts[p].log.lock();
+            let mut log = self.parts[p].log.lock_now();
             self.expire(&mut log, now, &mut wl);
             if log.closed {
                 Log::<T>::unregister(&mut log.pubs, key, &mut wl);
