@@ -70,7 +70,7 @@ pub(crate) struct GroupShared<T> {
 ///
 /// The cell, attached to the group's cursor, counts what is in the pool: the group's
 /// committed position, its lag, the delivered counts and `Block` retention count only
-/// what was handed to a member (as with a member's own read-ahead, see [`Ahead`]). A
+/// what was handed to a member (as with a subscriber's read-ahead). A
 /// member takes a message with a CAS on the cell, and deleting the group swaps the cell
 /// for `REVOKED`, so a message is handed over only while the group exists.
 ///
@@ -241,14 +241,6 @@ impl<T> Topic<T> {
             id
         };
         shared.wake_group(&group);
-        // Read-ahead only where a partition has one reader in the group (more than one
-        // partition) and retention can never pass an unread message (see `Ahead`); never
-        // on a releasing topic, where a member's reads go straight to its user.
-        let read_ahead = !explicit
-            && !shared.release_on_read
-            && shared.parts.len() > 1
-            && shared.ttl.is_none()
-            && shared.overflow != crate::Overflow::DropOldest;
         Ok(Consumer {
             shared: shared.clone(),
             group,
@@ -260,11 +252,6 @@ impl<T> Topic<T> {
             next: 0,
             waiting: false,
             deleted: false,
-            ahead: if read_ahead {
-                (0..shared.parts.len()).map(|_| Ahead::default()).collect()
-            } else {
-                Vec::new()
-            },
             pool_acted: 0,
             pool_refill: 0,
         })
@@ -397,9 +384,6 @@ pub struct Consumer<T> {
     pub(crate) next: usize,
     pub(crate) waiting: bool,
     deleted: bool,
-    /// Read-ahead per partition, indexed by partition; empty if this member does not
-    /// read ahead.
-    ahead: Vec<Ahead<T>>,
     /// The last wake position this member took the lock for after taking from the
     /// group's pool (see [`Shared::ahead_consumed`]); 0 for none, and again with every
     /// refill of the pool (`Pool::refills` as of `pool_refill`).
@@ -407,66 +391,8 @@ pub struct Consumer<T> {
     pool_refill: usize,
 }
 
-/// How many messages a member fetches per visit to a partition it reads alone.
+/// How many messages a member fetches into its group's [`Pool`] per visit.
 const READ_AHEAD: usize = 32;
-
-/// A member's read-ahead on one partition.
-///
-/// On a topic of several partitions each partition has one reader in the group, so a
-/// member may fetch up to [`READ_AHEAD`] messages per visit and hand them over without
-/// the lock. Its cell, attached to the group's cursor, counts what it has not handed
-/// over: the group's committed position, its lag, the delivered counts and `Block`
-/// retention all count only what was handed over. When another member comes to read
-/// the partition (a rebalance), or this one leaves, the unread messages are taken back
-/// into the log under the lock (`Log::revoke_ahead`): each is handed over exactly once,
-/// by this member before the revocation or by the next reader after it.
-struct Ahead<T> {
-    buf: VecDeque<Entry<T>>,
-    cell: Option<Arc<Padded<AtomicUsize>>>,
-    /// The last wake position this member took the lock for on this partition (see
-    /// [`Shared::ahead_consumed`]); 0 for none, and again with every new cell.
-    acted: usize,
-}
-
-impl<T> Default for Ahead<T> {
-    fn default() -> Self {
-        Self {
-            buf: VecDeque::new(),
-            cell: None,
-            acted: 0,
-        }
-    }
-}
-
-impl<T> Ahead<T> {
-    /// Hands over the next fetched message without the lock, unless it was taken back.
-    fn pop(&mut self, shared: &Shared<T>, p: usize) -> Option<Entry<T>> {
-        let cell = self.cell.as_ref()?;
-        let mut cur = cell.0.load(Ordering::Acquire);
-        loop {
-            if cur == REVOKED {
-                // Taken back into the log: what was fetched is someone else's now.
-                self.cell = None;
-                self.buf.clear();
-                return None;
-            }
-            if cur == 0 {
-                return None;
-            }
-            match cell
-                .0
-                .compare_exchange_weak(cur, cur - 1, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => break,
-                Err(now) => cur = now,
-            }
-        }
-        // The cell counts the buffer while it is attached, so this is the next one.
-        let e = self.buf.pop_front()?;
-        shared.ahead_consumed(p, e.offset + 1, &mut self.acted);
-        Some(e)
-    }
-}
 
 // Nothing in a member is pinned: its buffered values are plain owned data.
 impl<T> Unpin for Consumer<T> {}
@@ -520,44 +446,16 @@ impl<T> Consumer<T> {
                 members.deleted,
             )
         };
-        // Leave the wait lists of partitions that moved to another member, and give
-        // back what was fetched from them.
+        // Leave the wait lists of partitions that moved to another member.
         for p in 0..self.keys.len() {
-            if !assigned.contains(&p) {
-                if self.keys[p].is_some() {
-                    self.unregister(p);
-                }
-                self.release_ahead(p);
+            if !assigned.contains(&p) && self.keys[p].is_some() {
+                self.unregister(p);
             }
         }
         self.assigned = assigned;
         self.epoch = epoch;
         self.deleted = deleted;
         deleted
-    }
-
-    /// Takes this member's read-ahead on `p` back into the log (see [`Ahead`]).
-    fn release_ahead(&mut self, p: usize) {
-        let Some(a) = self.ahead.get_mut(p) else {
-            return;
-        };
-        let Some(cell) = a.cell.take() else {
-            return;
-        };
-        let stale = core::mem::take(&mut a.buf);
-        {
-            let mut log = self.shared.parts[p].log.lock();
-            let id = self.group.ids[p];
-            if let Some(cursor) = log.group_ref(id).map(|g| g.cursor) {
-                if log.ahead_is(cursor, &cell) {
-                    let back = log.revoke_ahead(cursor);
-                    if let Some(g) = log.group(id) {
-                        g.delivered -= back;
-                    }
-                }
-            }
-        }
-        drop(stale);
     }
 
     fn unregister(&mut self, p: usize) {
@@ -596,7 +494,6 @@ impl<T> Consumer<T> {
         let mut single = None;
         let mut all_closed = true;
         let mut drained_closed = false;
-        let mut emptied = false;
         // The partition whose registration this poll settled under its lock, if any.
         let mut settled = None;
         for k in 0..n {
@@ -605,28 +502,6 @@ impl<T> Consumer<T> {
             }
             let idx = (self.next + k) % n;
             let p = self.assigned[idx];
-            // Fetched earlier: these come first, in order, without the lock.
-            if let Some(a) = self.ahead.get_mut(p) {
-                let before = got;
-                while got < limit {
-                    let Some(e) = a.pop(shared, p) else { break };
-                    let m = to_message(p, e, clocked);
-                    match buf.as_deref_mut() {
-                        Some(b) => b.push(m),
-                        None => single = Some(m),
-                    }
-                    got += 1;
-                    all_closed = false;
-                    self.next = idx + 1;
-                }
-                // Handing over the last fetched message may finish a closed partition
-                // (and the group's drain) without the lock: members waiting for the
-                // drain must hear of it now, as they would from a read under the lock.
-                emptied |= got > before && a.buf.is_empty();
-                if got == limit {
-                    break;
-                }
-            }
             let mut wl = WakeList::new();
             let mut log = if buf.is_some() {
                 shared.parts[p].log.lock_now()
@@ -638,25 +513,6 @@ impl<T> Consumer<T> {
             let Some(cursor) = log.group_ref(id).map(|g| g.cursor) else {
                 continue; // deleted: reported once `refresh` sees it
             };
-            if let Some(a) = self.ahead.get_mut(p) {
-                // A visit under the lock ends the memory of acted-on wake positions (see
-                // `Shared::ahead_consumed`).
-                a.acted = 0;
-                let mine = a.cell.as_ref().is_some_and(|c| log.ahead_is(cursor, c));
-                if !mine {
-                    // Another member read ahead here before a rebalance: its unread
-                    // messages come back to the log, to be read from here.
-                    let back = log.revoke_ahead(cursor);
-                    if let Some(g) = log.group(id) {
-                        g.delivered -= back;
-                    }
-                    let cell = Arc::new(Padded(AtomicUsize::new(0)));
-                    log.attach_ahead(cursor, cell.clone());
-                    a.cell = Some(cell);
-                    a.acted = 0;
-                    a.buf.clear();
-                }
-            }
             let old = log.cursor(cursor);
             let release = shared.release_on_read;
             let first = if release { log.first() } else { log.low };
@@ -664,42 +520,10 @@ impl<T> Consumer<T> {
                 all_closed = false;
                 break;
             }
-            // Messages of this visit already counted in the group's `delivered`.
-            let mut counted = 0;
-            // A single receive of a member that reads ahead holds its message in its
-            // read-ahead buffer while it fetches more, and that buffer can be taken back
-            // into the log: such a read copies (members do not read ahead on a releasing
-            // topic anyway).
-            let dest = if !release || (buf.is_none() && self.ahead.get(p).is_some()) {
-                Dest::Copy
-            } else {
-                Dest::User
-            };
+            let dest = if release { Dest::User } else { Dest::Copy };
             while got < limit {
                 match log.read(cursor, dest) {
                     Read::Message(e) => {
-                        let e = match (buf.is_none(), self.ahead.get_mut(p)) {
-                            (true, Some(a)) => {
-                                let Some(cell) = a.cell.clone() else {
-                                    break; // attached above: cannot happen
-                                };
-                                counted += 1;
-                                let max = READ_AHEAD + 1;
-                                let first = log.hold_and_read_ahead(
-                                    cursor,
-                                    e,
-                                    &cell.0,
-                                    max,
-                                    &mut a.buf,
-                                    Fetcher::Member(id),
-                                );
-                                match first {
-                                    Some(e) => e,
-                                    None => break,
-                                }
-                            }
-                            _ => e,
-                        };
                         let m = to_message(p, e, clocked);
                         match buf.as_deref_mut() {
                             Some(b) => b.push(m),
@@ -722,12 +546,7 @@ impl<T> Consumer<T> {
             let taken = log.cursor(cursor) - old;
             if taken > 0 {
                 if let Some(g) = log.group(id) {
-                    g.delivered += taken - counted;
-                }
-                // Fetch ahead what this member will most likely ask for next (counted in
-                // the group's `delivered` as it is read).
-                if let Some(a) = self.ahead.get_mut(p) {
-                    log.read_ahead(cursor, READ_AHEAD, &mut a.buf, Fetcher::Member(id));
+                    g.delivered += taken;
                 }
                 if let Some(g) = log.group(id) {
                     g.waiters.settle(self.keys[p]);
@@ -756,7 +575,6 @@ impl<T> Consumer<T> {
             }
         }
         if got > 0 {
-            drained_closed |= emptied && shared.is_closed();
             self.cancel_wait_except(settled);
             if drained_closed {
                 // Members waiting for the whole group to drain may be done now.
@@ -1178,8 +996,6 @@ impl<T> Drop for Consumer<T> {
             if self.keys[p].is_some() {
                 self.unregister(p);
             }
-            // Before leaving: the next reader of `p` starts where this one's user stopped.
-            self.release_ahead(p);
         }
         let deleted = {
             let mut members = self.group.members.lock();

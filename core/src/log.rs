@@ -62,9 +62,7 @@ pub(crate) enum Dest {
     /// message is not read until it is handed over, so its slot stays reserved (counted
     /// against the capacity, `low` does not pass it) until then.
     Held,
-    /// Cloned: the log does not release, or the buffer can be taken back into the log by
-    /// someone else (the read-ahead of a member of a partitioned group, on a rebalance;
-    /// such members do not read ahead on a releasing topic).
+    /// Cloned: the log does not release.
     Copy,
 }
 
@@ -77,9 +75,6 @@ pub(crate) enum Fetcher {
     /// A subscriber's own buffer: on `seek` and on drop, what it moved out of a releasing
     /// log goes back ([`Log::give_back`]).
     Subscriber { release: bool },
-    /// A group member's buffer on the group's partition with this id: taken back into
-    /// the log when the partition moves to another member, so always copies.
-    Member(usize),
     /// The shared pool of the group with this id (see `group::Pool`): never taken back
     /// while the group lives, so a fetch may move messages out of a releasing log.
     Pool { group: usize, release: bool },
@@ -89,7 +84,7 @@ impl Fetcher {
     fn group(self) -> Option<usize> {
         match self {
             Fetcher::Subscriber { .. } => None,
-            Fetcher::Member(id) | Fetcher::Pool { group: id, .. } => Some(id),
+            Fetcher::Pool { group: id, .. } => Some(id),
         }
     }
 
@@ -276,8 +271,8 @@ impl<T> Log<T> {
         unread
     }
 
-    /// Gives a group's cursor the read-ahead cell of the member now reading it (see
-    /// `ahead`); any previous one must have been revoked.
+    /// Gives a group's cursor the cell of the group's pool (see `ahead`); any previous
+    /// one must have been revoked.
     pub(crate) fn attach_ahead(&mut self, cursor: usize, cell: Arc<Padded<AtomicUsize>>) {
         debug_assert!(self.ahead[cursor].is_none());
         self.ahead[cursor] = Some(cell);

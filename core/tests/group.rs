@@ -677,9 +677,9 @@ fn partitioned_group_with_members_leaving_mid_stream_delivers_every_message_once
 
 #[test]
 fn after_close_the_member_that_drains_the_group_wakes_an_idle_one() {
-    // Found by the C++ demo under valgrind: with read-ahead, the last messages of a closed
-    // topic are handed over without the lock, and the member waiting for the whole group
-    // to drain must still be woken then, not only when the other member polls again.
+    // Found by the C++ demo under valgrind (when members still read ahead): the member
+    // waiting for the whole group to drain must be woken when the other member takes the
+    // last message of the closed topic, not only when that member polls again.
     let topic = Topic::<u32>::new(TopicConfig::new(64).partitions(4)).unwrap();
     let mut a = topic.group("g", StartAt::Earliest).unwrap();
     let mut b = topic.group("g", StartAt::Earliest).unwrap();

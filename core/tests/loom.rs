@@ -458,10 +458,10 @@ fn a_batch_reports_what_it_took_from_the_pool_when_the_group_is_deleted() {
 }
 
 #[test]
-fn a_rebalance_takes_back_read_ahead_each_message_once() {
-    // A reads partition 1 alone and fetches ahead; B joins and is given partition 1.
-    // Whether A hands its fetched messages over (a stale view, before it sees the
-    // rebalance) or they are taken back for B, each is received exactly once.
+fn a_rebalance_mid_stream_delivers_each_message_once() {
+    // A reads partition 1 alone; B joins and is given partition 1. Whether A still reads
+    // it (a stale view, before it sees the rebalance) or B does, each message is
+    // received exactly once.
     model(|| {
         let topic = Topic::<u32>::new(TopicConfig::new(4).partitions(2)).unwrap();
         let mut a = topic.group("g", StartAt::Earliest).unwrap();

@@ -336,10 +336,10 @@ fn messages_carry_their_partition() {
 }
 
 #[test]
-fn a_members_read_ahead_is_invisible_and_goes_to_the_next_reader() {
-    // On a partitioned topic a member fetches several messages per visit. The group's
-    // committed position, lag and delivered count show only what it handed over, and
-    // when it leaves, the next member starts right after its last handed-over message.
+fn a_members_position_is_what_it_handed_over_and_the_next_reader_starts_there() {
+    // On a partitioned topic the group's committed position, lag and delivered count
+    // show exactly what a member handed over, and when it leaves, the next member starts
+    // right after its last handed-over message.
     let topic =
         memq_core::Topic::<u32>::new(memq_core::TopicConfig::new(64).partitions(2)).unwrap();
     let mut a = topic.group("g", memq_core::StartAt::Earliest).unwrap();
@@ -378,26 +378,26 @@ impl Clone for Fragile {
 }
 
 #[test]
-fn a_member_whose_fetch_ahead_panics_loses_no_message() {
-    // The member reads 0 and fetches 1, 2, ... ahead; cloning 3 panics. Message 0 must
-    // not be lost with the unwinding receive: the next receives hand over 0, 1, 2, and 3
-    // once its clone works again, each exactly once, with the counts in step.
+fn a_member_whose_clone_panics_loses_no_message() {
+    // The member reads 0 and 1; cloning 2 panics. Nothing may be lost or skipped with the
+    // unwinding receive: once its clone works again, 2 comes next, then the rest, each
+    // exactly once, with the counts in step.
     let topic = Topic::<Fragile>::new(TopicConfig::new(64).partitions(2)).unwrap();
     let mut a = topic.group("g", StartAt::Earliest).unwrap();
     for v in 0..6 {
         topic.try_publish_to(0, Fragile(v)).unwrap();
     }
-    ARMED.store(3, core::sync::atomic::Ordering::SeqCst);
-    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| a.try_recv()));
-    assert!(res.is_err(), "the clone of 3 panics");
+    ARMED.store(2, core::sync::atomic::Ordering::SeqCst);
     assert_eq!(a.try_recv().unwrap().into_value(), Fragile(0));
     assert_eq!(a.try_recv().unwrap().into_value(), Fragile(1));
-    assert_eq!(a.try_recv().unwrap().into_value(), Fragile(2));
-    assert_eq!(topic.stats().groups[0].delivered, 3);
+    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| a.try_recv()));
+    assert!(res.is_err(), "the clone of 2 panics");
+    assert_eq!(topic.stats().groups[0].delivered, 2);
+    assert_eq!(a.committed(0).unwrap(), 2);
     ARMED.store(u32::MAX, core::sync::atomic::Ordering::SeqCst);
     let rest: Vec<u32> =
         core::iter::from_fn(|| a.try_recv().ok().map(|m| m.into_value().0)).collect();
-    assert_eq!(rest, [3, 4, 5]);
+    assert_eq!(rest, [2, 3, 4, 5]);
     let stats = topic.stats();
     assert_eq!(stats.groups[0].delivered, 6);
     assert_eq!(stats.groups[0].lag, 0);
