@@ -394,7 +394,7 @@ pub struct Consumer<T> {
 /// How many messages a member fetches into its group's [`Pool`] per visit.
 const READ_AHEAD: usize = 32;
 
-// Nothing in a member is pinned: its buffered values are plain owned data.
+// Nothing in a member is pinned.
 impl<T> Unpin for Consumer<T> {}
 
 impl<T> fmt::Debug for Consumer<T> {
@@ -536,8 +536,14 @@ impl<T> Consumer<T> {
                             g.waiters.settle(self.keys[p]);
                         }
                         shared.reader_advanced(&mut log, &mut wl);
+                        // Skipping to the end of a closed partition may finish the
+                        // group's drain, as taking its last message does.
+                        let drained_closed = log.closed && log.cursor(cursor) >= log.high;
                         drop(log);
                         self.cancel_wait();
+                        if drained_closed {
+                            self.wake_idle();
+                        }
                         return Poll::Ready(Err(RecvError::Lagged(missed)));
                     }
                     Read::Empty => break,
@@ -547,8 +553,6 @@ impl<T> Consumer<T> {
             if taken > 0 {
                 if let Some(g) = log.group(id) {
                     g.delivered += taken;
-                }
-                if let Some(g) = log.group(id) {
                     g.waiters.settle(self.keys[p]);
                     settled = Some(p);
                     // More remain and others wait: pass the baton so nobody sleeps on
@@ -632,7 +636,11 @@ impl<T> Consumer<T> {
         let mut single = None;
         // No clock reading: a pool is only used without a TTL, so nothing here expires
         // (and the clock must not be read under the pool's lock anyway).
-        let mut pool = pool.lock();
+        let mut pool = if buf.is_some() {
+            pool.lock_now()
+        } else {
+            pool.lock()
+        };
         if pool.refills != self.pool_refill {
             self.pool_refill = pool.refills;
             self.pool_acted = 0;

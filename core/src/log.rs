@@ -128,11 +128,12 @@ pub(crate) struct Log<T> {
     /// Positions of every attached reader: subscribers and groups. `UNUSED` when free.
     /// For a reader that reads ahead this is the end of what it fetched; see `ahead`.
     cursors: Vec<u64>,
-    /// Per cursor, the read-ahead cell of a subscriber that fetches several messages per
-    /// visit: how many fetched messages it has not yet handed to its user. Its true
-    /// position is `cursors[i] - ahead`. Written by the subscriber alone, also outside the
-    /// lock (it only ever shrinks there, so a stale read is a lower bound of the true
-    /// position, which is what retention needs).
+    /// Per cursor, the read-ahead cell of a reader that fetches several messages per
+    /// visit (a subscriber, or a group's pool): how many fetched messages it has not yet
+    /// handed over. Its true position is `cursors[i] - ahead`. Written by its owner (the
+    /// subscriber; the group's members under the pool's lock), also outside this lock (it
+    /// only ever shrinks there, so a stale read is a lower bound of the true position,
+    /// which is what retention needs).
     ahead: Vec<Option<Arc<Padded<AtomicUsize>>>>,
     cursor_free: Vec<usize>,
     /// How many entries of `ahead` are `Some`: readers that hand messages over without
@@ -254,12 +255,12 @@ impl<T> Log<T> {
 
     /// Takes back a cursor's read-ahead: the messages it fetched and had not handed over
     /// are not delivered after all, and the cursor's next read is its true position
-    /// again. The cell is marked revoked, so its owner (which may be handing a message
-    /// over right now, without the lock) either handed a message over before this or
-    /// finds the mark and drops what it fetched. Returns how many were taken back.
-    pub(crate) fn revoke_ahead(&mut self, cursor: usize) -> u64 {
+    /// again. The cell is marked revoked, so an owner that looks at it later (a pool's
+    /// members, after their group was deleted) drops what it fetched instead of handing
+    /// it over.
+    pub(crate) fn revoke_ahead(&mut self, cursor: usize) {
         let Some(cell) = self.ahead[cursor].take() else {
-            return 0;
+            return;
         };
         self.reading_ahead -= 1;
         let unread = match cell.0.swap(REVOKED, Ordering::AcqRel) {
@@ -268,11 +269,10 @@ impl<T> Log<T> {
         };
         self.delivered -= unread;
         self.cursors[cursor] -= unread;
-        unread
     }
 
-    /// Gives a group's cursor the cell of the group's pool (see `ahead`); any previous
-    /// one must have been revoked.
+    /// Attaches a read-ahead cell to `cursor` (a subscriber's, again after a seek, or a
+    /// group's pool; see `ahead`); any previous one must have been revoked.
     pub(crate) fn attach_ahead(&mut self, cursor: usize, cell: Arc<Padded<AtomicUsize>>) {
         debug_assert!(self.ahead[cursor].is_none());
         self.ahead[cursor] = Some(cell);
@@ -697,9 +697,9 @@ impl<T> Log<T> {
 
     /// Lets go of the messages every attached reader has read, for a releasing log (see
     /// [`Log::may_release`]); their values go to `out`, to be dropped after unlocking.
-    /// Reads into a read-ahead buffer copy rather than move (the buffer may be taken back),
-    /// so such a reader calls this on its next visit. With no reader attached, or an
-    /// explicit-ack group, nothing is released.
+    /// A message read while another reader had not read it yet is copied, not moved, and
+    /// stays in the log until the last reader passes it, so readers call this on their
+    /// visits. With no reader attached, or an explicit-ack group, nothing is released.
     pub(crate) fn release_read(&mut self, out: &mut Vec<T>) {
         if !self.release || self.explicit_groups > 0 || self.low == self.high {
             return;

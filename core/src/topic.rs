@@ -42,8 +42,8 @@ pub(crate) struct Partition<T> {
     /// Non-zero while a publisher may be parked on this partition: the position (plus
     /// one, see [`encode_wake`]) the slowest reader must reach for its room to be free,
     /// or a lower one. Written under the lock by a parking publisher and by readers that
-    /// find publishers still waiting; subscribers that hand over read-ahead messages
-    /// without the lock read it (see [`Shared::ahead_consumed`]). On its own cache line:
+    /// find publishers still waiting; readers that hand over read-ahead messages without
+    /// the lock (subscribers, members taking from their group's pool) read it (see [`Shared::ahead_consumed`]). On its own cache line:
     /// it is read for every such message and must not share a line with the lock word.
     pub(crate) wake_at: Padded<AtomicUsize>,
     /// The log's `high` as of its last publish, or `u64::MAX` once it is closed: a reader
@@ -164,12 +164,12 @@ impl<T> Shared<T> {
 
     /// Parks a publisher needing `need` slots of partition `p` (its log locked).
     ///
-    /// Returns `false` if room appeared meanwhile (the caller retries at once): a
-    /// subscriber may have handed over read-ahead messages without the lock. The wake
-    /// position is published before the room is counted again, and the count reads the
-    /// subscribers' cells after a full fence, paired with the one in
-    /// [`Shared::ahead_consumed`]: either this count sees the room, or that subscriber
-    /// sees the publisher parked (and wakes it once enough room is free).
+    /// Returns `false` if room appeared meanwhile (the caller retries at once): a reader
+    /// may have handed over read-ahead messages without the lock. The wake position is
+    /// published before the room is counted again, and the count reads the readers'
+    /// cells after a full fence, paired with the one in [`Shared::ahead_consumed`]:
+    /// either this count sees the room, or that reader sees the publisher parked (and
+    /// wakes it once enough room is free).
     pub(crate) fn park_publisher(
         &self,
         p: usize,

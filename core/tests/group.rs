@@ -715,6 +715,50 @@ fn after_close_the_member_that_drains_the_group_wakes_an_idle_one() {
     assert!(matches!(b.try_recv(), Err(TryRecvError::Closed)));
 }
 
+#[test]
+fn after_close_a_member_that_skips_expired_messages_to_the_end_wakes_an_idle_one() {
+    // The same drain, finished by a receive that reports the last messages expired
+    // (`Lagged`) instead of taking them: the idle member must hear of it then, not only
+    // when the membership changes.
+    let clock = Arc::new(memq_core::ManualClock::new());
+    let topic = Topic::<u32>::new(
+        TopicConfig::new(64)
+            .partitions(2)
+            .clock(clock.clone())
+            .ttl(core::time::Duration::from_millis(10)),
+    )
+    .unwrap();
+    let mut a = topic.group("g", StartAt::Earliest).unwrap();
+    let mut b = topic.group("g", StartAt::Earliest).unwrap();
+    let mut c = topic.group("g", StartAt::Earliest).unwrap();
+    let reader_of_0 = if a.assignment() == [0] {
+        &mut a
+    } else {
+        &mut b
+    };
+    assert_eq!(reader_of_0.assignment(), [0]);
+    assert!(c.assignment().is_empty(), "two partitions, three members");
+    topic.try_publish_to(0, 7).unwrap();
+    topic.close();
+    clock.advance(core::time::Duration::from_millis(11));
+    let (wakes, waker) = counting_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut idle = pin!(c.recv());
+    assert!(
+        idle.as_mut().poll(&mut cx).is_pending(),
+        "the group has not drained yet"
+    );
+    assert_eq!(reader_of_0.try_recv().unwrap_err(), TryRecvError::Lagged(1));
+    assert!(
+        wakes.0.load(Ordering::SeqCst) >= 1,
+        "the idle member was not woken"
+    );
+    assert!(matches!(
+        idle.as_mut().poll(&mut cx),
+        Poll::Ready(Err(RecvError::Closed))
+    ));
+}
+
 /// A clock whose `now` runs a hook once when armed: stands in for another thread acting
 /// at that instant (`Clock::now` is documented to run outside memq's locks).
 #[derive(Default)]
