@@ -98,6 +98,8 @@ fn watch_for_news(quiet: impl Fn() -> bool) {
 /// Polls `fut` until it is ready or `park` says to stop (returning `None`).
 fn drive<F: Future>(fut: F, mut park: impl FnMut() -> bool) -> Option<F::Output> {
     let mut fut = pin!(fut);
+    // Locks taken from here back off less (see `sync::BLOCKING_BACKOFF`).
+    let _blocking = crate::sync::enter_blocking_call();
     UNPARKER.with(|u| {
         WAKER.with(|waker| {
             let mut cx = Context::from_waker(waker);
