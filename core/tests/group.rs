@@ -693,26 +693,33 @@ fn after_close_the_member_that_drains_the_group_wakes_an_idle_one() {
     while a.try_recv().is_ok() {
         from_a += 1;
     }
+    idle_member_is_woken_and_closed_by(&mut a, || {
+        for _ in 0..20 - from_a {
+            b.try_recv().unwrap();
+        }
+    });
+    assert!(matches!(b.try_recv(), Err(TryRecvError::Closed)));
+}
+
+/// Polls `idle`'s receive once (it must wait: the group has not drained), runs `drain`,
+/// and checks that the receive was woken and now reports `Closed`.
+fn idle_member_is_woken_and_closed_by(idle: &mut Consumer<u32>, drain: impl FnOnce()) {
     let (wakes, waker) = counting_waker();
     let mut cx = Context::from_waker(&waker);
-    let mut idle = pin!(a.recv());
+    let mut recv = pin!(idle.recv());
     assert!(
-        idle.as_mut().poll(&mut cx).is_pending(),
+        recv.as_mut().poll(&mut cx).is_pending(),
         "the group has not drained yet"
     );
-    let from_b = 20 - from_a;
-    for _ in 0..from_b {
-        b.try_recv().unwrap();
-    }
+    drain();
     assert!(
         wakes.0.load(Ordering::SeqCst) >= 1,
         "the idle member was not woken"
     );
     assert!(matches!(
-        idle.as_mut().poll(&mut cx),
+        recv.as_mut().poll(&mut cx),
         Poll::Ready(Err(RecvError::Closed))
     ));
-    assert!(matches!(b.try_recv(), Err(TryRecvError::Closed)));
 }
 
 #[test]
@@ -741,22 +748,9 @@ fn after_close_a_member_that_skips_expired_messages_to_the_end_wakes_an_idle_one
     topic.try_publish_to(0, 7).unwrap();
     topic.close();
     clock.advance(core::time::Duration::from_millis(11));
-    let (wakes, waker) = counting_waker();
-    let mut cx = Context::from_waker(&waker);
-    let mut idle = pin!(c.recv());
-    assert!(
-        idle.as_mut().poll(&mut cx).is_pending(),
-        "the group has not drained yet"
-    );
-    assert_eq!(reader_of_0.try_recv().unwrap_err(), TryRecvError::Lagged(1));
-    assert!(
-        wakes.0.load(Ordering::SeqCst) >= 1,
-        "the idle member was not woken"
-    );
-    assert!(matches!(
-        idle.as_mut().poll(&mut cx),
-        Poll::Ready(Err(RecvError::Closed))
-    ));
+    idle_member_is_woken_and_closed_by(&mut c, || {
+        assert_eq!(reader_of_0.try_recv().unwrap_err(), TryRecvError::Lagged(1));
+    });
 }
 
 /// A clock whose `now` runs a hook once when armed: stands in for another thread acting
