@@ -107,7 +107,7 @@ const BACKOFF: core::time::Duration = core::time::Duration::from_micros(5);
 /// `recv_blocking`, ...). Such programs often run more threads than cores (one per
 /// publisher and reader), and there a longer wait keeps a core from the thread holding
 /// the lock; async tasks run on worker pools sized to the cores. Measured on 2 cores
-/// (`perf_runner`, memq-threads): S1 2.8M -> 4.3M, S3 8.5M -> 9.3M, S7 2.9M -> 4.5M
+/// (`perf_runner`, memq-threads): S1 2.9M -> 3.6M, S3 8.6M -> 9.1M, S7 2.8M -> 4.5M
 /// against 5 µs.
 #[cfg(all(not(loom), feature = "std"))]
 const BLOCKING_BACKOFF: core::time::Duration = core::time::Duration::from_micros(1);
@@ -132,9 +132,9 @@ pub(crate) fn enter_blocking_call() -> impl Drop {
     Restore(IN_BLOCKING_CALL.with(|b| b.replace(true)))
 }
 
-/// Waits [`BACKOFF`] (or [`BLOCKING_BACKOFF`]) without touching any shared memory. On a machine with one CPU the
-/// holder cannot run meanwhile, so there it does not wait at all; nor under Miri, whose
-/// interpreted threads and clock gain nothing from it.
+/// Waits [`BACKOFF`] (or [`BLOCKING_BACKOFF`]) without touching any shared memory. On a
+/// machine with one CPU the holder cannot run meanwhile, so there it does not wait at
+/// all; nor under Miri, whose interpreted threads and clock gain nothing from it.
 #[cfg(all(not(loom), feature = "std"))]
 #[cold]
 fn backoff() {

@@ -43,8 +43,9 @@ pub(crate) struct Partition<T> {
     /// one, see [`encode_wake`]) the slowest reader must reach for its room to be free,
     /// or a lower one. Written under the lock by a parking publisher and by readers that
     /// find publishers still waiting; readers that hand over read-ahead messages without
-    /// the lock (subscribers, members taking from their group's pool) read it (see [`Shared::ahead_consumed`]). On its own cache line:
-    /// it is read for every such message and must not share a line with the lock word.
+    /// the lock (subscribers, members taking from their group's pool) read it (see
+    /// [`Shared::ahead_consumed`]). On its own cache line: it is read for every such
+    /// message and must not share a line with the lock word.
     pub(crate) wake_at: Padded<AtomicUsize>,
     /// The log's `high` as of its last publish, or `u64::MAX` once it is closed: a reader
     /// that has fetched everything can see without the lock that nothing new arrived
