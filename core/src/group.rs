@@ -503,11 +503,7 @@ impl<T> Consumer<T> {
             let idx = (self.next + k) % n;
             let p = self.assigned[idx];
             let mut wl = WakeList::new();
-            let mut log = if buf.is_some() {
-                shared.parts[p].log.lock_now()
-            } else {
-                shared.parts[p].log.lock()
-            };
+            let mut log = shared.parts[p].log.lock_for(buf.is_some());
             shared.expire(&mut log, now, &mut wl);
             let id = self.group.ids[p];
             let Some(cursor) = log.group_ref(id).map(|g| g.cursor) else {
@@ -538,7 +534,7 @@ impl<T> Consumer<T> {
                         shared.reader_advanced(&mut log, &mut wl);
                         // Skipping to the end of a closed partition may finish the
                         // group's drain, as taking its last message does.
-                        let drained_closed = log.closed && log.cursor(cursor) >= log.high;
+                        let drained_closed = log.finished(cursor);
                         drop(log);
                         self.cancel_wait();
                         if drained_closed {
@@ -564,7 +560,7 @@ impl<T> Consumer<T> {
                     }
                 }
                 shared.reader_advanced(&mut log, &mut wl);
-                drained_closed |= log.closed && log.cursor(cursor) >= log.high;
+                drained_closed |= log.finished(cursor);
                 self.next = idx + 1;
                 all_closed = false;
             } else if !log.closed {
@@ -636,11 +632,7 @@ impl<T> Consumer<T> {
         let mut single = None;
         // No clock reading: a pool is only used without a TTL, so nothing here expires
         // (and the clock must not be read under the pool's lock anyway).
-        let mut pool = if buf.is_some() {
-            pool.lock_now()
-        } else {
-            pool.lock()
-        };
+        let mut pool = pool.lock_for(buf.is_some());
         if pool.refills != self.pool_refill {
             self.pool_refill = pool.refills;
             self.pool_acted = 0;
@@ -690,11 +682,7 @@ impl<T> Consumer<T> {
         // partition's lock, the pool's still held so that refills go in order and
         // nobody registers while the pool has messages.
         let mut wl = WakeList::new();
-        let mut log = if buf.is_some() {
-            shared.parts[0].log.lock_now()
-        } else {
-            shared.parts[0].log.lock()
-        };
+        let mut log = shared.parts[0].log.lock_for(buf.is_some());
         // A visit under the lock ends the memory of acted-on wake positions (see
         // `Shared::ahead_consumed`).
         self.pool_acted = 0;
@@ -795,7 +783,7 @@ impl<T> Consumer<T> {
                 }
             }
             shared.reader_advanced(&mut log, &mut wl);
-            let drained_closed = log.closed && log.cursor(cursor) >= log.high;
+            let drained_closed = log.finished(cursor);
             drop(log);
             drop(pool);
             wl.wake_all();

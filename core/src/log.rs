@@ -279,6 +279,11 @@ impl<T> Log<T> {
         self.reading_ahead += 1;
     }
 
+    /// Whether the log is closed and the reader at `cursor` has been handed everything.
+    pub(crate) fn finished(&self, cursor: usize) -> bool {
+        self.closed && self.cursor(cursor) >= self.high
+    }
+
     /// Whether some reader of this log reads ahead (and so hands messages over without
     /// the lock, reading the partition's wake position).
     #[inline]

@@ -80,6 +80,16 @@ impl<T> Mutex<T> {
         self.lock_now()
     }
 
+    /// [`Mutex::lock_now`] for a caller with a batch, [`Mutex::lock`] otherwise.
+    #[inline]
+    pub(crate) fn lock_for(&self, batch: bool) -> MutexGuard<'_, T> {
+        if batch {
+            self.lock_now()
+        } else {
+            self.lock()
+        }
+    }
+
     /// Locks without [`Mutex::lock`]'s backoff: for a caller that brings a batch
     /// (`publish_batch`, `recv_many`), whose one visit does the work of many messages.
     /// Making it wait would stall all of them while the lock may already be free.
