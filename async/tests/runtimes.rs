@@ -543,7 +543,8 @@ async fn ttl<F: Flavor>(rt: F::Rt) {
 }
 
 /// Explicit acks on the runtime's timer: a lease that runs out while the other member is
-/// parked wakes it (only the timer can), and it gets the message again.
+/// parked (in a batch receive) wakes it (only the timer can), and it gets the message
+/// again.
 async fn acked_redelivery<F: Flavor>(rt: F::Rt) {
     let topic = Topic::<u32>::with_capacity(8).unwrap();
     let config = || AckConfig::new().ack_wait(ms(30)).timer(rt.timer());
@@ -561,8 +562,18 @@ async fn acked_redelivery<F: Flavor>(rt: F::Rt) {
     // `a` takes the message and sits on it without acking.
     let held = recv_timeout!(F, &rt, a, LONG).unwrap();
     assert_eq!((*held.value(), held.deliveries()), (7, 1));
-    // `b` parks; when the lease runs out the timer wakes it, and it gets the message.
-    let again = recv_timeout!(F, &rt, b, LONG).unwrap();
+    // `b` parks in a batch receive; when the lease runs out the timer wakes it, and it
+    // gets the message.
+    let mut batch = Vec::new();
+    assert_eq!(
+        recv_many_timeout!(F, &rt, b, &mut batch, 4, ms(5)).unwrap_err(),
+        RecvTimeoutError::Timeout
+    );
+    assert_eq!(
+        recv_many_timeout!(F, &rt, b, &mut batch, 4, LONG).unwrap(),
+        1
+    );
+    let again = batch.pop().unwrap();
     assert_eq!((*again.value(), again.deliveries()), (7, 2));
     again.ack().unwrap();
     assert!(held.ack().is_err(), "an expired lease cannot be acked");
@@ -570,6 +581,10 @@ async fn acked_redelivery<F: Flavor>(rt: F::Rt) {
     assert_eq!(
         recv_timeout!(F, &rt, a, LONG).unwrap_err(),
         RecvTimeoutError::Closed
+    );
+    assert_eq!(
+        recv_many_timeout!(F, &rt, b, &mut batch, 4, LONG).unwrap(),
+        0
     );
 }
 

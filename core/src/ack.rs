@@ -499,6 +499,7 @@ impl<T> Topic<T> {
         Ok(AckConsumer {
             inner,
             scheduled: None,
+            lagged: None,
         })
     }
 }
@@ -512,6 +513,9 @@ pub struct AckConsumer<T> {
     inner: Consumer<T>,
     /// The deadline a timer wake-up is already scheduled for.
     scheduled: Option<u64>,
+    /// A lag met by a batch receive after it had deliveries to return: reported by the
+    /// next receive, before anything else.
+    lagged: Option<u64>,
 }
 
 impl<T> fmt::Debug for AckConsumer<T> {
@@ -746,6 +750,10 @@ impl<T> AckConsumer<T> {
     where
         T: Clone,
     {
+        if let Some(missed) = self.lagged.take() {
+            self.inner.cancel_wait();
+            return Poll::Ready(Err(RecvError::Lagged(missed)));
+        }
         loop {
             if self.inner.refresh() {
                 self.inner.cancel_wait();
@@ -864,6 +872,110 @@ impl<T> AckConsumer<T> {
             Poll::Pending => Err(TryRecvError::Empty),
         }
     }
+
+    /// Waits for at least one delivery, then appends up to `limit` to `buf` (redeliveries
+    /// first, as [`AckConsumer::recv`] takes them) and returns how many. Each is leased
+    /// and settled on its own. Returns `Ok(0)` only when the topic is closed and every
+    /// message was acknowledged or dead-lettered (or `limit` is 0). Fewer than `limit`
+    /// come back when no more are available now or `max_in_flight` is reached.
+    ///
+    /// # Errors
+    ///
+    /// As [`AckConsumer::recv`]. A lag met after some deliveries were taken ends the
+    /// batch, and the next receive reports it.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: deliveries are taken and appended to `buf` only in the poll that
+    /// returns them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use memq_core::{AckConfig, StartAt, Topic};
+    ///
+    /// let topic = Topic::with_capacity(16)?;
+    /// let mut member = topic.group_acked("jobs", StartAt::Earliest, AckConfig::new())?;
+    /// topic.try_publish_batch(vec![1, 2, 3])?;
+    /// let mut batch = Vec::new();
+    /// let n = futures_executor::block_on(member.recv_many(&mut batch, 10))?;
+    /// assert_eq!(n, 3);
+    /// for d in batch {
+    ///     d.ack()?;
+    /// }
+    /// assert_eq!(member.committed(0)?, 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recv_many<'a>(
+        &'a mut self,
+        buf: &'a mut Vec<Delivery<T>>,
+        limit: usize,
+    ) -> AckRecvMany<'a, T> {
+        AckRecvMany {
+            consumer: self,
+            buf,
+            limit,
+        }
+    }
+
+    /// Appends up to `limit` deliveries available now to `buf` and returns how many.
+    ///
+    /// # Errors
+    ///
+    /// [`TryRecvError::Empty`] if none is available; otherwise as
+    /// [`AckConsumer::recv_many`].
+    pub fn try_recv_many(
+        &mut self,
+        buf: &mut Vec<Delivery<T>>,
+        limit: usize,
+    ) -> Result<usize, TryRecvError>
+    where
+        T: Clone,
+    {
+        if limit == 0 {
+            return Ok(0);
+        }
+        match self.poll_many(buf, limit, None) {
+            Poll::Ready(Ok(n)) => Ok(n),
+            Poll::Ready(Err(e)) => Err(e.into()),
+            Poll::Pending => Err(TryRecvError::Empty),
+        }
+    }
+
+    /// One delivery as [`AckConsumer::recv`] polls for it, then as many more as are
+    /// available now, up to `limit` (at least 1). `Closed` is returned as an error.
+    fn poll_many(
+        &mut self,
+        buf: &mut Vec<Delivery<T>>,
+        limit: usize,
+        waker: Option<&Waker>,
+    ) -> Poll<Result<usize, RecvError>>
+    where
+        T: Clone,
+    {
+        match self.poll_delivery(waker) {
+            Poll::Ready(Ok(d)) => buf.push(d),
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => return Poll::Pending,
+        }
+        let mut got = 1;
+        while got < limit {
+            match self.poll_delivery(None) {
+                Poll::Ready(Ok(d)) => {
+                    buf.push(d);
+                    got += 1;
+                }
+                Poll::Ready(Err(RecvError::Lagged(missed))) => {
+                    self.lagged = Some(missed);
+                    break;
+                }
+                // `Closed` comes back to the next receive by itself.
+                Poll::Ready(Err(RecvError::Closed)) | Poll::Pending => break,
+            }
+        }
+        Poll::Ready(Ok(got))
+    }
 }
 
 /// Publishes a dead letter for `offset` outside every lock; on success removes it from
@@ -968,6 +1080,46 @@ impl<T: Clone> Future for AckRecv<'_, T> {
 }
 
 impl<T> Drop for AckRecv<'_, T> {
+    fn drop(&mut self) {
+        self.consumer.inner.cancel_wait();
+    }
+}
+
+/// Future of [`AckConsumer::recv_many`].
+#[must_use = "futures do nothing unless polled"]
+pub struct AckRecvMany<'a, T> {
+    consumer: &'a mut AckConsumer<T>,
+    buf: &'a mut Vec<Delivery<T>>,
+    limit: usize,
+}
+
+impl<T> fmt::Debug for AckRecvMany<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AckRecvMany")
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Clone> Future for AckRecvMany<'_, T> {
+    type Output = Result<usize, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if this.limit == 0 {
+            return Poll::Ready(Ok(0));
+        }
+        match this
+            .consumer
+            .poll_many(this.buf, this.limit, Some(cx.waker()))
+        {
+            Poll::Ready(Err(RecvError::Closed)) => Poll::Ready(Ok(0)),
+            other => other,
+        }
+    }
+}
+
+impl<T> Drop for AckRecvMany<'_, T> {
     fn drop(&mut self) {
         self.consumer.inner.cancel_wait();
     }

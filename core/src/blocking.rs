@@ -336,4 +336,35 @@ impl<T: Clone> crate::ack::AckConsumer<T> {
             None => Err(RecvTimeoutError::Timeout),
         }
     }
+
+    /// [`AckConsumer::recv_many`](crate::AckConsumer::recv_many) for plain threads.
+    ///
+    /// # Errors
+    ///
+    /// As the async `recv_many`.
+    pub fn recv_many_blocking(
+        &mut self,
+        buf: &mut alloc::vec::Vec<crate::ack::Delivery<T>>,
+        limit: usize,
+    ) -> Result<usize, RecvError> {
+        block_on(self.recv_many(buf, limit))
+    }
+
+    /// [`Self::recv_many_blocking`], giving up after `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`RecvTimeoutError::Timeout`] if nothing arrived in time; otherwise as the async
+    /// `recv_many`.
+    pub fn recv_many_blocking_timeout(
+        &mut self,
+        buf: &mut alloc::vec::Vec<crate::ack::Delivery<T>>,
+        limit: usize,
+        timeout: Duration,
+    ) -> Result<usize, RecvTimeoutError> {
+        match block_on_deadline(self.recv_many(buf, limit), deadline(timeout)) {
+            Some(r) => r.map_err(RecvTimeoutError::from),
+            None => Err(RecvTimeoutError::Timeout),
+        }
+    }
 }

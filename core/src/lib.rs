@@ -66,8 +66,8 @@ mod wait;
 #[cfg(feature = "std")]
 pub use ack::ThreadTimer;
 pub use ack::{
-    AckConfig, AckConsumer, AckError, AckRecv, Backoff, DeadLetter, DeadLetterReason, Delivery,
-    PendingInfo, Timer,
+    AckConfig, AckConsumer, AckError, AckRecv, AckRecvMany, Backoff, DeadLetter, DeadLetterReason,
+    Delivery, PendingInfo, Timer,
 };
 pub use broker::Broker;
 #[cfg(feature = "std")]

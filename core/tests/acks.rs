@@ -369,7 +369,8 @@ fn recv_timeout_on_an_idle_explicit_group_times_out() {
 }
 
 /// 4 publishers × 4 members that randomly ack, nack, drop and reject: every message ends
-/// acked exactly once or dead-lettered, none lost.
+/// acked exactly once or dead-lettered, none lost. Two members take one delivery at a
+/// time, two take batches (`recv_many_blocking`, up to 8).
 #[test]
 fn stress_random_settlement_every_message_acked_once_or_dead_lettered() {
     const PER_PUBLISHER: u32 = 5_000;
@@ -402,25 +403,36 @@ fn stress_random_settlement_every_message_acked_once_or_dead_lettered() {
             let rand = rand.clone();
             thread::spawn(move || {
                 let mut acked = Vec::new();
+                let mut batch = Vec::new();
                 loop {
-                    let d = match m.recv_blocking() {
-                        Ok(d) => d,
-                        Err(RecvError::Closed) => break,
-                        Err(e) => panic!("worker {w}: {e}"),
-                    };
-                    // xorshift, shared: good enough to mix the choices.
-                    let mut x = rand.fetch_add(0x9e37_79b9, Ordering::Relaxed) ^ (w as u64);
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    let v = *d.value();
-                    match x % 10 {
-                        0 => d.nack().unwrap(),
-                        1 => drop(d),
-                        2 if x % 20 == 2 => d.reject().unwrap(),
-                        _ => {
-                            if d.ack().is_ok() {
-                                acked.push(v);
+                    if w % 2 == 0 {
+                        match m.recv_blocking() {
+                            Ok(d) => batch.push(d),
+                            Err(RecvError::Closed) => break,
+                            Err(e) => panic!("worker {w}: {e}"),
+                        }
+                    } else {
+                        match m.recv_many_blocking(&mut batch, 8) {
+                            Ok(0) => break,
+                            Ok(n) => assert!((1..=8).contains(&n) && n == batch.len()),
+                            Err(e) => panic!("worker {w}: {e}"),
+                        }
+                    }
+                    for d in batch.drain(..) {
+                        // xorshift, shared: good enough to mix the choices.
+                        let mut x = rand.fetch_add(0x9e37_79b9, Ordering::Relaxed) ^ (w as u64);
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        let v = *d.value();
+                        match x % 10 {
+                            0 => d.nack().unwrap(),
+                            1 => drop(d),
+                            2 if x % 20 == 2 => d.reject().unwrap(),
+                            _ => {
+                                if d.ack().is_ok() {
+                                    acked.push(v);
+                                }
                             }
                         }
                     }
@@ -505,4 +517,183 @@ fn a_rejected_message_waits_for_room_in_a_full_dead_letter_topic() {
         (2, DeadLetterReason::Rejected)
     );
     assert_eq!(topic.stats().groups[0].dead_lettered, 2);
+}
+
+#[test]
+fn recv_many_leases_each_delivery_and_takes_redeliveries_first() {
+    let (_clock, topic) = setup(16);
+    let mut m = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    topic.try_publish_batch((0..5).collect()).unwrap();
+    let mut batch = Vec::new();
+    assert_eq!(m.try_recv_many(&mut batch, 3).unwrap(), 3);
+    let offsets: Vec<_> = batch.iter().map(|d| d.offset()).collect();
+    assert_eq!(offsets, [0, 1, 2]);
+    let mut it = batch.drain(..);
+    it.next().unwrap().ack().unwrap();
+    it.next().unwrap().nack().unwrap();
+    it.next().unwrap().ack().unwrap();
+    drop(it);
+    assert_eq!(
+        m.committed(0).unwrap(),
+        1,
+        "offset 1 went back to the group"
+    );
+    assert_eq!(
+        futures_executor::block_on(m.recv_many(&mut batch, 10)).unwrap(),
+        3
+    );
+    let got: Vec<_> = batch.iter().map(|d| (d.offset(), d.deliveries())).collect();
+    assert_eq!(got, [(1, 2), (3, 1), (4, 1)], "the redelivery comes first");
+    for d in batch.drain(..) {
+        d.ack().unwrap();
+    }
+    assert_eq!(m.committed(0).unwrap(), 5);
+    assert_eq!(
+        m.try_recv_many(&mut batch, 10).unwrap_err(),
+        TryRecvError::Empty
+    );
+    assert_eq!(m.try_recv_many(&mut batch, 0).unwrap(), 0);
+    let stats = topic.stats();
+    assert_eq!((stats.groups[0].acked, stats.groups[0].in_flight), (5, 0));
+}
+
+#[test]
+fn recv_many_stops_at_max_in_flight() {
+    let (_clock, topic) = setup(16);
+    let mut m = topic
+        .group_acked("g", StartAt::Earliest, config().max_in_flight(2))
+        .unwrap();
+    topic.try_publish_batch((0..4).collect()).unwrap();
+    let mut batch = Vec::new();
+    assert_eq!(m.try_recv_many(&mut batch, 10).unwrap(), 2);
+    assert_eq!(
+        m.try_recv_many(&mut batch, 10).unwrap_err(),
+        TryRecvError::Empty
+    );
+    batch.remove(0).ack().unwrap();
+    assert_eq!(m.try_recv_many(&mut batch, 10).unwrap(), 1);
+    let offsets: Vec<_> = batch.iter().map(|d| d.offset()).collect();
+    assert_eq!(offsets, [1, 2]);
+}
+
+#[test]
+fn a_lag_met_mid_batch_ends_it_and_the_next_receive_reports_it() {
+    let clock = Arc::new(ManualClock::new());
+    let topic = Topic::<u32>::new(
+        TopicConfig::new(2)
+            .partitions(2)
+            .overflow(Overflow::DropOldest)
+            .clock(clock),
+    )
+    .unwrap();
+    let mut m = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    topic.try_publish_to(0, 0).unwrap();
+    for v in 10..14 {
+        topic.try_publish_to(1, v).unwrap(); // 10 and 11 are evicted unread
+    }
+    let mut batch = Vec::new();
+    let mut lagged = 0;
+    let mut errors_in_a_row = 0;
+    loop {
+        match m.try_recv_many(&mut batch, 10) {
+            Ok(n) => {
+                assert!(n > 0);
+                errors_in_a_row = 0;
+            }
+            Err(TryRecvError::Lagged(n)) => {
+                lagged += n;
+                errors_in_a_row += 1;
+                assert!(errors_in_a_row < 2, "a lag is reported once");
+            }
+            Err(TryRecvError::Empty) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(lagged, 2);
+    let mut got: Vec<_> = batch.iter().map(|d| *d.value()).collect();
+    got.sort_unstable();
+    assert_eq!(got, [0, 12, 13]);
+}
+
+#[test]
+fn a_lag_held_back_by_a_batch_is_reported_by_the_next_recv() {
+    let clock = Arc::new(ManualClock::new());
+    let topic = Topic::<u32>::new(
+        TopicConfig::new(2)
+            .partitions(2)
+            .overflow(Overflow::DropOldest)
+            .clock(clock),
+    )
+    .unwrap();
+    let mut m = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    topic.try_publish_to(0, 0).unwrap();
+    for v in 10..14 {
+        topic.try_publish_to(1, v).unwrap();
+    }
+    // Partition 0 is visited first: the batch takes 0, then meets partition 1's lag.
+    let mut batch = Vec::new();
+    assert_eq!(m.try_recv_many(&mut batch, 10).unwrap(), 1);
+    assert_eq!(*batch[0].value(), 0);
+    assert_eq!(m.try_recv().unwrap_err(), TryRecvError::Lagged(2));
+    assert_eq!(*m.try_recv().unwrap().value(), 12);
+}
+
+#[test]
+fn recv_many_returns_zero_once_closed_and_settled() {
+    let (_clock, topic) = setup(4);
+    let mut m = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    topic.try_publish(1).unwrap();
+    topic.close();
+    let mut batch = Vec::new();
+    assert_eq!(
+        futures_executor::block_on(m.recv_many(&mut batch, 4)).unwrap(),
+        1
+    );
+    batch.pop().unwrap().ack().unwrap();
+    assert_eq!(
+        futures_executor::block_on(m.recv_many(&mut batch, 4)).unwrap(),
+        0
+    );
+    assert_eq!(m.recv_many_blocking(&mut batch, 4).unwrap(), 0);
+    assert_eq!(
+        m.try_recv_many(&mut batch, 4).unwrap_err(),
+        TryRecvError::Closed
+    );
+}
+
+#[test]
+fn a_dropped_recv_many_loses_nothing_and_a_parked_one_is_woken() {
+    let (_clock, topic) = setup(16);
+    let mut m = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    let mut batch = Vec::new();
+    {
+        let mut fut = m.recv_many(&mut batch, 4);
+        let waker = futures_util::task::noop_waker();
+        let mut cx = std::task::Context::from_waker(&waker);
+        assert!(std::pin::Pin::new(&mut fut).poll(&mut cx).is_pending());
+    }
+    topic.try_publish(7).unwrap();
+    assert_eq!(m.try_recv_many(&mut batch, 4).unwrap(), 1);
+    batch.pop().unwrap().ack().unwrap();
+    assert_eq!(
+        m.recv_many_blocking_timeout(&mut batch, 4, ms(10))
+            .unwrap_err(),
+        RecvTimeoutError::Timeout
+    );
+    let publisher = {
+        let topic = topic.clone();
+        thread::spawn(move || {
+            thread::sleep(ms(20));
+            topic.try_publish_batch(vec![8, 9]).unwrap();
+        })
+    };
+    let mut got = 0;
+    while got < 2 {
+        got += m
+            .recv_many_blocking_timeout(&mut batch, 4, Duration::from_secs(10))
+            .unwrap();
+    }
+    publisher.join().unwrap();
+    let values: Vec<_> = batch.iter().map(|d| *d.value()).collect();
+    assert_eq!(values, [8, 9]);
 }

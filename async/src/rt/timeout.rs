@@ -13,8 +13,8 @@ use core::time::Duration;
 
 use super::Runtime;
 use crate::{
-    AckConsumer, AckRecv, Consumer, Delivery, GroupRecv, GroupRecvMany, Message, Publish,
-    PublishError, Receipt, Recv, RecvError, RecvMany, RecvTimeoutError, Subscriber, Topic,
+    AckConsumer, AckRecv, AckRecvMany, Consumer, Delivery, GroupRecv, GroupRecvMany, Message,
+    Publish, PublishError, Receipt, Recv, RecvError, RecvMany, RecvTimeoutError, Subscriber, Topic,
 };
 
 /// The time limit of [`Runtime::timeout`] ran out.
@@ -203,9 +203,12 @@ pub trait RecvTimeoutExt: sealed::Sealed {
     ) -> RecvTimeout<R, Self::Recv<'_>>;
 }
 
-/// Receiving a batch with a time limit, on any [`Runtime`]: for [`Subscriber`] and
-/// [`Consumer`].
+/// Receiving a batch with a time limit, on any [`Runtime`]: for [`Subscriber`],
+/// [`Consumer`] and [`AckConsumer`].
 pub trait RecvManyTimeoutExt<T>: sealed::Sealed {
+    /// What the reader receives: [`Message`], or [`Delivery`] for [`AckConsumer`].
+    type Item;
+
     /// The reader's `recv_many` future.
     type RecvMany<'a>: Future<Output = Result<usize, RecvError>> + Unpin
     where
@@ -243,7 +246,7 @@ pub trait RecvManyTimeoutExt<T>: sealed::Sealed {
     /// ```
     fn recv_many_timeout<'a, R: Runtime>(
         &'a mut self,
-        buf: &'a mut Vec<Message<T>>,
+        buf: &'a mut Vec<Self::Item>,
         limit: usize,
         timeout: Duration,
         rt: &R,
@@ -277,8 +280,9 @@ recv_timeout_ext!(Consumer, Message, GroupRecv);
 recv_timeout_ext!(AckConsumer, Delivery, AckRecv);
 
 macro_rules! recv_many_timeout_ext {
-    ($reader:ident, $recv_many:ident) => {
+    ($reader:ident, $item:ident, $recv_many:ident) => {
         impl<T: Clone> RecvManyTimeoutExt<T> for $reader<T> {
+            type Item = $item<T>;
             type RecvMany<'a>
                 = $recv_many<'a, T>
             where
@@ -287,7 +291,7 @@ macro_rules! recv_many_timeout_ext {
 
             fn recv_many_timeout<'a, R: Runtime>(
                 &'a mut self,
-                buf: &'a mut Vec<Message<T>>,
+                buf: &'a mut Vec<$item<T>>,
                 limit: usize,
                 timeout: Duration,
                 rt: &R,
@@ -300,8 +304,9 @@ macro_rules! recv_many_timeout_ext {
     };
 }
 
-recv_many_timeout_ext!(Subscriber, RecvMany);
-recv_many_timeout_ext!(Consumer, GroupRecvMany);
+recv_many_timeout_ext!(Subscriber, Message, RecvMany);
+recv_many_timeout_ext!(Consumer, Message, GroupRecvMany);
+recv_many_timeout_ext!(AckConsumer, Delivery, AckRecvMany);
 
 /// Publishing with a time limit, on any [`Runtime`]: for [`Topic`].
 pub trait PublishTimeoutExt<T>: sealed::Sealed {
