@@ -476,7 +476,8 @@ typedef struct memq_topic_stats {
      */
     size_t waiting_publishers;
     /**
-     * Messages removed because every reader had read them (`MEMQ_TOPIC_RELEASE_ON_READ`).
+     * Messages removed because every attached reader had read them or started past them
+     * (`MEMQ_TOPIC_RELEASE_ON_READ`). `published == depth + evicted + expired + released`.
      */
     uint64_t released;
 } memq_topic_stats;

@@ -28,8 +28,10 @@ pub struct PartitionStats {
     pub evicted: u64,
     /// Messages removed because their TTL ran out.
     pub expired: u64,
-    /// Messages removed because every reader had read them (only on topics that
-    /// release on read, see [`TopicConfig::release_on_read`]).
+    /// Messages removed because every attached reader had read them or started past
+    /// them (a first reader that joins at `Latest` passes what waited for it); only on
+    /// topics that release on read, see [`TopicConfig::release_on_read`]. Every message
+    /// published is counted once: `published == depth + evicted + expired + released`.
     ///
     /// [`TopicConfig::release_on_read`]: crate::TopicConfig::release_on_read
     pub released: u64,

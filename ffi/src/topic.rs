@@ -227,7 +227,8 @@ pub struct memq_topic_stats {
     pub groups: usize,
     /// Publishers waiting for room.
     pub waiting_publishers: usize,
-    /// Messages removed because every reader had read them (`MEMQ_TOPIC_RELEASE_ON_READ`).
+    /// Messages removed because every attached reader had read them or started past them
+    /// (`MEMQ_TOPIC_RELEASE_ON_READ`). `published == depth + evicted + expired + released`.
     pub released: u64,
 }
 

@@ -122,6 +122,8 @@ struct TopicM {
     /// Messages carry timestamps (a TTL or `MEMQ_TOPIC_TIMESTAMPS`).
     stamped: bool,
     ttl: bool,
+    /// `MEMQ_TOPIC_RELEASE_ON_READ`: messages every reader has read leave the log.
+    release: bool,
     /// `memq_topic_close` was called, or its broker deleted it.
     closed: bool,
     /// Live `memq_topic` handles.
@@ -146,6 +148,7 @@ impl TopicM {
             overflow: c.overflow,
             stamped: c.ttl_ms > 0 || c.flags & MEMQ_TOPIC_TIMESTAMPS != 0,
             ttl: c.ttl_ms > 0,
+            release: c.flags & MEMQ_TOPIC_RELEASE_ON_READ != 0,
             closed: false,
             handles: 1,
             registered: name.is_some(),
@@ -593,6 +596,9 @@ fn topic_config(u: &mut Unstructured<'_>, bad: bool) -> Result<(memq_topic_confi
     }
     if u.arbitrary()? {
         c.flags = MEMQ_TOPIC_TIMESTAMPS;
+    }
+    if u.ratio(1u8, 3)? {
+        c.flags |= MEMQ_TOPIC_RELEASE_ON_READ;
     }
     let mut status = St::Ok;
     if bad {
@@ -1177,6 +1183,13 @@ impl State {
                 assert_eq!(s.closed, tm.is_closed());
                 assert_eq!(s.published, tm.next.iter().sum::<u64>());
                 assert!(s.depth <= (tm.capacity as u64) * u64::from(tm.partitions));
+                if !tm.release {
+                    assert_eq!(s.released, 0, "a retaining topic released");
+                }
+                // Every message published is still in the log or left it once, counted
+                // by why.
+                let gone = s.evicted + s.expired + s.released;
+                assert_eq!(s.published, s.depth + gone, "{s:?}");
                 assert_eq!(s.groups, tm.groups.len());
                 let subs = self.subs.iter().filter(|s| s.t == t).count();
                 assert_eq!(s.subscribers, subs, "subscriber count");
