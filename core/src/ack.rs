@@ -892,7 +892,6 @@ impl<T> AckConsumer<T> {
     /// # Examples
     ///
     /// ```
-    /// use std::time::Duration;
     /// use memq_core::{AckConfig, StartAt, Topic};
     ///
     /// let topic = Topic::with_capacity(16)?;
