@@ -70,9 +70,11 @@ pub(crate) struct GroupShared<T> {
 ///
 /// The cell, attached to the group's cursor, counts what is in the pool: the group's
 /// committed position, its lag, the delivered counts and `Block` retention count only
-/// what was handed to a member (as with a subscriber's read-ahead). A
-/// member takes a message with a CAS on the cell, and deleting the group swaps the cell
-/// for `REVOKED`, so a message is handed over only while the group exists.
+/// what was handed to a member (as with a subscriber's read-ahead). A member takes a
+/// message by storing the cell's count less one, and deleting the group swaps the cell
+/// for `REVOKED`, so a message is handed over only while the group exists. Every write
+/// to the cell (a take, a refill, the deletion) is made with the pool's lock held, so
+/// the store cannot overwrite a `REVOKED`; the partition's lock holders only read it.
 ///
 /// Lock order: the pool, then the partition. A member registers to wait only with both
 /// held and the pool empty, and a member that fills the pool wakes every waiting member
@@ -89,24 +91,16 @@ impl<T> Pool<T> {
     /// Takes the next pooled message; `Err` with what was left once the group was
     /// deleted (to be dropped after the pool's lock is released).
     fn take(&mut self) -> Result<Option<Entry<T>>, VecDeque<Entry<T>>> {
-        let mut cur = self.cell.0.load(Ordering::Acquire);
-        loop {
-            if cur == REVOKED {
-                return Err(core::mem::take(&mut self.buf));
-            }
-            if cur == 0 {
-                return Ok(None);
-            }
-            match self.cell.0.compare_exchange_weak(
-                cur,
-                cur - 1,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => break,
-                Err(now) => cur = now,
-            }
+        // The caller holds the pool's lock (`&mut self`), as every writer of the cell
+        // does: nothing changes it between this load and the store.
+        let cur = self.cell.0.load(Ordering::Acquire);
+        if cur == REVOKED {
+            return Err(core::mem::take(&mut self.buf));
         }
+        if cur == 0 {
+            return Ok(None);
+        }
+        self.cell.0.store(cur - 1, Ordering::Release);
         // The cell counts the pool, so this is the next one.
         Ok(self.buf.pop_front())
     }
