@@ -696,6 +696,7 @@ impl<T> AckConsumer<T> {
         let deadline = acks.next_deadline();
         let cursor = g.cursor;
         let key = &mut self.inner.keys[p];
+        let mut registered = false;
         let outcome = match picked {
             Err((offset, deliveries, reason)) => {
                 g.waiters.settle(*key);
@@ -727,12 +728,16 @@ impl<T> AckConsumer<T> {
             Ok(None) => {
                 if let (Some(w), false) = (waker, done) {
                     g.waiters.register(key, w);
+                    registered = true;
                 }
                 Take::Nothing
             }
         };
         log.set_cursor(cursor, committed);
         shared.reader_advanced(&mut log, &mut wl);
+        // A registration made here is cancelled by whatever this poll returns, even a
+        // delivery from another partition (see `Consumer::cancel_wait_except`).
+        self.inner.waiting |= registered;
         (outcome, done, deadline)
     }
 

@@ -563,6 +563,11 @@ impl<T> Consumer<T> {
                     if let Some(w) = waker {
                         if let Some(g) = log.group(self.group.ids[p]) {
                             g.waiters.register(&mut self.keys[p], w);
+                            // Cancelled by whatever this poll returns, even a message
+                            // from a later partition: a registration left behind would
+                            // take a wake-up meant for the member that gets this
+                            // partition in a rebalance.
+                            self.waiting = true;
                         }
                     }
                 }

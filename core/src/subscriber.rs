@@ -411,6 +411,9 @@ impl<T> Subscriber<T> {
                         all_closed = false;
                         if let Some(w) = waker {
                             log.subs.register(&mut sp.key, w);
+                            // Cancelled by whatever this poll returns, even a message
+                            // from a later partition (no stray wake-up left behind).
+                            self.waiting = true;
                         }
                     }
                     drop(log);
@@ -517,6 +520,7 @@ impl<T> Subscriber<T> {
                 if got == 0 {
                     if let Some(w) = waker {
                         log.subs.register(&mut sp.key, w);
+                        self.waiting = true;
                     }
                 }
             }

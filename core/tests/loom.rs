@@ -594,6 +594,37 @@ fn a_subscriber_of_two_partitions_is_woken_by_either() {
     });
 }
 
+/// A receive that registered on an empty partition and then took a message from another
+/// leaves no registration behind. Here `a` reads both partitions until `b` joins and takes
+/// partition 1: if `a` registered there (its view still had both) after the join's
+/// wake-up, a stale registration ahead of `b` would take the wake-up of the publish meant
+/// for `b`, and `b` would sleep with a message waiting.
+#[test]
+fn a_receive_served_by_another_partition_leaves_no_registration_behind() {
+    model(|| {
+        let topic = Topic::<u32>::new(TopicConfig::new(4).partitions(2)).unwrap();
+        let mut a = topic.group("g", StartAt::Earliest).unwrap();
+        topic.try_publish_to(0, 10).unwrap();
+        topic.try_publish_to(0, 11).unwrap();
+        // Taken from partition 0: `a`'s next receive starts at partition 1.
+        assert_eq!(a.try_recv().unwrap().into_value(), 10);
+        let reader_a = thread::spawn(move || {
+            let got = poll_once(&mut a.recv()).map(|r| r.map(|m| m.into_value()));
+            (a, got)
+        });
+        let mut b = topic.group("g", StartAt::Earliest).unwrap();
+        let reader_b = thread::spawn(move || {
+            assert_eq!(b.assignment(), [1]);
+            block_on(b.recv()).map(|m| m.into_value())
+        });
+        let (a, got) = reader_a.join().unwrap();
+        assert_eq!(got, Poll::Ready(Ok(11)));
+        topic.try_publish_to(1, 20).unwrap();
+        assert_eq!(reader_b.join().unwrap(), Ok(20));
+        drop(a);
+    });
+}
+
 #[test]
 fn an_idle_member_is_woken_by_a_rebalance() {
     model(|| {
@@ -634,6 +665,50 @@ impl ManualTimer {
         let due = core::mem::take(&mut *self.wakers.lock().unwrap());
         due.into_iter().for_each(Waker::wake);
     }
+}
+
+/// [`a_receive_served_by_another_partition_leaves_no_registration_behind`] for members of
+/// an explicit-ack group.
+#[test]
+fn an_acked_receive_served_by_another_partition_leaves_no_registration_behind() {
+    model(|| {
+        let clock = std::sync::Arc::new(ManualClock::new());
+        let topic =
+            Topic::<u32>::new(TopicConfig::new(4).partitions(2).clock(clock.clone())).unwrap();
+        let config = || {
+            AckConfig::new()
+                .ack_wait(Duration::from_secs(60))
+                .clock(clock.clone())
+                .timer(std::sync::Arc::new(ManualTimer::default()))
+        };
+        let mut a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+        topic.try_publish_to(0, 10).unwrap();
+        topic.try_publish_to(0, 11).unwrap();
+        a.try_recv().unwrap().ack().unwrap();
+        let reader_a = thread::spawn(move || {
+            let got = poll_once(&mut a.recv()).map(|r| {
+                r.map(|d| {
+                    let v = *d.value();
+                    d.ack().unwrap();
+                    v
+                })
+            });
+            (a, got)
+        });
+        let mut b = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+        let reader_b = thread::spawn(move || {
+            assert_eq!(b.assignment(), [1]);
+            let d = block_on(b.recv()).unwrap();
+            let v = *d.value();
+            d.ack().unwrap();
+            v
+        });
+        let (a, got) = reader_a.join().unwrap();
+        assert_eq!(got, Poll::Ready(Ok(11)));
+        topic.try_publish_to(1, 20).unwrap();
+        assert_eq!(reader_b.join().unwrap(), 20);
+        drop(a);
+    });
 }
 
 /// A one-partition topic on a manual clock, and an explicit-ack configuration with
