@@ -511,8 +511,8 @@ impl<T> Topic<T> {
 /// the group at once.
 pub struct AckConsumer<T> {
     inner: Consumer<T>,
-    /// The deadline a timer wake-up is already scheduled for.
-    scheduled: Option<u64>,
+    /// The deadline a timer wake-up is already scheduled for, and the waker it wakes.
+    scheduled: Option<(u64, Waker)>,
     /// A lag met by a batch receive after it had deliveries to return: reported by the
     /// next receive, before anything else.
     lagged: Option<u64>,
@@ -834,15 +834,21 @@ impl<T> AckConsumer<T> {
         }
     }
 
-    /// Asks the timer to wake `waker` at clock time `at` unless a wake-up at or before
-    /// then is already scheduled.
+    /// Asks the timer to wake `waker` at clock time `at` unless a wake-up of the same task
+    /// at or before then is already scheduled. One scheduled for another waker (the member
+    /// was polled from another task, or by a blocking call after a timed-out async one)
+    /// does not count: it would wake the wrong task.
     fn schedule(&mut self, waker: &Waker, at: u64, now: u64) {
-        if self.scheduled.is_some_and(|s| s <= at && s > now) {
+        if self
+            .scheduled
+            .as_ref()
+            .is_some_and(|(s, w)| *s <= at && *s > now && w.will_wake(waker))
+        {
             return;
         }
         if let Some(timer) = self.settings().and_then(|s| s.timer.as_ref()) {
             timer.wake_after(Duration::from_nanos(at.saturating_sub(now)), waker.clone());
-            self.scheduled = Some(at);
+            self.scheduled = Some((at, waker.clone()));
         }
     }
 
@@ -853,7 +859,7 @@ impl<T> AckConsumer<T> {
     ///
     /// [`RecvError::Lagged`] if new messages were evicted before the group read them;
     /// [`RecvError::Closed`] when the topic is closed and every message was acknowledged
-    /// or dead-lettered.
+    /// or dead-lettered, or the group was deleted.
     ///
     /// # Cancel safety
     ///
@@ -881,7 +887,8 @@ impl<T> AckConsumer<T> {
     /// Waits for at least one delivery, then appends up to `limit` to `buf` (redeliveries
     /// first, as [`AckConsumer::recv`] takes them) and returns how many. Each is leased
     /// and settled on its own. Returns `Ok(0)` only when the topic is closed and every
-    /// message was acknowledged or dead-lettered (or `limit` is 0). Fewer than `limit`
+    /// message was acknowledged or dead-lettered, or the group was deleted (or `limit`
+    /// is 0). Fewer than `limit`
     /// come back when no more are available now or `max_in_flight` is reached.
     ///
     /// # Errors

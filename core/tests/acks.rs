@@ -661,17 +661,55 @@ fn recv_many_returns_zero_once_closed_and_settled() {
     );
 }
 
+/// A `recv_many` that was woken for a message and then dropped passes the wake-up to the
+/// next waiting member, which gets the message without another publish.
 #[test]
-fn a_dropped_recv_many_loses_nothing_and_a_parked_one_is_woken() {
+fn a_dropped_recv_many_passes_its_wake_up_on() {
+    let (_clock, topic) = setup(16);
+    let mut a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    let mut b = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    let (wa, wb) = (
+        Arc::new(CountingWake::default()),
+        Arc::new(CountingWake::default()),
+    );
+    let (waker_a, waker_b) = (
+        std::task::Waker::from(wa.clone()),
+        std::task::Waker::from(wb.clone()),
+    );
+    let (mut buf_a, mut buf_b) = (Vec::new(), Vec::new());
+    let mut recv_a = a.recv_many(&mut buf_a, 4);
+    let mut recv_b = b.recv_many(&mut buf_b, 4);
+    let mut cx_a = std::task::Context::from_waker(&waker_a);
+    let mut cx_b = std::task::Context::from_waker(&waker_b);
+    assert!(std::pin::Pin::new(&mut recv_a).poll(&mut cx_a).is_pending());
+    assert!(std::pin::Pin::new(&mut recv_b).poll(&mut cx_b).is_pending());
+    topic.try_publish(7).unwrap();
+    assert_eq!(
+        (wa.0.load(Ordering::SeqCst), wb.0.load(Ordering::SeqCst)),
+        (1, 0),
+        "one message wakes the first member that waited"
+    );
+    drop(recv_a);
+    assert_eq!(
+        wb.0.load(Ordering::SeqCst),
+        1,
+        "the dropped future kept the wake-up"
+    );
+    match std::pin::Pin::new(&mut recv_b).poll(&mut cx_b) {
+        std::task::Poll::Ready(Ok(1)) => {}
+        other => panic!("{other:?}"),
+    }
+    drop(recv_b);
+    assert!(buf_a.is_empty());
+    assert_eq!(*buf_b[0].value(), 7);
+}
+
+/// A blocking batch receive gives up after its timeout, and wakes for a publish.
+#[test]
+fn recv_many_blocking_times_out_then_wakes_for_a_publish() {
     let (_clock, topic) = setup(16);
     let mut m = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
     let mut batch = Vec::new();
-    {
-        let mut fut = m.recv_many(&mut batch, 4);
-        let waker = futures_util::task::noop_waker();
-        let mut cx = std::task::Context::from_waker(&waker);
-        assert!(std::pin::Pin::new(&mut fut).poll(&mut cx).is_pending());
-    }
     topic.try_publish(7).unwrap();
     assert_eq!(m.try_recv_many(&mut batch, 4).unwrap(), 1);
     batch.pop().unwrap().ack().unwrap();
@@ -696,4 +734,57 @@ fn a_dropped_recv_many_loses_nothing_and_a_parked_one_is_woken() {
     publisher.join().unwrap();
     let values: Vec<_> = batch.iter().map(|d| *d.value()).collect();
     assert_eq!(values, [8, 9]);
+}
+
+/// A timer that keeps what it was asked to wake; `fire` wakes all of it.
+#[derive(Default)]
+struct RecordingTimer(std::sync::Mutex<Vec<std::task::Waker>>);
+
+impl memq_core::Timer for RecordingTimer {
+    fn wake_after(&self, _delay: Duration, waker: std::task::Waker) {
+        self.0.lock().unwrap().push(waker);
+    }
+}
+
+#[derive(Default)]
+struct CountingWake(AtomicU64);
+
+impl std::task::Wake for CountingWake {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A member waiting for a lease to run out, polled first by one task and then by another
+/// before the deadline: the timer wakes the task that waits now, not only the first.
+#[test]
+fn a_lease_deadline_wakes_the_task_that_waits_now() {
+    let (clock, topic) = setup(4);
+    let timer = Arc::new(RecordingTimer::default());
+    let cfg = || config().clock(clock.clone()).timer(timer.clone());
+    let mut holder = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut waiter = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    topic.try_publish(5).unwrap();
+    let held = holder.try_recv().unwrap();
+    let (first, second) = (
+        Arc::new(CountingWake::default()),
+        Arc::new(CountingWake::default()),
+    );
+    for task in [&first, &second] {
+        let waker = std::task::Waker::from(task.clone());
+        let mut recv = waiter.recv();
+        let poll = std::pin::Pin::new(&mut recv).poll(&mut std::task::Context::from_waker(&waker));
+        assert!(poll.is_pending());
+    }
+    clock.advance(ms(100));
+    let due = std::mem::take(&mut *timer.0.lock().unwrap());
+    due.into_iter().for_each(std::task::Waker::wake);
+    assert_eq!(
+        second.0.load(Ordering::SeqCst),
+        1,
+        "the task waiting now was not woken"
+    );
+    let again = waiter.try_recv().unwrap();
+    assert_eq!((*again.value(), again.deliveries()), (5, 2));
+    assert_eq!(held.ack(), Err(AckError::LeaseExpired));
 }
