@@ -814,8 +814,11 @@ impl<T> AckConsumer<T> {
                 continue;
             }
             if n > 0 && !all_done {
-                if let (Some(w), Some(at)) = (waker, earliest) {
-                    self.schedule(w, at, now);
+                if let Some(w) = waker {
+                    if let Some(at) = earliest {
+                        self.schedule(w, at, now);
+                    }
+                    self.inner.recheck_assignment(w);
                 }
                 self.inner.waiting = waker.is_some();
                 return Poll::Pending;
@@ -1022,6 +1025,7 @@ fn dead_letter<T: Clone>(
     let now = settings.now();
     let mut wl = WakeList::new();
     let mut log = shared.parts[p].log.lock();
+    let (closed, high) = (log.closed, log.high);
     let Some(g) = log.group(group.ids[p]) else {
         return;
     };
@@ -1041,11 +1045,17 @@ fn dead_letter<T: Clone>(
         }
         acks.requeue(offset, now, DEAD_LETTER_RETRY.min(settings.ack_wait).max(1));
     }
+    let drained = closed && acks.next >= high && acks.unacked.is_empty();
     let committed = acks.committed();
     let cursor = g.cursor;
     g.waiters.notify_one(&mut wl);
     log.set_cursor(cursor, committed);
     shared.reader_advanced(&mut log, &mut wl);
+    drop(log);
+    if drained {
+        // As when the last message of a closed partition is acknowledged.
+        crate::group::wake_idle(group);
+    }
 }
 
 impl<T> Drop for AckConsumer<T> {
@@ -1225,6 +1235,7 @@ impl<T> Delivery<T> {
         let shared = &lease.shared;
         let mut wl = WakeList::new();
         let mut log = shared.parts[p].log.lock();
+        let (closed, high) = (log.closed, log.high);
         let Some(g) = log.group(lease.group.ids[p]) else {
             return Err(AckError::GroupDeleted);
         };
@@ -1263,11 +1274,17 @@ impl<T> Delivery<T> {
                 return Ok(());
             }
         }
+        let drained = closed && acks.next >= high && acks.unacked.is_empty();
         let committed = acks.committed();
         let cursor = g.cursor;
         log.set_cursor(cursor, committed);
         shared.reader_advanced(&mut log, &mut wl);
         drop(log);
+        if drained {
+            // The last message of a closed partition is settled: members waiting for the
+            // whole group to drain may be done now.
+            crate::group::wake_idle(&lease.group);
+        }
         if !matches!(action, Settle::Touch) {
             self.lease = None;
         }

@@ -177,6 +177,19 @@ impl<T> Shared<T> {
     }
 }
 
+/// Wakes the members of `group` that have no partition to wait on: they wait for a
+/// rebalance or for the whole group to drain after close.
+pub(crate) fn wake_idle<T>(group: &GroupShared<T>) {
+    let mut wl = WakeList::new();
+    loop {
+        let more = group.members.lock().idle.notify_all(&mut wl);
+        wl.wake_all();
+        if !more {
+            break;
+        }
+    }
+}
+
 impl<T> Topic<T> {
     /// Joins the consumer group `name`, creating it at `start` if it does not exist yet.
     /// An existing group keeps its committed position and `start` is ignored.
@@ -582,6 +595,9 @@ impl<T> Consumer<T> {
             return Poll::Ready(Ok((got, single)));
         }
         if n > 0 && !all_closed {
+            if let Some(w) = waker {
+                self.recheck_assignment(w);
+            }
             self.waiting = waker.is_some();
             return Poll::Pending;
         }
@@ -840,6 +856,17 @@ impl<T> Consumer<T> {
         true
     }
 
+    /// Called by a member about to wait on its partitions, registered on each: if the
+    /// assignment changed since it looked (a member joined or left), wakes it to look
+    /// again. A rebalance wakes the waiters it finds, and this member may have registered
+    /// only after that; the epoch is bumped before those wake-ups and read here after the
+    /// registrations, under the same partition locks, so one of the two sees the other.
+    pub(crate) fn recheck_assignment(&self, waker: &Waker) {
+        if self.group.epoch.load(Ordering::Acquire) != self.epoch {
+            waker.wake_by_ref();
+        }
+    }
+
     /// Parks a member that has nothing to read on its partitions until a rebalance or
     /// the group's drain; returns `true` if it should poll again at once.
     pub(crate) fn park_idle(&mut self, waker: &Waker) -> bool {
@@ -866,14 +893,7 @@ impl<T> Consumer<T> {
 
     /// Wakes members waiting for work elsewhere in the group (see `poll_inner`).
     pub(crate) fn wake_idle(&self) {
-        let mut wl = WakeList::new();
-        loop {
-            let more = self.group.members.lock().idle.notify_all(&mut wl);
-            wl.wake_all();
-            if !more {
-                break;
-            }
-        }
+        wake_idle(&self.group);
     }
 
     /// Forgets the registrations of a wait that ended (served on another partition, or

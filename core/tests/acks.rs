@@ -788,3 +788,67 @@ fn a_lease_deadline_wakes_the_task_that_waits_now() {
     assert_eq!((*again.value(), again.deliveries()), (5, 2));
     assert_eq!(held.ack(), Err(AckError::LeaseExpired));
 }
+
+/// After close, a member with nothing left on its own partitions waits for the whole
+/// group to drain; the ack that settles the group's last message wakes it, and it ends.
+#[test]
+fn the_last_ack_after_close_wakes_a_member_waiting_for_the_group_to_drain() {
+    let clock = Arc::new(ManualClock::new());
+    let topic = Topic::<u32>::new(TopicConfig::new(4).partitions(2).clock(clock.clone())).unwrap();
+    let mut a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    let mut b = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    assert_eq!((a.assignment(), b.assignment()), (vec![0], vec![1]));
+    topic.try_publish_to(0, 1).unwrap();
+    let held = a.try_recv().unwrap();
+    topic.close();
+    let wb = Arc::new(CountingWake::default());
+    let waker = std::task::Waker::from(wb.clone());
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut recv_b = b.recv();
+    assert!(
+        std::pin::Pin::new(&mut recv_b).poll(&mut cx).is_pending(),
+        "partition 0 still has an unacked message"
+    );
+    held.ack().unwrap();
+    assert_eq!(
+        wb.0.load(Ordering::SeqCst),
+        1,
+        "the last ack did not wake b"
+    );
+    match std::pin::Pin::new(&mut recv_b).poll(&mut cx) {
+        std::task::Poll::Ready(Err(RecvError::Closed)) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+/// As above when the group's last message leaves by the dead-letter topic.
+#[test]
+fn the_last_dead_letter_after_close_wakes_a_member_waiting_for_the_group_to_drain() {
+    let clock = Arc::new(ManualClock::new());
+    let topic = Topic::<u32>::new(TopicConfig::new(4).partitions(2).clock(clock.clone())).unwrap();
+    let dlq = Topic::<DeadLetter<u32>>::with_capacity(4).unwrap();
+    let mut dead = dlq.subscribe(StartAt::Earliest).unwrap();
+    let cfg = || config().dead_letter(dlq.clone());
+    let mut a = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut b = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    assert_eq!((a.assignment(), b.assignment()), (vec![0], vec![1]));
+    topic.try_publish_to(0, 1).unwrap();
+    let held = a.try_recv().unwrap();
+    topic.close();
+    let wb = Arc::new(CountingWake::default());
+    let waker = std::task::Waker::from(wb.clone());
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut recv_b = b.recv();
+    assert!(std::pin::Pin::new(&mut recv_b).poll(&mut cx).is_pending());
+    held.reject().unwrap();
+    assert_eq!(dead.try_recv().unwrap().value().value, 1);
+    assert_eq!(
+        wb.0.load(Ordering::SeqCst),
+        1,
+        "the dead letter did not wake b"
+    );
+    match std::pin::Pin::new(&mut recv_b).poll(&mut cx) {
+        std::task::Poll::Ready(Err(RecvError::Closed)) => {}
+        other => panic!("{other:?}"),
+    }
+}

@@ -625,6 +625,55 @@ fn a_receive_served_by_another_partition_leaves_no_registration_behind() {
     });
 }
 
+/// A member waiting on its own partition gains another, with a message in it, when a
+/// member leaves: it is woken even if the leave's wake-up came between its look at the
+/// assignment and its registration.
+#[test]
+fn a_waiting_member_is_woken_for_a_partition_a_leaver_hands_it() {
+    model(|| {
+        let topic = Topic::<u32>::new(TopicConfig::new(2).partitions(2)).unwrap();
+        let a = topic.group("g", StartAt::Earliest).unwrap();
+        let mut b = topic.group("g", StartAt::Earliest).unwrap();
+        assert_eq!(b.assignment(), [1]);
+        topic.try_publish_to(0, 10).unwrap();
+        let reader = thread::spawn(move || {
+            let m = block_on(b.recv()).unwrap();
+            (m.partition(), m.into_value())
+        });
+        drop(a);
+        assert_eq!(reader.join().unwrap(), (0, 10));
+    });
+}
+
+/// [`a_waiting_member_is_woken_for_a_partition_a_leaver_hands_it`] for members of an
+/// explicit-ack group.
+#[test]
+fn a_waiting_acked_member_is_woken_for_a_partition_a_leaver_hands_it() {
+    model(|| {
+        let clock = std::sync::Arc::new(ManualClock::new());
+        let topic =
+            Topic::<u32>::new(TopicConfig::new(2).partitions(2).clock(clock.clone())).unwrap();
+        let config = || {
+            AckConfig::new()
+                .ack_wait(Duration::from_secs(60))
+                .clock(clock.clone())
+                .timer(std::sync::Arc::new(ManualTimer::default()))
+        };
+        let a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+        let mut b = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+        assert_eq!(b.assignment(), [1]);
+        topic.try_publish_to(0, 10).unwrap();
+        let reader = thread::spawn(move || {
+            let d = block_on(b.recv()).unwrap();
+            let got = (d.partition(), *d.value());
+            d.ack().unwrap();
+            got
+        });
+        drop(a);
+        assert_eq!(reader.join().unwrap(), (0, 10));
+    });
+}
+
 #[test]
 fn an_idle_member_is_woken_by_a_rebalance() {
     model(|| {
