@@ -709,6 +709,11 @@ impl<T> AckConsumer<T> {
             Ok(Some((offset, attempt))) => {
                 g.delivered += 1;
                 g.waiters.settle(*key);
+                // A new lease: a member that parked before it existed has no timer for
+                // its deadline, so one waiting member is woken to look (it arms its
+                // timer and parks again). Otherwise, if this member never settles, the
+                // message would wait for a publish to wake someone.
+                g.waiters.notify_one(&mut wl);
                 log.delivered += 1;
                 match log.entry_at(offset) {
                     Some(e) => {

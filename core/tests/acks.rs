@@ -852,3 +852,60 @@ fn the_last_dead_letter_after_close_wakes_a_member_waiting_for_the_group_to_drai
         other => panic!("{other:?}"),
     }
 }
+
+/// Members parked before a lease existed have no timer for its deadline: the delivery
+/// wakes one of them to look, so that when the lease runs out (its holder hung) the
+/// message is delivered again without waiting for another publish.
+#[test]
+fn a_lease_taken_while_others_wait_is_redelivered_when_it_runs_out() {
+    let (clock, topic) = setup(4);
+    let timer = Arc::new(RecordingTimer::default());
+    let cfg = || config().clock(clock.clone()).timer(timer.clone());
+    let mut a = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut b = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let (wa, wb) = (
+        Arc::new(CountingWake::default()),
+        Arc::new(CountingWake::default()),
+    );
+    let (waker_a, waker_b) = (
+        std::task::Waker::from(wa.clone()),
+        std::task::Waker::from(wb.clone()),
+    );
+    let (mut cx_a, mut cx_b) = (
+        std::task::Context::from_waker(&waker_a),
+        std::task::Context::from_waker(&waker_b),
+    );
+    let mut recv_a = a.recv();
+    let mut recv_b = b.recv();
+    // Both park; no lease exists yet, so neither has a timer.
+    assert!(std::pin::Pin::new(&mut recv_a).poll(&mut cx_a).is_pending());
+    assert!(std::pin::Pin::new(&mut recv_b).poll(&mut cx_b).is_pending());
+    assert!(timer.0.lock().unwrap().is_empty());
+    topic.try_publish(9).unwrap();
+    assert_eq!(wa.0.load(Ordering::SeqCst), 1);
+    // `a` takes the message and hangs on it.
+    let held = match std::pin::Pin::new(&mut recv_a).poll(&mut cx_a) {
+        std::task::Poll::Ready(Ok(d)) => d,
+        other => panic!("{other:?}"),
+    };
+    // A runtime polls what was woken: `b` looks, sees the lease, arms its timer.
+    assert_eq!(
+        wb.0.load(Ordering::SeqCst),
+        1,
+        "nobody woke b to see the lease"
+    );
+    assert!(std::pin::Pin::new(&mut recv_b).poll(&mut cx_b).is_pending());
+    clock.advance(ms(101));
+    let due = std::mem::take(&mut *timer.0.lock().unwrap());
+    due.into_iter().for_each(std::task::Waker::wake);
+    assert_eq!(
+        wb.0.load(Ordering::SeqCst),
+        2,
+        "the lease's end did not wake b"
+    );
+    match std::pin::Pin::new(&mut recv_b).poll(&mut cx_b) {
+        std::task::Poll::Ready(Ok(d)) => assert_eq!((*d.value(), d.deliveries()), (9, 2)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(held.ack(), Err(AckError::LeaseExpired));
+}
