@@ -78,6 +78,13 @@ pub struct TopicConfig {
     pub(crate) clock: Option<Arc<dyn Clock>>,
     pub(crate) router: Option<Router>,
     pub(crate) release_on_read: bool,
+    pub(crate) timer: Option<Arc<dyn crate::ack::Timer>>,
+}
+
+impl core::fmt::Debug for dyn crate::ack::Timer {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Timer(..)")
+    }
 }
 
 impl core::fmt::Debug for dyn Clock {
@@ -100,6 +107,7 @@ impl TopicConfig {
             clock: None,
             router: None,
             release_on_read: false,
+            timer: None,
         }
     }
 
@@ -112,6 +120,16 @@ impl TopicConfig {
     /// Sets how long a message is retained; readers skip older ones. Needs a clock.
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.ttl = Some(ttl);
+        self
+    }
+
+    /// Sets the timer that wakes a publisher parked on a full `Block` topic with a TTL when
+    /// the oldest message expires and frees its slot (default with `std`:
+    /// [`ThreadTimer`](crate::ThreadTimer), started only for topics with a TTL). Expiry is
+    /// applied whenever the log is visited; without a timer (no `std`), a parked publisher
+    /// waits for the next visit (a read, another publish) to find the room.
+    pub fn timer(mut self, timer: Arc<dyn crate::ack::Timer>) -> Self {
+        self.timer = Some(timer);
         self
     }
 

@@ -434,6 +434,13 @@ impl<T> Log<T> {
     /// Evicts messages older than `ttl` as of `now`. Messages are stamped in offset
     /// order with a non-decreasing clock, so expired ones always form a prefix.
     /// Returns how many were removed.
+    /// The timestamp of the oldest message still in the log, if any.
+    pub(crate) fn oldest_ts(&self) -> Option<u64> {
+        (self.low < self.high)
+            .then(|| self.ring[self.index(self.low)].as_ref().map(|e| e.ts))
+            .flatten()
+    }
+
     pub(crate) fn evict_expired(&mut self, now: u64, ttl: u64) -> u64 {
         let start = self.low;
         while self.low < self.high {

@@ -90,6 +90,9 @@ pub(crate) struct Shared<T> {
     pub(crate) release_on_read: bool,
     pub(crate) ttl: Option<u64>,
     pub(crate) clock: Option<alloc::sync::Arc<dyn Clock>>,
+    /// Wakes publishers parked on a full log when its oldest message expires (topics
+    /// with a TTL; see `TopicConfig::timer`).
+    timer: Option<alloc::sync::Arc<dyn crate::ack::Timer>>,
     pub(crate) router: Option<Router>,
     /// Live [`Topic`] handles; the topic closes when the last one goes.
     publishers: AtomicUsize,
@@ -187,6 +190,25 @@ impl<T> Shared<T> {
             .store(encode_wake(log.wake_position()), Ordering::Relaxed);
         crate::sync::fence(Ordering::SeqCst);
         log.free_slots(self.overflow, need) < need
+    }
+
+    /// For a publisher that just parked on partition `p`'s full log (`log`, still
+    /// locked): how long until the oldest retained message expires and frees its slot,
+    /// if the topic has a TTL and a timer to wake it then.
+    fn expiry_alarm(&self, log: &Log<T>, now: u64) -> Option<core::time::Duration> {
+        let ttl = self.ttl?;
+        self.timer.as_ref()?;
+        // Expired once `now - ts > ttl`.
+        let at = log.oldest_ts()?.saturating_add(ttl).saturating_add(1);
+        Some(core::time::Duration::from_nanos(at.saturating_sub(now)))
+    }
+
+    /// Asks the timer to wake `waker` after `alarm` (see [`Shared::expiry_alarm`]); the
+    /// publisher then finds the room expiry freed, or parks again.
+    fn arm_expiry_alarm(&self, alarm: Option<core::time::Duration>, waker: &Waker) {
+        if let (Some(delay), Some(timer)) = (alarm, &self.timer) {
+            timer.wake_after(delay, waker.clone());
+        }
     }
 
     /// Called by a reader after it handed over read-ahead messages without the lock (its
@@ -384,6 +406,9 @@ impl<T> Shared<T> {
                     Err(back) => match waker {
                         Some(w) if self.overflow == Overflow::Block => {
                             if self.park_publisher(p, &mut log, 1, key, w) {
+                                let alarm = self.expiry_alarm(&log, now);
+                                drop(log);
+                                self.arm_expiry_alarm(alarm, w);
                                 return Attempt::Parked(back);
                             }
                             v = back;
@@ -467,6 +492,9 @@ impl<T> Shared<T> {
                     None => match waker {
                         Some(w) if self.overflow == Overflow::Block => {
                             if self.park_publisher(p, &mut log, n as u64, key, w) {
+                                let alarm = self.expiry_alarm(&log, now);
+                                drop(log);
+                                self.arm_expiry_alarm(alarm, w);
                                 return Attempt::Parked(batch);
                             }
                         }
@@ -612,6 +640,17 @@ impl<T> Topic<T> {
                 overflow: config.overflow,
                 ttl: config.ttl.map(as_nanos),
                 release_on_read: config.release_on_read,
+                timer: match (config.ttl, config.timer) {
+                    (None, _) => None,
+                    (Some(_), Some(timer)) => Some(timer),
+                    #[cfg(feature = "std")]
+                    (Some(_), None) => {
+                        Some(alloc::sync::Arc::new(crate::ack::ThreadTimer::global())
+                            as alloc::sync::Arc<dyn crate::ack::Timer>)
+                    }
+                    #[cfg(not(feature = "std"))]
+                    (Some(_), None) => None,
+                },
                 clock: config.clock,
                 router: config.router,
                 publishers: AtomicUsize::new(1),
