@@ -288,14 +288,25 @@ impl<T> Topic<T> {
         for (p, part) in shared.parts.iter().enumerate() {
             let mut wl = WakeList::new();
             let mut released = Vec::new();
-            let mut log = part.log.lock();
-            if let Some(pool) = pool.as_deref_mut() {
-                log.give_back(&mut pool.buf);
+            let waiters = {
+                let mut log = part.log.lock();
+                if let Some(pool) = pool.as_deref_mut() {
+                    log.give_back(&mut pool.buf);
+                }
+                let waiters = log.remove_group(group.ids[p]);
+                // The group may have been the slowest reader, or the only explicit-ack one.
+                log.release_read(&mut released);
+                log.notify_publishers(shared.overflow, &mut wl);
+                waiters
+            };
+            wl.wake_all();
+            // Members that registered after `wake_group` passed: all of them, however many.
+            if let Some(mut waiters) = waiters {
+                while waiters.notify_all(&mut wl) {
+                    wl.wake_all();
+                }
+                wl.wake_all();
             }
-            log.remove_group(group.ids[p], &mut wl);
-            // The group may have been the slowest reader, or the only explicit-ack one.
-            log.release_read(&mut released);
-            log.notify_publishers(shared.overflow, &mut wl);
         }
         drop(pool);
         Ok(())

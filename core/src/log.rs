@@ -777,12 +777,13 @@ impl<T> Log<T> {
     }
 
     /// Detaches a group: its position no longer holds back retention.
-    pub(crate) fn remove_group(&mut self, id: usize, out: &mut WakeList) {
-        if let Some(mut g) = self.groups[id].take() {
-            self.explicit_groups -= usize::from(g.acks.is_some());
-            self.remove_cursor(g.cursor);
-            g.waiters.notify_all(out);
-        }
+    /// Removes group `id`, returning its wait list: the caller wakes every member still on
+    /// it once the lock is released (there may be more than one [`WakeList`] holds).
+    pub(crate) fn remove_group(&mut self, id: usize) -> Option<WaiterList> {
+        let g = self.groups[id].take()?;
+        self.explicit_groups -= usize::from(g.acks.is_some());
+        self.remove_cursor(g.cursor);
+        Some(g.waiters)
     }
 
     /// Removes a wait registration from `list`, passing an unconsumed notification on to
