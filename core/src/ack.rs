@@ -727,7 +727,11 @@ impl<T> AckConsumer<T> {
                 }
             }
             Ok(None) if lagged > 0 => {
-                g.waiters.settle(*key);
+                // A wake-up this member used goes on to the next waiting one when
+                // messages remain past the lag.
+                if g.waiters.settle(*key) && acks.next < high {
+                    g.waiters.notify_one(&mut wl);
+                }
                 Take::Lagged(lagged)
             }
             Ok(None) => {
@@ -825,7 +829,7 @@ impl<T> AckConsumer<T> {
                     }
                     self.inner.recheck_assignment(w);
                 }
-                self.inner.waiting = waker.is_some();
+                self.inner.waiting |= waker.is_some();
                 return Poll::Pending;
             }
             if self.inner.shared.is_closed() && self.inner.group_drained() {
@@ -837,7 +841,7 @@ impl<T> AckConsumer<T> {
                     w.wake_by_ref();
                 }
             }
-            self.inner.waiting = waker.is_some();
+            self.inner.waiting |= waker.is_some();
             return Poll::Pending;
         }
     }

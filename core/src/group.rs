@@ -546,8 +546,13 @@ impl<T> Consumer<T> {
                         got += 1;
                     }
                     Read::Lagged(missed) => {
+                        let more = log.fetched(cursor) < log.high;
                         if let Some(g) = log.group(self.group.ids[p]) {
-                            g.waiters.settle(self.keys[p]);
+                            // A wake-up this member used goes on to the next waiting one
+                            // when messages remain past the lag.
+                            if g.waiters.settle(self.keys[p]) && more {
+                                g.waiters.notify_one(&mut wl);
+                            }
                         }
                         shared.reader_advanced(&mut log, &mut wl);
                         // Skipping to the end of a closed partition may finish the
@@ -609,7 +614,7 @@ impl<T> Consumer<T> {
             if let Some(w) = waker {
                 self.recheck_assignment(w);
             }
-            self.waiting = waker.is_some();
+            self.waiting |= waker.is_some();
             return Poll::Pending;
         }
         // Nothing assigned, or every assigned partition is closed and drained. The member
@@ -633,7 +638,7 @@ impl<T> Consumer<T> {
                 w.wake_by_ref();
             }
         }
-        self.waiting = waker.is_some();
+        self.waiting |= waker.is_some();
         Poll::Pending
     }
 
@@ -837,7 +842,7 @@ impl<T> Consumer<T> {
         }
         drop(log);
         drop(pool);
-        self.waiting = waker.is_some();
+        self.waiting |= waker.is_some();
         Poll::Pending
     }
 

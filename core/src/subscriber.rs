@@ -425,7 +425,7 @@ impl<T> Subscriber<T> {
             self.cancel_wait();
             Poll::Ready(Err(RecvError::Closed))
         } else {
-            self.waiting = waker.is_some();
+            self.waiting |= waker.is_some();
             Poll::Pending
         }
     }
@@ -532,7 +532,7 @@ impl<T> Subscriber<T> {
             self.cancel_wait();
             Poll::Ready(Ok(0))
         } else {
-            self.waiting = waker.is_some();
+            self.waiting |= waker.is_some();
             Poll::Pending
         }
     }
