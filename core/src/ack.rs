@@ -633,6 +633,9 @@ impl<T> AckConsumer<T> {
             return (Take::Nothing, true, None);
         };
         acks.promote(now, backoff);
+        let was_done = closed && acks.next >= high && acks.unacked.is_empty();
+        // Whether the partition had no lease before this visit (see the delivery below).
+        let unleased = acks.leases.is_empty();
         let mut lagged = 0;
         let picked = loop {
             if let Some(offset) = acks.ready.pop_front() {
@@ -709,11 +712,14 @@ impl<T> AckConsumer<T> {
             Ok(Some((offset, attempt))) => {
                 g.delivered += 1;
                 g.waiters.settle(*key);
-                // A new lease: a member that parked before it existed has no timer for
-                // its deadline, so one waiting member is woken to look (it arms its
-                // timer and parks again). Otherwise, if this member never settles, the
-                // message would wait for a publish to wake someone.
-                g.waiters.notify_one(&mut wl);
+                // The partition's first lease: members that parked while it had none
+                // have no timer for any deadline here, so one waiting member is woken to
+                // look (it arms its timer and parks again). Otherwise, if this member
+                // never settles, the message would wait for a publish to wake someone.
+                // Members that parked while leases existed track their deadlines.
+                if unleased {
+                    g.waiters.notify_one(&mut wl);
+                }
                 log.delivered += 1;
                 match log.entry_at(offset) {
                     Some(e) => {
@@ -744,9 +750,15 @@ impl<T> AckConsumer<T> {
         };
         log.set_cursor(cursor, committed);
         shared.reader_advanced(&mut log, &mut wl);
+        drop(log);
         // A registration made here is cancelled by whatever this poll returns, even a
         // delivery from another partition (see `Consumer::cancel_wait_except`).
         self.inner.waiting |= registered;
+        if done && !was_done {
+            // This visit finished a closed partition (skipping a lag, dropping evicted
+            // unacked messages): members waiting for the group to drain may be done.
+            crate::group::wake_idle(&group);
+        }
         (outcome, done, deadline)
     }
 

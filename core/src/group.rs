@@ -778,8 +778,12 @@ impl<T> Consumer<T> {
                     // Only where the group started inside what a reader had fetched
                     // ahead out of a releasing log (pools exist only without a TTL or
                     // `DropOldest`); reported as everywhere else.
+                    let more = log.fetched(cursor) < log.high;
                     if let Some(g) = log.group(id) {
-                        g.waiters.settle(self.keys[0]);
+                        // A wake-up this member used goes on when messages remain.
+                        if g.waiters.settle(self.keys[0]) && more {
+                            g.waiters.notify_one(&mut wl);
+                        }
                     }
                     shared.reader_advanced(&mut log, &mut wl);
                     drop(log);

@@ -145,6 +145,10 @@ pub(crate) struct Log<T> {
     pub(crate) subs: WaiterList,
     /// Publishers parked on a full partition: woken by the number of slots freed.
     pub(crate) pubs: WaiterList,
+    /// Timer wake-ups pending for publishers parked on this full partition of a topic
+    /// with a TTL: when (clock time) and whom. At most one per task at a time, so
+    /// parking again does not pile up timer entries (see `Shared::expiry_alarm`).
+    pub(crate) expiry_alarms: Vec<(u64, core::task::Waker)>,
     /// Groups reading this partition, indexed by the group's id on this partition.
     pub(crate) groups: Vec<Option<GroupPart>>,
     pub(crate) subscribers: usize,
@@ -180,6 +184,7 @@ impl<T> Log<T> {
             reading_ahead: 0,
             min_hint: UNUSED,
             subs: WaiterList::new(),
+            expiry_alarms: Vec::new(),
             pubs: WaiterList::new(),
             groups: Vec::new(),
             subscribers: 0,
@@ -431,9 +436,6 @@ impl<T> Log<T> {
 
     // ----- retention ----------------------------------------------------------------
 
-    /// Evicts messages older than `ttl` as of `now`. Messages are stamped in offset
-    /// order with a non-decreasing clock, so expired ones always form a prefix.
-    /// Returns how many were removed.
     /// The timestamp of the oldest message still in the log, if any.
     pub(crate) fn oldest_ts(&self) -> Option<u64> {
         (self.low < self.high)
@@ -441,6 +443,9 @@ impl<T> Log<T> {
             .flatten()
     }
 
+    /// Evicts messages older than `ttl` as of `now`. Messages are stamped in offset
+    /// order with a non-decreasing clock, so expired ones always form a prefix.
+    /// Returns how many were removed.
     pub(crate) fn evict_expired(&mut self, now: u64, ttl: u64) -> u64 {
         let start = self.low;
         while self.low < self.high {
@@ -776,9 +781,9 @@ impl<T> Log<T> {
         self.groups.get(id).and_then(Option::as_ref)
     }
 
-    /// Detaches a group: its position no longer holds back retention.
-    /// Removes group `id`, returning its wait list: the caller wakes every member still on
-    /// it once the lock is released (there may be more than one [`WakeList`] holds).
+    /// Detaches group `id`: its position no longer holds back retention. Returns its wait
+    /// list: the caller wakes every member still on it once the lock is released (there
+    /// may be more than one [`WakeList`] holds).
     pub(crate) fn remove_group(&mut self, id: usize) -> Option<WaiterList> {
         let g = self.groups[id].take()?;
         self.explicit_groups -= usize::from(g.acks.is_some());

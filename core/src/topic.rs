@@ -192,14 +192,29 @@ impl<T> Shared<T> {
         log.free_slots(self.overflow, need) < need
     }
 
-    /// For a publisher that just parked on partition `p`'s full log (`log`, still
-    /// locked): how long until the oldest retained message expires and frees its slot,
-    /// if the topic has a TTL and a timer to wake it then.
-    fn expiry_alarm(&self, log: &Log<T>, now: u64) -> Option<core::time::Duration> {
+    /// For a publisher (`waker`) that just parked on a full log (`log`, still locked):
+    /// how long until the oldest retained message expires and frees its slot, if the
+    /// topic has a TTL and a timer to wake it then, and the task has no timer wake-up
+    /// pending for that time or earlier. Each task has at most one pending wake-up per
+    /// partition, so a publisher that parks again and again (a slow reader, a clock that
+    /// does not move) arms no more.
+    fn expiry_alarm(
+        &self,
+        log: &mut Log<T>,
+        now: u64,
+        waker: &Waker,
+    ) -> Option<core::time::Duration> {
         let ttl = self.ttl?;
         self.timer.as_ref()?;
         // Expired once `now - ts > ttl`.
         let at = log.oldest_ts()?.saturating_add(ttl).saturating_add(1);
+        let alarms = &mut log.expiry_alarms;
+        alarms.retain(|(t, _)| *t > now);
+        match alarms.iter_mut().find(|(_, w)| w.will_wake(waker)) {
+            Some((t, _)) if *t <= at => return None,
+            Some(pending) => *pending = (at, waker.clone()),
+            None => alarms.push((at, waker.clone())),
+        }
         Some(core::time::Duration::from_nanos(at.saturating_sub(now)))
     }
 
@@ -406,7 +421,7 @@ impl<T> Shared<T> {
                     Err(back) => match waker {
                         Some(w) if self.overflow == Overflow::Block => {
                             if self.park_publisher(p, &mut log, 1, key, w) {
-                                let alarm = self.expiry_alarm(&log, now);
+                                let alarm = self.expiry_alarm(&mut log, now, w);
                                 drop(log);
                                 self.arm_expiry_alarm(alarm, w);
                                 return Attempt::Parked(back);
@@ -492,7 +507,7 @@ impl<T> Shared<T> {
                     None => match waker {
                         Some(w) if self.overflow == Overflow::Block => {
                             if self.park_publisher(p, &mut log, n as u64, key, w) {
-                                let alarm = self.expiry_alarm(&log, now);
+                                let alarm = self.expiry_alarm(&mut log, now, w);
                                 drop(log);
                                 self.arm_expiry_alarm(alarm, w);
                                 return Attempt::Parked(batch);

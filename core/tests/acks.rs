@@ -909,3 +909,39 @@ fn a_lease_taken_while_others_wait_is_redelivered_when_it_runs_out() {
     }
     assert_eq!(held.ack(), Err(AckError::LeaseExpired));
 }
+
+/// After close, a member whose receive skips a partition's expired messages to its end
+/// finishes that partition: members waiting for the group to drain are woken.
+#[test]
+fn skipping_expired_messages_after_close_wakes_a_member_waiting_for_the_drain() {
+    let clock = Arc::new(ManualClock::new());
+    let topic = Topic::<u32>::new(
+        TopicConfig::new(4)
+            .partitions(2)
+            .clock(clock.clone())
+            .ttl(ms(10)),
+    )
+    .unwrap();
+    let mut a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    let mut b = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    assert_eq!((a.assignment(), b.assignment()), (vec![0], vec![1]));
+    for v in 0..3 {
+        topic.try_publish_to(0, v).unwrap();
+    }
+    topic.close();
+    let wb = Arc::new(CountingWake::default());
+    let waker = std::task::Waker::from(wb.clone());
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut recv_b = b.recv();
+    assert!(
+        std::pin::Pin::new(&mut recv_b).poll(&mut cx).is_pending(),
+        "partition 0 still has messages"
+    );
+    clock.advance(ms(11));
+    assert_eq!(a.try_recv().unwrap_err(), TryRecvError::Lagged(3));
+    assert_eq!(wb.0.load(Ordering::SeqCst), 1, "the skip did not wake b");
+    match std::pin::Pin::new(&mut recv_b).poll(&mut cx) {
+        std::task::Poll::Ready(Err(RecvError::Closed)) => {}
+        other => panic!("{other:?}"),
+    }
+}
