@@ -136,27 +136,26 @@ fn assignment(list: &[u64], id: u64, partitions: usize) -> Vec<usize> {
 impl<T> Shared<T> {
     /// Wakes every member of `group` everywhere so that each re-reads its assignment.
     pub(crate) fn wake_group(&self, group: &GroupShared<T>) {
+        wake_idle(group);
+        for p in 0..self.parts.len() {
+            self.wake_group_waiters(group, p);
+        }
+    }
+
+    /// Wakes every member of `group` waiting on partition `p`.
+    pub(crate) fn wake_group_waiters(&self, group: &GroupShared<T>, p: usize) {
         let mut wl = WakeList::new();
         loop {
-            let more = group.members.lock().idle.notify_all(&mut wl);
+            let more = {
+                let mut log = self.parts[p].log.lock();
+                match log.group(group.ids[p]) {
+                    Some(g) => g.waiters.notify_all(&mut wl),
+                    None => false,
+                }
+            };
             wl.wake_all();
             if !more {
                 break;
-            }
-        }
-        for (p, part) in self.parts.iter().enumerate() {
-            loop {
-                let more = {
-                    let mut log = part.log.lock();
-                    match log.group(group.ids[p]) {
-                        Some(g) => g.waiters.notify_all(&mut wl),
-                        None => false,
-                    }
-                };
-                wl.wake_all();
-                if !more {
-                    break;
-                }
             }
         }
     }
@@ -165,14 +164,7 @@ impl<T> Shared<T> {
     pub(crate) fn wake_idle_members(&self) {
         let groups: Vec<Arc<GroupShared<T>>> = self.groups.lock().clone();
         for g in groups {
-            let mut wl = WakeList::new();
-            loop {
-                let more = g.members.lock().idle.notify_all(&mut wl);
-                wl.wake_all();
-                if !more {
-                    break;
-                }
-            }
+            wake_idle(&g);
         }
     }
 }
@@ -853,20 +845,7 @@ impl<T> Consumer<T> {
     /// Wakes every member of this group parked on partition `p`, for those a first
     /// [`WakeList`] could not hold.
     fn wake_group_members(&self, p: usize) {
-        loop {
-            let mut wl = WakeList::new();
-            let more = {
-                let mut log = self.shared.parts[p].log.lock();
-                match log.group(self.group.ids[p]) {
-                    Some(g) => g.waiters.notify_all(&mut wl),
-                    None => false,
-                }
-            };
-            wl.wake_all();
-            if !more {
-                break;
-            }
-        }
+        self.shared.wake_group_waiters(&self.group, p);
     }
 
     /// Whether a receive may find something: members cannot tell without the lock, so

@@ -789,17 +789,22 @@ fn a_lease_deadline_wakes_the_task_that_waits_now() {
     assert_eq!(held.ack(), Err(AckError::LeaseExpired));
 }
 
-/// After close, a member with nothing left on its own partitions waits for the whole
-/// group to drain; the ack that settles the group's last message wakes it, and it ends.
-#[test]
-fn the_last_ack_after_close_wakes_a_member_waiting_for_the_group_to_drain() {
-    let clock = Arc::new(ManualClock::new());
-    let topic = Topic::<u32>::new(TopicConfig::new(4).partitions(2).clock(clock.clone())).unwrap();
-    let mut a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
-    let mut b = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+/// On `topic` (two partitions, closed by this helper): members `a` (partition 0) and `b`
+/// (partition 1) of an explicit-ack group made with `cfg`. `before_close` gives `a`
+/// something to settle; after close `b`, with nothing on its own partition, waits for the
+/// group to drain; `finish` makes `a` settle the last of partition 0, which must wake `b`
+/// (`what` names it), whose receive then ends with `Closed`.
+fn a_drain_after_close_wakes_the_waiting_member<S>(
+    topic: &Topic<u32>,
+    cfg: impl Fn() -> AckConfig<u32>,
+    before_close: impl FnOnce(&mut memq_core::AckConsumer<u32>) -> S,
+    finish: impl FnOnce(&mut memq_core::AckConsumer<u32>, S),
+    what: &str,
+) {
+    let mut a = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut b = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
     assert_eq!((a.assignment(), b.assignment()), (vec![0], vec![1]));
-    topic.try_publish_to(0, 1).unwrap();
-    let held = a.try_recv().unwrap();
+    let state = before_close(&mut a);
     topic.close();
     let wb = Arc::new(CountingWake::default());
     let waker = std::task::Waker::from(wb.clone());
@@ -807,50 +812,60 @@ fn the_last_ack_after_close_wakes_a_member_waiting_for_the_group_to_drain() {
     let mut recv_b = b.recv();
     assert!(
         std::pin::Pin::new(&mut recv_b).poll(&mut cx).is_pending(),
-        "partition 0 still has an unacked message"
+        "partition 0 is not drained yet"
     );
-    held.ack().unwrap();
-    assert_eq!(
-        wb.0.load(Ordering::SeqCst),
-        1,
-        "the last ack did not wake b"
-    );
+    finish(&mut a, state);
+    assert_eq!(wb.0.load(Ordering::SeqCst), 1, "{what} did not wake b");
     match std::pin::Pin::new(&mut recv_b).poll(&mut cx) {
         std::task::Poll::Ready(Err(RecvError::Closed)) => {}
         other => panic!("{other:?}"),
     }
 }
 
+/// A topic of two partitions on a manual clock.
+fn two_partitions() -> Topic<u32> {
+    Topic::new(
+        TopicConfig::new(4)
+            .partitions(2)
+            .clock(Arc::new(ManualClock::new())),
+    )
+    .unwrap()
+}
+
+/// After close, a member with nothing left on its own partitions waits for the whole
+/// group to drain; the ack that settles the group's last message wakes it, and it ends.
+#[test]
+fn the_last_ack_after_close_wakes_a_member_waiting_for_the_group_to_drain() {
+    let topic = two_partitions();
+    a_drain_after_close_wakes_the_waiting_member(
+        &topic,
+        config,
+        |a| {
+            topic.try_publish_to(0, 1).unwrap();
+            a.try_recv().unwrap()
+        },
+        |_, held| held.ack().unwrap(),
+        "the last ack",
+    );
+}
+
 /// As above when the group's last message leaves by the dead-letter topic.
 #[test]
 fn the_last_dead_letter_after_close_wakes_a_member_waiting_for_the_group_to_drain() {
-    let clock = Arc::new(ManualClock::new());
-    let topic = Topic::<u32>::new(TopicConfig::new(4).partitions(2).clock(clock.clone())).unwrap();
+    let topic = two_partitions();
     let dlq = Topic::<DeadLetter<u32>>::with_capacity(4).unwrap();
     let mut dead = dlq.subscribe(StartAt::Earliest).unwrap();
-    let cfg = || config().dead_letter(dlq.clone());
-    let mut a = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
-    let mut b = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
-    assert_eq!((a.assignment(), b.assignment()), (vec![0], vec![1]));
-    topic.try_publish_to(0, 1).unwrap();
-    let held = a.try_recv().unwrap();
-    topic.close();
-    let wb = Arc::new(CountingWake::default());
-    let waker = std::task::Waker::from(wb.clone());
-    let mut cx = std::task::Context::from_waker(&waker);
-    let mut recv_b = b.recv();
-    assert!(std::pin::Pin::new(&mut recv_b).poll(&mut cx).is_pending());
-    held.reject().unwrap();
-    assert_eq!(dead.try_recv().unwrap().value().value, 1);
-    assert_eq!(
-        wb.0.load(Ordering::SeqCst),
-        1,
-        "the dead letter did not wake b"
+    a_drain_after_close_wakes_the_waiting_member(
+        &topic,
+        || config().dead_letter(dlq.clone()),
+        |a| {
+            topic.try_publish_to(0, 1).unwrap();
+            a.try_recv().unwrap()
+        },
+        |_, held| held.reject().unwrap(),
+        "the dead letter",
     );
-    match std::pin::Pin::new(&mut recv_b).poll(&mut cx) {
-        std::task::Poll::Ready(Err(RecvError::Closed)) => {}
-        other => panic!("{other:?}"),
-    }
+    assert_eq!(dead.try_recv().unwrap().value().value, 1);
 }
 
 /// Members parked before a lease existed have no timer for its deadline: the delivery
@@ -922,26 +937,18 @@ fn skipping_expired_messages_after_close_wakes_a_member_waiting_for_the_drain() 
             .ttl(ms(10)),
     )
     .unwrap();
-    let mut a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
-    let mut b = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
-    assert_eq!((a.assignment(), b.assignment()), (vec![0], vec![1]));
-    for v in 0..3 {
-        topic.try_publish_to(0, v).unwrap();
-    }
-    topic.close();
-    let wb = Arc::new(CountingWake::default());
-    let waker = std::task::Waker::from(wb.clone());
-    let mut cx = std::task::Context::from_waker(&waker);
-    let mut recv_b = b.recv();
-    assert!(
-        std::pin::Pin::new(&mut recv_b).poll(&mut cx).is_pending(),
-        "partition 0 still has messages"
+    a_drain_after_close_wakes_the_waiting_member(
+        &topic,
+        config,
+        |_| {
+            for v in 0..3 {
+                topic.try_publish_to(0, v).unwrap();
+            }
+        },
+        |a, ()| {
+            clock.advance(ms(11));
+            assert_eq!(a.try_recv().unwrap_err(), TryRecvError::Lagged(3));
+        },
+        "the skip",
     );
-    clock.advance(ms(11));
-    assert_eq!(a.try_recv().unwrap_err(), TryRecvError::Lagged(3));
-    assert_eq!(wb.0.load(Ordering::SeqCst), 1, "the skip did not wake b");
-    match std::pin::Pin::new(&mut recv_b).poll(&mut cx) {
-        std::task::Poll::Ready(Err(RecvError::Closed)) => {}
-        other => panic!("{other:?}"),
-    }
 }

@@ -650,15 +650,7 @@ fn a_waiting_member_is_woken_for_a_partition_a_leaver_hands_it() {
 #[test]
 fn a_waiting_acked_member_is_woken_for_a_partition_a_leaver_hands_it() {
     model(|| {
-        let clock = std::sync::Arc::new(ManualClock::new());
-        let topic =
-            Topic::<u32>::new(TopicConfig::new(2).partitions(2).clock(clock.clone())).unwrap();
-        let config = || {
-            AckConfig::new()
-                .ack_wait(Duration::from_secs(60))
-                .clock(clock.clone())
-                .timer(std::sync::Arc::new(ManualTimer::default()))
-        };
+        let (topic, config) = acked_two_partitions(2);
         let a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
         let mut b = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
         assert_eq!(b.assignment(), [1]);
@@ -721,15 +713,7 @@ impl ManualTimer {
 #[test]
 fn an_acked_receive_served_by_another_partition_leaves_no_registration_behind() {
     model(|| {
-        let clock = std::sync::Arc::new(ManualClock::new());
-        let topic =
-            Topic::<u32>::new(TopicConfig::new(4).partitions(2).clock(clock.clone())).unwrap();
-        let config = || {
-            AckConfig::new()
-                .ack_wait(Duration::from_secs(60))
-                .clock(clock.clone())
-                .timer(std::sync::Arc::new(ManualTimer::default()))
-        };
+        let (topic, config) = acked_two_partitions(4);
         let mut a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
         topic.try_publish_to(0, 10).unwrap();
         topic.try_publish_to(0, 11).unwrap();
@@ -758,6 +742,25 @@ fn an_acked_receive_served_by_another_partition_leaves_no_registration_behind() 
         assert_eq!(reader_b.join().unwrap(), 20);
         drop(a);
     });
+}
+
+/// A topic of two partitions with `capacity` slots each on a manual clock, and a maker of
+/// explicit-ack configurations whose leases (60 s) never run out in a model.
+fn acked_two_partitions(capacity: usize) -> (Topic<u32>, impl Fn() -> AckConfig<u32>) {
+    let clock = std::sync::Arc::new(ManualClock::new());
+    let topic = Topic::<u32>::new(
+        TopicConfig::new(capacity)
+            .partitions(2)
+            .clock(clock.clone()),
+    )
+    .unwrap();
+    let config = move || {
+        AckConfig::new()
+            .ack_wait(Duration::from_secs(60))
+            .clock(clock.clone())
+            .timer(std::sync::Arc::new(ManualTimer::default()))
+    };
+    (topic, config)
 }
 
 /// A one-partition topic on a manual clock, and an explicit-ack configuration with
