@@ -576,21 +576,27 @@ fn recv_many_stops_at_max_in_flight() {
     assert_eq!(offsets, [1, 2]);
 }
 
-#[test]
-fn a_lag_met_mid_batch_ends_it_and_the_next_receive_reports_it() {
-    let clock = Arc::new(ManualClock::new());
+/// A member of an explicit-ack group on two `DropOldest` partitions of 2 slots: message 0
+/// waits on partition 0, and partition 1 holds 12 and 13, its 10 and 11 evicted unread.
+fn lag_on_partition_1() -> (Topic<u32>, memq_core::AckConsumer<u32>) {
     let topic = Topic::<u32>::new(
         TopicConfig::new(2)
             .partitions(2)
             .overflow(Overflow::DropOldest)
-            .clock(clock),
+            .clock(Arc::new(ManualClock::new())),
     )
     .unwrap();
-    let mut m = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    let m = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
     topic.try_publish_to(0, 0).unwrap();
     for v in 10..14 {
-        topic.try_publish_to(1, v).unwrap(); // 10 and 11 are evicted unread
+        topic.try_publish_to(1, v).unwrap();
     }
+    (topic, m)
+}
+
+#[test]
+fn a_lag_met_mid_batch_ends_it_and_the_next_receive_reports_it() {
+    let (_topic, mut m) = lag_on_partition_1();
     let mut batch = Vec::new();
     let mut lagged = 0;
     let mut errors_in_a_row = 0;
@@ -617,19 +623,7 @@ fn a_lag_met_mid_batch_ends_it_and_the_next_receive_reports_it() {
 
 #[test]
 fn a_lag_held_back_by_a_batch_is_reported_by_the_next_recv() {
-    let clock = Arc::new(ManualClock::new());
-    let topic = Topic::<u32>::new(
-        TopicConfig::new(2)
-            .partitions(2)
-            .overflow(Overflow::DropOldest)
-            .clock(clock),
-    )
-    .unwrap();
-    let mut m = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
-    topic.try_publish_to(0, 0).unwrap();
-    for v in 10..14 {
-        topic.try_publish_to(1, v).unwrap();
-    }
+    let (_topic, mut m) = lag_on_partition_1();
     // Partition 0 is visited first: the batch takes 0, then meets partition 1's lag.
     let mut batch = Vec::new();
     assert_eq!(m.try_recv_many(&mut batch, 10).unwrap(), 1);
