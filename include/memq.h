@@ -326,7 +326,7 @@ typedef struct memq_dead_letter_topic memq_dead_letter_topic;
 /**
  * A message leased to one member of an explicit-ack group.
  *
- * Ownership: handed out by `memq_ack_consumer_recv` and always released by
+ * Ownership: handed out by `memq_ack_consumer_recv(_many)` and always released by
  * `memq_delivery_free`, exactly once, whatever happened to its lease. Settling it
  * (`memq_delivery_ack`, `memq_delivery_nack`, `memq_delivery_nack_after`,
  * `memq_delivery_reject`) ends the lease, not the handle: its payload and metadata stay
@@ -1594,6 +1594,32 @@ memq_status memq_ack_consumer_recv(const struct memq_ack_consumer *consumer,
                                    int64_t timeout_ms,
                                    struct memq_delivery **delivery_out,
                                    uint64_t *lagged_out);
+
+/**
+ * Receives up to `capacity` deliveries for this member: waits up to `timeout_ms` for the
+ * first (as `memq_ack_consumer_recv`), then takes whatever else is available now, up to
+ * `max_in_flight` unacknowledged in all. Writes their handles to `deliveries[0]` ..
+ * `deliveries[*count_out - 1]` and their number (at least 1) to `*count_out`. Each is a
+ * lease of its own: settle and free each with the `memq_delivery_*` calls.
+ *
+ * Returns as `memq_ack_consumer_recv`, and `MEMQ_STATUS_INVALID_ARGUMENT` if `capacity`
+ * is 0. A gap (`MEMQ_STATUS_LAGGED`) is never mixed into a batch: deliveries taken
+ * before it are returned first, the gap by the next call.
+ *
+ * Thread safety: as `memq_ack_consumer_recv`.
+ *
+ * # Safety
+ *
+ * `consumer` is NULL or a live ack consumer handle; `deliveries` is NULL or points to
+ * `capacity` writable pointers; `count_out` is NULL or valid for writing a `size_t`;
+ * `lagged_out` is NULL or valid for writing a `uint64_t`.
+ */
+memq_status memq_ack_consumer_recv_many(const struct memq_ack_consumer *consumer,
+                                        struct memq_delivery **deliveries,
+                                        size_t capacity,
+                                        size_t *count_out,
+                                        int64_t timeout_ms,
+                                        uint64_t *lagged_out);
 
 /**
  * Writes the group's committed position in `partition` (its lowest unacknowledged

@@ -140,7 +140,7 @@ pub struct memq_ack_consumer {
 
 /// A message leased to one member of an explicit-ack group.
 ///
-/// Ownership: handed out by `memq_ack_consumer_recv` and always released by
+/// Ownership: handed out by `memq_ack_consumer_recv(_many)` and always released by
 /// `memq_delivery_free`, exactly once, whatever happened to its lease. Settling it
 /// (`memq_delivery_ack`, `memq_delivery_nack`, `memq_delivery_nack_after`,
 /// `memq_delivery_reject`) ends the lease, not the handle: its payload and metadata stay
@@ -315,13 +315,85 @@ pub unsafe extern "C" fn memq_ack_consumer_recv(
         drop(c);
         match received {
             Ok(delivery) => {
-                let handle = into_handle(memq_delivery {
-                    message: delivery.message().clone(),
-                    deliveries: delivery.deliveries(),
-                    lease: Mutex::new(Some(delivery)),
-                });
                 // SAFETY: the caller passes a pointer valid for writes.
-                unsafe { delivery_out.write(handle) };
+                unsafe { delivery_out.write(delivery_handle(delivery)) };
+                Ok(())
+            }
+            // SAFETY: the caller passes NULL or a pointer valid for writes.
+            Err(miss) => Err(unsafe { missed(miss, lagged_out) }),
+        }
+    })
+}
+
+/// The C handle of a delivery: its message and count readable without the lease's lock.
+fn delivery_handle(delivery: Delivery<Bytes>) -> *mut memq_delivery {
+    into_handle(memq_delivery {
+        message: delivery.message().clone(),
+        deliveries: delivery.deliveries(),
+        lease: Mutex::new(Some(delivery)),
+    })
+}
+
+/// Receives up to `capacity` deliveries for this member: waits up to `timeout_ms` for the
+/// first (as `memq_ack_consumer_recv`), then takes whatever else is available now, up to
+/// `max_in_flight` unacknowledged in all. Writes their handles to `deliveries[0]` ..
+/// `deliveries[*count_out - 1]` and their number (at least 1) to `*count_out`. Each is a
+/// lease of its own: settle and free each with the `memq_delivery_*` calls.
+///
+/// Returns as `memq_ack_consumer_recv`, and `MEMQ_STATUS_INVALID_ARGUMENT` if `capacity`
+/// is 0. A gap (`MEMQ_STATUS_LAGGED`) is never mixed into a batch: deliveries taken
+/// before it are returned first, the gap by the next call.
+///
+/// Thread safety: as `memq_ack_consumer_recv`.
+///
+/// # Safety
+///
+/// `consumer` is NULL or a live ack consumer handle; `deliveries` is NULL or points to
+/// `capacity` writable pointers; `count_out` is NULL or valid for writing a `size_t`;
+/// `lagged_out` is NULL or valid for writing a `uint64_t`.
+#[no_mangle]
+pub unsafe extern "C" fn memq_ack_consumer_recv_many(
+    consumer: *const memq_ack_consumer,
+    deliveries: *mut *mut memq_delivery,
+    capacity: usize,
+    count_out: *mut usize,
+    timeout_ms: i64,
+    lagged_out: *mut u64,
+) -> memq_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        let consumer = unsafe { borrow(consumer) }?;
+        let count_out = out(count_out)?;
+        if deliveries.is_null() {
+            return Err(memq_status::NullPointer);
+        }
+        if capacity == 0 {
+            return Err(memq_status::InvalidArgument);
+        }
+        let mut batch = Vec::new();
+        let mut c = lock(&consumer.consumer)?;
+        let received: Result<usize, Miss> = match Wait::from_ms(timeout_ms) {
+            Wait::Try => c.try_recv_many(&mut batch, capacity).map_err(Miss::from),
+            Wait::Forever => c
+                .recv_many_blocking(&mut batch, capacity)
+                .map_err(Miss::from),
+            Wait::For(d) => c
+                .recv_many_blocking_timeout(&mut batch, capacity, d)
+                .map_err(Miss::from),
+        };
+        drop(c);
+        match received {
+            // A waiting batch receive returns nothing only once closed and settled.
+            Ok(0) => Err(memq_status::Closed),
+            Ok(n) => {
+                debug_assert!(n <= capacity && n == batch.len());
+                for (i, delivery) in batch.into_iter().enumerate() {
+                    // SAFETY: the caller passes an array of `capacity` writable pointers,
+                    // and `i < n <= capacity`.
+                    unsafe { deliveries.add(i).write(delivery_handle(delivery)) };
+                }
+                // SAFETY: the caller passes a pointer valid for writes.
+                unsafe { count_out.write(n) };
                 Ok(())
             }
             // SAFETY: the caller passes NULL or a pointer valid for writes.

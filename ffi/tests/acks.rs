@@ -1,7 +1,7 @@
-//! Explicit-ack groups through the C ABI: ack, nack (with and without a delay), lease
-//! expiry, touch, reject, deliveries freed unsettled, max_deliveries and the dead-letter
-//! topic with each letter's origin, max_in_flight, competing workers, and bad input (NULL
-//! handles, settling twice, the two group modes).
+//! Explicit-ack groups through the C ABI: single and batch receives, ack, nack (with and
+//! without a delay), lease expiry, touch, reject, deliveries freed unsettled,
+//! max_deliveries and the dead-letter topic with each letter's origin, max_in_flight,
+//! competing workers, and bad input (NULL handles, settling twice, the two group modes).
 
 mod common;
 
@@ -280,6 +280,86 @@ fn ack_settles_for_good() {
         (1, 3, 0, 0)
     );
     assert_eq!((s.delivered, s.lag, s.dead_lettered), (3, 0, 0));
+    // SAFETY: live handles, each freed once.
+    unsafe {
+        memq_ack_consumer_free(c);
+        memq_topic_free(t);
+    }
+}
+
+/// Receives a batch of up to `capacity` deliveries; on failure checks that nothing was
+/// written.
+fn deliveries(
+    c: *const memq_ack_consumer,
+    capacity: usize,
+    timeout_ms: i64,
+) -> Result<Vec<Got>, memq_status> {
+    let mut batch = vec![SENTINEL as *mut memq_delivery; capacity.max(1)];
+    let mut n = SENTINEL;
+    // SAFETY: live consumer, an array of `capacity` writable pointers, valid out-pointers.
+    let st = unsafe {
+        memq_ack_consumer_recv_many(
+            c,
+            batch.as_mut_ptr(),
+            capacity,
+            &mut n,
+            timeout_ms,
+            null_mut(),
+        )
+    };
+    if st != OK {
+        assert_eq!(n, SENTINEL, "count written on {st:?}");
+        assert!(batch.iter().all(|&d| d as usize == SENTINEL));
+        return Err(st);
+    }
+    assert!((1..=capacity).contains(&n));
+    assert!(batch[n..].iter().all(|&d| d as usize == SENTINEL));
+    Ok(batch[..n].iter().map(|&d| read(d)).collect())
+}
+
+#[test]
+fn recv_many_leases_each_delivery_and_takes_redeliveries_first() {
+    let t = topic(8);
+    let c = ack_member(t, "g", &ack_config());
+    for i in 0..5u8 {
+        publish(t, &[i; 2]);
+    }
+    assert_eq!(
+        deliveries(c, 0, 0).err(),
+        Some(memq_status::InvalidArgument)
+    );
+    let first = deliveries(c, 3, 0).unwrap();
+    let offsets: Vec<_> = first.iter().map(|g| (g.offset, g.deliveries)).collect();
+    assert_eq!(offsets, [(0, 1), (1, 1), (2, 1)]);
+    assert_eq!(pending(c), 3);
+    assert_eq!(ack(&first[0]), OK);
+    assert_eq!(nack(&first[1]), OK);
+    assert_eq!(ack(&first[2]), OK);
+    first.into_iter().for_each(free);
+    let second = deliveries(c, 10, 1000).unwrap();
+    let got: Vec<_> = second
+        .iter()
+        .map(|g| (g.offset, g.deliveries, g.payload[0]))
+        .collect();
+    assert_eq!(
+        got,
+        [(1, 2, 1), (3, 1, 3), (4, 1, 4)],
+        "the redelivery first"
+    );
+    for g in second {
+        assert_eq!(ack(&g), OK);
+        free(g);
+    }
+    assert_eq!(deliveries(c, 4, 0).err(), Some(memq_status::Empty));
+    assert_eq!(deliveries(c, 4, 20).err(), Some(memq_status::Timeout));
+    let mut committed = u64::MAX;
+    // SAFETY: live handles.
+    unsafe {
+        assert_eq!(memq_ack_consumer_committed(c, 0, &mut committed), OK);
+        assert_eq!(memq_topic_close(t), OK);
+    }
+    assert_eq!(committed, 5);
+    assert_eq!(deliveries(c, 4, -1).err(), Some(memq_status::Closed));
     // SAFETY: live handles, each freed once.
     unsafe {
         memq_ack_consumer_free(c);
@@ -925,6 +1005,7 @@ fn null_handles_and_outputs_are_null_pointer() {
     let c = ack_member(t, "g", &cfg);
     let mut consumer = SENTINEL as *mut memq_ack_consumer;
     let mut d = SENTINEL as *mut memq_delivery;
+    let mut batch = [SENTINEL as *mut memq_delivery; 4];
     let mut dl = SENTINEL as *mut memq_dead_letter;
     let mut dlt_out = SENTINEL as *mut memq_dead_letter_topic;
     let mut dls_out = SENTINEL as *mut memq_dead_letter_subscriber;
@@ -944,6 +1025,7 @@ fn null_handles_and_outputs_are_null_pointer() {
             // NULL handles.
             memq_ack_consumer_new(null(), c"g".as_ptr(), start, 0, &cfg, &mut consumer),
             memq_ack_consumer_recv(null(), 0, &mut d, null_mut()),
+            memq_ack_consumer_recv_many(null(), batch.as_mut_ptr(), 4, &mut n, 0, null_mut()),
             memq_ack_consumer_committed(null(), 0, &mut u64_out),
             memq_ack_consumer_pending(null(), &mut n),
             memq_topic_get_ack_group_stats(null(), c"g".as_ptr(), &mut gs),
@@ -970,6 +1052,8 @@ fn null_handles_and_outputs_are_null_pointer() {
             memq_ack_consumer_new(t, c"g".as_ptr(), start, 0, null(), &mut consumer),
             memq_ack_consumer_new(t, c"g".as_ptr(), start, 0, &cfg, null_mut()),
             memq_ack_consumer_recv(c, 0, null_mut(), null_mut()),
+            memq_ack_consumer_recv_many(c, null_mut(), 4, &mut n, 0, null_mut()),
+            memq_ack_consumer_recv_many(c, batch.as_mut_ptr(), 4, null_mut(), 0, null_mut()),
             memq_ack_consumer_committed(c, 0, null_mut()),
             memq_ack_consumer_pending(c, null_mut()),
             memq_topic_get_ack_group_stats(t, null(), &mut gs),
@@ -985,6 +1069,7 @@ fn null_handles_and_outputs_are_null_pointer() {
         // Nothing was written.
         assert_eq!(consumer as usize, SENTINEL);
         assert_eq!(d as usize, SENTINEL);
+        assert!(batch.iter().all(|&b| b as usize == SENTINEL));
         assert_eq!(dl as usize, SENTINEL);
         assert_eq!(dlt_out as usize, SENTINEL);
         assert_eq!(dls_out as usize, SENTINEL);

@@ -2187,6 +2187,9 @@ impl State {
             return Ok(());
         };
         let AckH { p, t, g, id } = self.acks[i];
+        if u.arbitrary()? {
+            return self.ack_recv_many(u, p, t, g, id);
+        }
         let mut d = sentinel();
         let mut lagged = u64::MAX;
         let lag_asked = u.arbitrary()?;
@@ -2204,6 +2207,80 @@ impl State {
             assert_eq!(d, sentinel(), "delivery_out written on failure");
             return Ok(());
         }
+        self.keep_delivery(d, t, g, id);
+        Ok(())
+    }
+
+    /// `memq_ack_consumer_recv_many` on ack consumer `p` (member `id` of group `g` on
+    /// topic `t`): a batch of leases, or a fault (a NULL handle, array or count, a
+    /// capacity of 0) that must write nothing.
+    fn ack_recv_many(
+        &mut self,
+        u: &mut Unstructured<'_>,
+        p: *mut memq_ack_consumer,
+        t: usize,
+        g: usize,
+        id: u64,
+    ) -> Result<()> {
+        let fault = if faulty(u)? {
+            u.int_in_range(0..=3u8)?
+        } else {
+            255
+        };
+        let capacity: usize = if fault == 3 {
+            0
+        } else {
+            *u.choose(&[1, 2, 3, 8])?
+        };
+        let mut array = vec![sentinel::<memq_delivery>(); capacity.max(1)];
+        let mut count = usize::MAX;
+        let mut lagged = u64::MAX;
+        let lag_asked = u.arbitrary()?;
+        let lag_ptr: *mut u64 = if lag_asked { &mut lagged } else { null_mut() };
+        let mut handle: *const memq_ack_consumer = p;
+        let mut deliveries = array.as_mut_ptr();
+        let mut count_ptr: *mut usize = &mut count;
+        let allowed = match fault {
+            0 => {
+                handle = null();
+                &[St::NullPointer][..]
+            }
+            1 => {
+                deliveries = null_mut();
+                &[St::NullPointer][..]
+            }
+            2 => {
+                count_ptr = null_mut();
+                &[St::NullPointer][..]
+            }
+            3 => &[St::InvalidArgument][..],
+            _ => &[St::Ok, St::Empty, St::Lagged, St::Closed][..],
+        };
+        // SAFETY: NULL or a live handle; NULL or `capacity` writable slots; NULL or
+        // writable out-pointers.
+        let st = unsafe {
+            memq_ack_consumer_recv_many(handle, deliveries, capacity, count_ptr, 0, lag_ptr)
+        };
+        expect(st, allowed, "ack recv_many");
+        if fault <= 3 || st != St::Ok {
+            if fault > 3 {
+                check_lag(st, lagged, lag_asked, self.topics[t].is_closed());
+            }
+            assert_eq!(count, usize::MAX, "count written on failure");
+            assert!(array.iter().all(|&d| d == sentinel()), "slots written");
+            return Ok(());
+        }
+        assert_eq!(lagged, u64::MAX, "lagged_out written without a lag");
+        assert!(count >= 1 && count <= capacity, "batch of {count}");
+        assert!(array[count..].iter().all(|&d| d == sentinel()));
+        for &d in &array[..count] {
+            self.keep_delivery(d, t, g, id);
+        }
+        Ok(())
+    }
+
+    /// Checks a delivery just received by member `id` and keeps it for later calls.
+    fn keep_delivery(&mut self, d: *mut memq_delivery, t: usize, g: usize, id: u64) {
         assert!(!d.is_null());
         self.check_delivery(d, t, g);
         self.delivs.push(DelivH {
@@ -2219,7 +2296,6 @@ impl State {
             // SAFETY: a live delivery, not used again.
             unsafe { memq_delivery_free(old.p) };
         }
-        Ok(())
     }
 
     fn check_delivery(&self, d: *const memq_delivery, t: usize, g: usize) {
