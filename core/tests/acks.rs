@@ -662,14 +662,7 @@ fn a_dropped_recv_many_passes_its_wake_up_on() {
     let (_clock, topic) = setup(16);
     let mut a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
     let mut b = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
-    let (wa, wb) = (
-        Arc::new(CountingWake::default()),
-        Arc::new(CountingWake::default()),
-    );
-    let (waker_a, waker_b) = (
-        std::task::Waker::from(wa.clone()),
-        std::task::Waker::from(wb.clone()),
-    );
+    let ((wa, waker_a), (wb, waker_b)) = (counting_waker(), counting_waker());
     let (mut buf_a, mut buf_b) = (Vec::new(), Vec::new());
     let mut recv_a = a.recv_many(&mut buf_a, 4);
     let mut recv_b = b.recv_many(&mut buf_b, 4);
@@ -749,6 +742,12 @@ impl std::task::Wake for CountingWake {
     }
 }
 
+/// A waker that counts its wake-ups, and the counter.
+fn counting_waker() -> (Arc<CountingWake>, std::task::Waker) {
+    let count = Arc::new(CountingWake::default());
+    (count.clone(), std::task::Waker::from(count))
+}
+
 /// A member waiting for a lease to run out, polled first by one task and then by another
 /// before the deadline: the timer wakes the task that waits now, not only the first.
 #[test]
@@ -760,14 +759,10 @@ fn a_lease_deadline_wakes_the_task_that_waits_now() {
     let mut waiter = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
     topic.try_publish(5).unwrap();
     let held = holder.try_recv().unwrap();
-    let (first, second) = (
-        Arc::new(CountingWake::default()),
-        Arc::new(CountingWake::default()),
-    );
-    for task in [&first, &second] {
-        let waker = std::task::Waker::from(task.clone());
+    let ((_first, waker_1), (second, waker_2)) = (counting_waker(), counting_waker());
+    for waker in [&waker_1, &waker_2] {
         let mut recv = waiter.recv();
-        let poll = std::pin::Pin::new(&mut recv).poll(&mut std::task::Context::from_waker(&waker));
+        let poll = std::pin::Pin::new(&mut recv).poll(&mut std::task::Context::from_waker(waker));
         assert!(poll.is_pending());
     }
     clock.advance(ms(100));
@@ -800,8 +795,7 @@ fn a_drain_after_close_wakes_the_waiting_member<S>(
     assert_eq!((a.assignment(), b.assignment()), (vec![0], vec![1]));
     let state = before_close(&mut a);
     topic.close();
-    let wb = Arc::new(CountingWake::default());
-    let waker = std::task::Waker::from(wb.clone());
+    let (wb, waker) = counting_waker();
     let mut cx = std::task::Context::from_waker(&waker);
     let mut recv_b = b.recv();
     assert!(
@@ -872,14 +866,7 @@ fn a_lease_taken_while_others_wait_is_redelivered_when_it_runs_out() {
     let cfg = || config().clock(clock.clone()).timer(timer.clone());
     let mut a = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
     let mut b = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
-    let (wa, wb) = (
-        Arc::new(CountingWake::default()),
-        Arc::new(CountingWake::default()),
-    );
-    let (waker_a, waker_b) = (
-        std::task::Waker::from(wa.clone()),
-        std::task::Waker::from(wb.clone()),
-    );
+    let ((wa, waker_a), (wb, waker_b)) = (counting_waker(), counting_waker());
     let (mut cx_a, mut cx_b) = (
         std::task::Context::from_waker(&waker_a),
         std::task::Context::from_waker(&waker_b),

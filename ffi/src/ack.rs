@@ -13,7 +13,8 @@ use bytes::Bytes;
 use memq_core::{AckConfig, AckConsumer, Backoff, Delivery, Message};
 
 use crate::boundary::{
-    borrow, get, guard, guard_void, init_default, into_handle, lock, name, out, release, Outcome,
+    batch_out, borrow, get, guard, guard_void, init_default, into_handle, lock, name, out, release,
+    Outcome,
 };
 use crate::dead_letter::memq_dead_letter_topic;
 use crate::message::memq_message_meta;
@@ -363,13 +364,7 @@ pub unsafe extern "C" fn memq_ack_consumer_recv_many(
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
         let consumer = unsafe { borrow(consumer) }?;
-        let count_out = out(count_out)?;
-        if deliveries.is_null() {
-            return Err(memq_status::NullPointer);
-        }
-        if capacity == 0 {
-            return Err(memq_status::InvalidArgument);
-        }
+        let count_out = batch_out(deliveries, capacity, count_out)?;
         let mut batch = Vec::new();
         let mut c = lock(&consumer.consumer)?;
         let received: Result<usize, Miss> = match Wait::from_ms(timeout_ms) {

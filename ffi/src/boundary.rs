@@ -54,6 +54,23 @@ pub(crate) fn out<T>(p: *mut T) -> Result<OutPtr<T>, memq_status> {
     }
 }
 
+/// Checks the arguments of a batch receive (`memq_*_recv_many`): `count_out` and the
+/// array are not NULL, and `capacity` is not 0.
+pub(crate) fn batch_out<T>(
+    array: *mut *mut T,
+    capacity: usize,
+    count_out: *mut usize,
+) -> Result<OutPtr<usize>, memq_status> {
+    let count_out = out(count_out)?;
+    if array.is_null() {
+        return Err(memq_status::NullPointer);
+    }
+    if capacity == 0 {
+        return Err(memq_status::InvalidArgument);
+    }
+    Ok(count_out)
+}
+
 /// The body of an export that writes what it reads from a handle: borrows `handle`,
 /// checks `value_out`, then writes what `value` makes of the handle to `*value_out`.
 ///

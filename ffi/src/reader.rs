@@ -10,7 +10,7 @@ use bytes::Bytes;
 use memq_core::{Consumer, Message, Subscriber};
 
 use crate::boundary::{
-    borrow, get, guard, guard_void, into_handle, lock, name, optional_out, out, release,
+    batch_out, borrow, get, guard, guard_void, into_handle, lock, name, optional_out, out, release,
 };
 use crate::message::{copy_out, give_message, give_meta, memq_message, memq_message_meta};
 use crate::status::{memq_status, Miss};
@@ -198,13 +198,7 @@ unsafe fn recv_many<H: ReaderHandle>(
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
         let reader = unsafe { borrow(handle) }?.reader();
-        let count_out = out(count_out)?;
-        if messages.is_null() {
-            return Err(memq_status::NullPointer);
-        }
-        if capacity == 0 {
-            return Err(memq_status::InvalidArgument);
-        }
+        let count_out = batch_out(messages, capacity, count_out)?;
         let mut reader = lock(reader)?;
         if let Err(miss) = reader.recv_many(capacity, Wait::from_ms(timeout_ms)) {
             // SAFETY: the caller passes NULL or a pointer valid for writes.
