@@ -121,6 +121,15 @@ pub enum Shutdown {
     /// Handle everything available, then stop: every message published before the call
     /// is handled. Each worker stops waiting, takes messages while there are any and ends
     /// when its part of the group has none.
+    ///
+    /// In an explicit-ack pool ([`PoolBuilder::acked`]) each worker drains in passes: a
+    /// message whose handler fails is held until the worker has gone through everything
+    /// else available, then nacked and tried again in a next pass. A pass that only sees
+    /// messages fail again (nothing succeeds, nothing fails for the first time) ends the
+    /// drain, and its messages go back to the group (nacked, under its backoff and
+    /// `max_deliveries`). So a message that fails once is handled again, and one that
+    /// always fails cannot keep the drain from ending. Held messages count against the
+    /// group's `max_in_flight`, and one waiting out a backoff is not retried by the drain.
     Drain,
     /// Stop as soon as possible: each worker finishes the message in hand (the handler is
     /// never interrupted) and ends. Messages not yet received stay in the group for its

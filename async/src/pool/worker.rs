@@ -5,7 +5,8 @@
 //! The point of no return for a message is [`finish`]. In an automatic-commit group the
 //! delivery already committed it, so `finish` only counts; in an explicit-ack group
 //! (`PoolBuilder::acked`) `finish` acks the delivery there, after the handler ran and its
-//! result was published, or nacks it if the handler failed.
+//! result was published, or nacks it if the handler failed. While the pool drains, a
+//! failed delivery is held instead and nacked when the worker ends (see [`Worker::run`]).
 
 use core::fmt;
 use core::future::{poll_fn, Future};
@@ -99,11 +100,13 @@ pub(crate) enum Member<T> {
 }
 
 pub(crate) struct Worker<T, O, H> {
-    pub(crate) active: Active,
     pub(crate) slot: usize,
     pub(crate) member: Member<T>,
     pub(crate) handler: Arc<H>,
     pub(crate) results: Option<Topic<WorkResult<O>>>,
+    /// Declared last, so dropped last: the worker counts as active (and the pool as not
+    /// finished) until it has left its group and let go of the results topic.
+    pub(crate) active: Active,
 }
 
 /// What waiting for the next message produced.
@@ -123,8 +126,26 @@ where
     O: Clone + Send + 'static,
     H: Handler<T, O>,
 {
+    /// The worker's loop, until the group closes or the pool is told to stop or has
+    /// drained.
+    ///
+    /// While draining, an explicit-ack worker goes through the group's messages in passes.
+    /// A delivery whose handler fails is not nacked at once (with no backoff it would come
+    /// straight back, and a message that always fails would keep the drain from ending)
+    /// but held until the pass ends, when nothing else is available; a delivery of a
+    /// message it already holds (its lease ran out meanwhile) is held again without
+    /// running the handler. At the end of a pass the held deliveries are nacked, back to
+    /// the group under its backoff, `max_deliveries` and dead-letter rules, and another
+    /// pass follows if this one got anywhere: handled something successfully, or failed
+    /// on a message that had not failed in the pass before. A pass that only saw messages
+    /// fail again ends the drain.
     pub(crate) async fn run<R: Runtime>(mut self) {
         let shared = self.active.0.clone();
+        // Failed deliveries of this pass of a drain; what failed in the pass before; and
+        // whether this pass got anywhere.
+        let mut held: Vec<Delivery<T>> = Vec::new();
+        let mut failed_before: Vec<(u32, u64)> = Vec::new();
+        let mut progressed = false;
         loop {
             let next = match shared.signal.state() {
                 RUNNING => self.next::<R>().await,
@@ -136,7 +157,14 @@ where
                     match taken {
                         Ok(next) => next,
                         Err(TryRecvError::Lagged(n)) => Next::Missed(n),
-                        // Empty or closed: drained.
+                        // Empty or closed: this pass is over. Another one retries what
+                        // failed in it, if it got anywhere; otherwise drained.
+                        Err(_) if progressed && !held.is_empty() => {
+                            progressed = false;
+                            failed_before = held.iter().map(|d| id(d)).collect();
+                            nack_all(&mut held);
+                            continue;
+                        }
                         Err(_) => Next::Closed,
                     }
                 }
@@ -148,9 +176,21 @@ where
                     self.process::<R>(m, None).await;
                 }
                 Next::Leased(d) => {
+                    let this = id(&d);
+                    if held.iter().any(|h| id(h) == this) {
+                        // Failed in this pass already: held again, not handled again.
+                        held.push(d);
+                        continue;
+                    }
                     shared.pushed.fetch_add(1, SeqCst);
                     // The handler gets the message; the lease stays here to be settled.
-                    self.process::<R>(d.message().clone(), Some(d)).await;
+                    match self.process::<R>(d.message().clone(), Some(d)).await {
+                        Some(failed) => {
+                            progressed |= !failed_before.contains(&this);
+                            held.push(failed);
+                        }
+                        None => progressed = true,
+                    }
                 }
                 Next::Missed(n) => {
                     shared.missed.fetch_add(n, SeqCst);
@@ -159,6 +199,7 @@ where
                 Next::Closed => break,
             }
         }
+        nack_all(&mut held);
     }
 
     /// Waits for a message or a change of the pool's state, whichever comes first; idle,
@@ -172,7 +213,13 @@ where
         }
     }
 
-    async fn process<R: Runtime>(&mut self, msg: Message<T>, lease: Option<Delivery<T>>) {
+    /// Runs the handler on `msg`, publishes its result and settles `lease`. Returns the
+    /// lease of a failed delivery while the pool drains, for [`Worker::run`] to hold.
+    async fn process<R: Runtime>(
+        &mut self,
+        msg: Message<T>,
+        lease: Option<Delivery<T>>,
+    ) -> Option<Delivery<T>> {
         let shared = self.active.0.clone();
         let (partition, offset) = (msg.partition(), msg.offset());
         let outcome = self.handler.call(msg).await;
@@ -202,7 +249,27 @@ where
                 }
             }
         }
+        if failed && shared.signal.state() == DRAINING {
+            if let Some(delivery) = lease {
+                shared.consumed.fetch_add(1, SeqCst);
+                return Some(delivery);
+            }
+        }
         finish(&shared, lease, done);
+        None
+    }
+}
+
+/// Where a delivery's message is: its partition and offset.
+fn id<T>(d: &Delivery<T>) -> (u32, u64) {
+    (d.partition(), d.offset())
+}
+
+/// Returns held deliveries to the group. A lease that ran out while held is already back
+/// there, so its refusal is not counted.
+fn nack_all<T>(held: &mut Vec<Delivery<T>>) {
+    for delivery in held.drain(..) {
+        let _ = delivery.nack();
     }
 }
 
