@@ -530,6 +530,11 @@ impl<T> Consumer<T> {
             while got < limit {
                 match log.read(cursor, dest) {
                     Read::Message(e) => {
+                        // Counted as read, so that a `T::clone` that panics on a later
+                        // read of this batch leaves the count in step with the position.
+                        if let Some(g) = log.group(id) {
+                            g.delivered += 1;
+                        }
                         let m = to_message(p, e, clocked);
                         match buf.as_deref_mut() {
                             Some(b) => b.push(m),
@@ -563,7 +568,6 @@ impl<T> Consumer<T> {
             let taken = log.cursor(cursor) - old;
             if taken > 0 {
                 if let Some(g) = log.group(id) {
-                    g.delivered += taken;
                     g.waiters.settle(self.keys[p]);
                     settled = Some(p);
                     // More remain and others wait: pass the baton so nobody sleeps on
@@ -725,8 +729,6 @@ impl<T> Consumer<T> {
             }
         };
         let old = log.cursor(cursor);
-        // Messages of this visit already counted in the group's `delivered`.
-        let mut counted = 0;
         while got < limit {
             // A batch goes straight to the user; a single receive fetches into the pool.
             let dest = match (shared.release_on_read, buf.is_some()) {
@@ -737,7 +739,7 @@ impl<T> Consumer<T> {
             match log.read(cursor, dest) {
                 Read::Message(e) => {
                     let e = if buf.is_none() {
-                        counted += 1;
+                        // Counted in the group's `delivered` as it is fetched.
                         let Pool {
                             buf: pooled, cell, ..
                         } = &mut *pool;
@@ -757,6 +759,11 @@ impl<T> Consumer<T> {
                             None => break,
                         }
                     } else {
+                        // Counted as read, so that a `T::clone` that panics on a later
+                        // read of this batch leaves the count in step with the position.
+                        if let Some(g) = log.group(id) {
+                            g.delivered += 1;
+                        }
                         e
                     };
                     let m = to_message(0, e, clocked);
@@ -802,7 +809,6 @@ impl<T> Consumer<T> {
             let more = !pool.buf.is_empty() || log.fetched(cursor) < log.high;
             let mut unwoken = false;
             if let Some(g) = log.group(id) {
-                g.delivered += taken - counted;
                 g.waiters.settle(self.keys[0]);
                 if more && g.waiters.waiting() > 0 {
                     // The pool has messages again: every member waiting may take one.

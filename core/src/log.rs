@@ -482,13 +482,36 @@ impl<T> Log<T> {
 
     /// Gives up the oldest slot to make room; its value, if a releasing log has not moved
     /// it out already, is dropped by the caller when the publish overwrites the slot.
+    ///
+    /// A value still there in a releasing log may be a copy that every reader has been
+    /// handed (fetched ahead past a slower reader, handed over without the lock since the
+    /// last visit that let go of such copies): then it is counted as released, as that
+    /// visit would have, not as evicted.
     #[inline]
     fn evict_oldest(&mut self) {
         let i = self.index(self.low);
         if self.ring[i].is_some() {
-            self.evicted += 1;
+            if self.read_by_every_reader(self.low) {
+                self.released += 1;
+            } else {
+                self.evicted += 1;
+            }
         }
         self.low += 1;
+    }
+
+    /// Whether this is a releasing log that lets go of the message at `pos` (see
+    /// [`Log::release_read`]): readers are attached, none of them an explicit-ack group,
+    /// and every one has been handed it.
+    fn read_by_every_reader(&self, pos: u64) -> bool {
+        if !self.release || self.explicit_groups > 0 {
+            return false;
+        }
+        let min = (0..self.cursors.len())
+            .map(|c| self.cursor(c))
+            .min()
+            .unwrap_or(UNUSED);
+        min != UNUSED && min > pos
     }
 
     /// Appends after the caller made sure there is room (`len < capacity` or evictable).

@@ -368,6 +368,9 @@ struct Fragile(u32);
 
 static ARMED: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(u32::MAX);
 
+/// Held by the tests that arm [`ARMED`], so that one does not disarm it under another.
+static ARMING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 impl Clone for Fragile {
     fn clone(&self) -> Self {
         if ARMED.load(core::sync::atomic::Ordering::SeqCst) == self.0 {
@@ -382,6 +385,7 @@ fn a_member_whose_clone_panics_loses_no_message() {
     // The member reads 0 and 1; cloning 2 panics. Nothing may be lost or skipped with the
     // unwinding receive: once its clone works again, 2 comes next, then the rest, each
     // exactly once, with the counts in step.
+    let _arming = ARMING.lock().unwrap_or_else(|e| e.into_inner());
     let topic = Topic::<Fragile>::new(TopicConfig::new(64).partitions(2)).unwrap();
     let mut a = topic.group("g", StartAt::Earliest).unwrap();
     for v in 0..6 {
@@ -402,4 +406,39 @@ fn a_member_whose_clone_panics_loses_no_message() {
     assert_eq!(stats.groups[0].delivered, 6);
     assert_eq!(stats.groups[0].lag, 0);
     assert_eq!(stats.delivered, 6);
+}
+
+#[test]
+fn a_batch_whose_clone_panics_keeps_the_groups_count_in_step() {
+    // Review finding: a member's batch counted its messages in the group's `delivered`
+    // only after the read loop, so a `T::clone` that panicked part way left the group's
+    // count behind its committed position (the messages already read were handed over,
+    // the partition counted them). On a partitioned topic (members read the log) and on
+    // a one-partition topic (members share a pool).
+    let _arming = ARMING.lock().unwrap_or_else(|e| e.into_inner());
+    for partitions in [2, 1] {
+        let topic = Topic::<Fragile>::new(TopicConfig::new(64).partitions(partitions)).unwrap();
+        let mut a = topic.group("g", StartAt::Earliest).unwrap();
+        for v in 100..106 {
+            topic.try_publish_to(0, Fragile(v)).unwrap();
+        }
+        ARMED.store(102, core::sync::atomic::Ordering::SeqCst);
+        let mut buf = Vec::new();
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            a.try_recv_many(&mut buf, 10)
+        }));
+        ARMED.store(u32::MAX, core::sync::atomic::Ordering::SeqCst);
+        assert!(res.is_err(), "the clone of 102 panics");
+        let got: Vec<u32> = buf.iter().map(|m| m.value().0).collect();
+        assert_eq!(got, [100, 101], "{partitions} partition(s)");
+        let stats = topic.stats();
+        assert_eq!(stats.groups[0].committed[0], 2);
+        assert_eq!(stats.groups[0].delivered, 2, "{partitions} partition(s)");
+        assert_eq!(stats.delivered, 2);
+        let rest: Vec<u32> =
+            core::iter::from_fn(|| a.try_recv().ok().map(|m| m.into_value().0)).collect();
+        assert_eq!(rest, [102, 103, 104, 105]);
+        let stats = topic.stats();
+        assert_eq!((stats.groups[0].delivered, stats.groups[0].lag), (6, 0));
+    }
 }
