@@ -6,8 +6,9 @@
 //! [`touch`](Delivery::touch)es it to extend the lease. A delivery dropped without any of
 //! these, a lease that runs out (`ack_wait`), and the leases of a member that leaves all
 //! return the message to the group. After `max_deliveries` attempts a message is published
-//! to the dead-letter topic with its origin, and only then removed from the group: a
-//! failure there delivers it again rather than losing it.
+//! to the dead-letter topic with its origin, and only then removed from the group: while
+//! that topic is full the message waits in the group, and once it is closed messages are
+//! delivered again instead, so none is lost.
 //!
 //! The group's committed position on a partition is its lowest unacknowledged offset;
 //! under `Block` retention never passes it. At most `max_in_flight` messages per partition
@@ -113,19 +114,35 @@ pub trait Timer: Send + Sync {
 
 /// Where messages that will not be delivered again go.
 trait DeadLetterSink<T> {
-    fn send(&self, letter: DeadLetter<T>) -> Result<(), DeadLetter<T>>;
+    fn send(&self, letter: DeadLetter<T>) -> Result<(), SinkError>;
+}
+
+/// Why a dead letter was not published.
+enum SinkError {
+    /// Not now (the dead-letter topic is full, or its router refused): try again later.
+    Later,
+    /// Never: the dead-letter topic is closed.
+    Closed,
 }
 
 impl<T> DeadLetterSink<T> for Topic<DeadLetter<T>> {
-    fn send(&self, letter: DeadLetter<T>) -> Result<(), DeadLetter<T>> {
-        self.try_publish(letter)
-            .map(|_| ())
-            .map_err(|e| e.into_inner())
+    fn send(&self, letter: DeadLetter<T>) -> Result<(), SinkError> {
+        match self.try_publish(letter) {
+            Ok(_) => Ok(()),
+            Err(crate::PublishError::Closed(_)) => Err(SinkError::Closed),
+            Err(_) => Err(SinkError::Later),
+        }
     }
 }
 
-/// How long a message waits before its move to a full dead-letter topic is retried.
+/// How long a message waits before its move to a full dead-letter topic is retried: this,
+/// or the group's `ack_wait` if shorter, but never less than [`DEAD_LETTER_RETRY_MIN`].
 const DEAD_LETTER_RETRY: u64 = 10_000_000;
+
+/// The shortest wait before a move to a full dead-letter topic is retried (1 ms): long
+/// enough that one receive never meets the same message again, so a receive with a
+/// tiny `ack_wait` does not spin while the dead-letter topic stays full.
+const DEAD_LETTER_RETRY_MIN: u64 = 1_000_000;
 
 /// Why a message went to the dead-letter topic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -249,6 +266,11 @@ impl<T> AckConfig<T> {
     }
 
     /// The topic dead letters are published to.
+    ///
+    /// While it is full, a message bound there stays in the group (unacknowledged, not
+    /// delivered again) and the move is retried every few milliseconds. Once it is
+    /// closed, nothing more can go there: messages are delivered again instead, as if
+    /// `max_deliveries` were not set, so that none is lost.
     pub fn dead_letter(mut self, topic: Topic<DeadLetter<T>>) -> Self
     where
         T: Send + 'static,
@@ -281,6 +303,8 @@ pub(crate) struct AckSettings<T> {
     backoff: Backoff,
     max_in_flight: usize,
     dead_letter: Option<alloc::sync::Arc<dyn DeadLetterSink<T> + Send + Sync>>,
+    /// 1 once a publish to the dead-letter topic found it closed (it never reopens).
+    dead_letter_closed: crate::sync::AtomicUsize,
     clock: alloc::sync::Arc<dyn Clock>,
     timer: Option<alloc::sync::Arc<dyn Timer>>,
 }
@@ -313,6 +337,7 @@ impl<T> AckSettings<T> {
             backoff: config.backoff,
             max_in_flight: config.max_in_flight,
             dead_letter: config.dead_letter,
+            dead_letter_closed: crate::sync::AtomicUsize::new(0),
             clock,
             timer,
         })
@@ -320,6 +345,13 @@ impl<T> AckSettings<T> {
 
     fn now(&self) -> u64 {
         as_nanos(self.clock.now())
+    }
+
+    /// Whether messages that reach `max_deliveries` are still moved out of the group:
+    /// not once the dead-letter topic is closed (they are delivered again instead).
+    fn dead_letters_move(&self) -> bool {
+        self.dead_letter.is_none()
+            || self.dead_letter_closed.load(crate::sync::Ordering::Acquire) == 0
     }
 }
 
@@ -619,6 +651,7 @@ impl<T> AckConsumer<T> {
             settings.max_in_flight,
         );
         let backoff = &settings.backoff;
+        let dead_letters_move = settings.dead_letters_move();
         let member = self.inner.id;
         let mut wl = WakeList::new();
         let mut log = shared.parts[p].log.lock();
@@ -654,7 +687,7 @@ impl<T> AckConsumer<T> {
                     pe.state = PState::DeadLettering;
                     break Err((offset, pe.deliveries, reason));
                 }
-                if max_deliveries.is_some_and(|m| pe.deliveries >= m) {
+                if dead_letters_move && max_deliveries.is_some_and(|m| pe.deliveries >= m) {
                     pe.state = PState::DeadLettering;
                     break Err((offset, pe.deliveries, DeadLetterReason::MaxDeliveries));
                 }
@@ -769,7 +802,7 @@ impl<T> AckConsumer<T> {
     {
         let shared = &self.inner.shared;
         let group = &self.inner.group;
-        dead_letter(shared, group, p, offset, deliveries, reason);
+        dead_letter(shared, group, p, offset, deliveries, reason, None);
     }
 
     fn poll_delivery(&mut self, waker: Option<&Waker>) -> Poll<Result<Delivery<T>, RecvError>>
@@ -1013,8 +1046,16 @@ impl<T> AckConsumer<T> {
     }
 }
 
-/// Publishes a dead letter for `offset` outside every lock; on success removes it from
-/// the group, on failure (dead-letter topic full or closed) returns it for redelivery.
+/// Publishes a dead letter for `offset` outside every lock, with `held` (the value a
+/// member rejected) or else the value still in the log; then settles the message:
+/// - published (or there is no dead-letter topic): removed and counted dead-lettered;
+/// - no value left (evicted from the log since it was picked): removed and counted as
+///   evicted unacknowledged, as any evicted message is;
+/// - the dead-letter topic is full: kept in the group, bound for the dead-letter topic,
+///   and the move is tried again shortly (without spinning), not delivered again;
+/// - the dead-letter topic is closed: delivered again (under the backoff), and from
+///   then on the group delivers messages past `max_deliveries` again instead of moving
+///   them, so that none is lost.
 fn dead_letter<T: Clone>(
     shared: &Arc<Shared<T>>,
     group: &Arc<crate::group::GroupShared<T>>,
@@ -1022,26 +1063,31 @@ fn dead_letter<T: Clone>(
     offset: u64,
     deliveries: u32,
     reason: DeadLetterReason,
+    held: Option<T>,
 ) {
     let Some(settings) = group.acks.as_ref() else {
         return;
     };
-    let value = shared.parts[p].log.lock().entry_at(offset).map(|e| e.value);
-    let sent = match (&settings.dead_letter, value) {
-        (Some(sink), Some(value)) => sink
-            .send(DeadLetter {
-                topic: shared.name.clone(),
-                group: group.name.clone(),
-                partition: p as u32,
-                offset,
-                deliveries,
-                reason,
-                value,
-            })
-            .is_ok(),
-        // Without a dead-letter topic the message is dropped (and counted); a message
-        // already evicted has nothing left to send.
-        _ => true,
+    let sent = match &settings.dead_letter {
+        None => Ok(true),
+        Some(sink) => {
+            let value =
+                held.or_else(|| shared.parts[p].log.lock().entry_at(offset).map(|e| e.value));
+            match value {
+                Some(value) => sink
+                    .send(DeadLetter {
+                        topic: shared.name.clone(),
+                        group: group.name.clone(),
+                        partition: p as u32,
+                        offset,
+                        deliveries,
+                        reason,
+                        value,
+                    })
+                    .map(|()| true),
+                None => Ok(false),
+            }
+        }
     };
     let now = settings.now();
     let mut wl = WakeList::new();
@@ -1053,18 +1099,35 @@ fn dead_letter<T: Clone>(
     let Some(acks) = g.acks.as_mut() else {
         return;
     };
-    if sent {
-        acks.untime(offset);
-        acks.unacked.remove(&offset);
-        acks.dead_lettered += 1;
-    } else {
-        // The dead-letter topic is full (or closed): the message stays in the group,
-        // still bound for the dead-letter topic, and the move is tried again shortly
-        // (without spinning) instead of delivering it again.
-        if let Some(pe) = acks.unacked.get_mut(&offset) {
-            pe.dead = Some(reason);
+    match sent {
+        Ok(moved) => {
+            acks.untime(offset);
+            acks.unacked.remove(&offset);
+            if moved {
+                acks.dead_lettered += 1;
+            } else {
+                acks.evicted_unacked += 1;
+            }
         }
-        acks.requeue(offset, now, DEAD_LETTER_RETRY.min(settings.ack_wait).max(1));
+        Err(SinkError::Later) => {
+            if let Some(pe) = acks.unacked.get_mut(&offset) {
+                pe.dead = Some(reason);
+            }
+            let retry = DEAD_LETTER_RETRY
+                .min(settings.ack_wait)
+                .max(DEAD_LETTER_RETRY_MIN);
+            acks.requeue(offset, now, retry);
+        }
+        Err(SinkError::Closed) => {
+            settings
+                .dead_letter_closed
+                .store(1, crate::sync::Ordering::Release);
+            if let Some(pe) = acks.unacked.get_mut(&offset) {
+                pe.dead = None;
+            }
+            let delay = settings.backoff.delay(deliveries);
+            acks.requeue(offset, now, as_nanos(delay));
+        }
     }
     let drained = closed && acks.next >= high && acks.unacked.is_empty();
     let committed = acks.committed();
@@ -1351,7 +1414,8 @@ impl<T> Delivery<T> {
 
     /// Rejects the message: it goes to the dead-letter topic (or, without one, is dropped
     /// and counted as dead-lettered) and is not delivered again. If the dead-letter topic
-    /// is full, the message stays in the group until it can be moved there.
+    /// is full, the message stays in the group until it can be moved there; if it is
+    /// closed, the message is delivered again (see [`AckConfig::dead_letter`]).
     ///
     /// # Errors
     ///
@@ -1363,6 +1427,15 @@ impl<T> Delivery<T> {
         let Some(lease) = self.lease.as_ref() else {
             return Err(AckError::LeaseExpired);
         };
+        // The value goes to the dead-letter topic from here, not from the log (which may
+        // have evicted it meanwhile). Cloned first: a `T::clone` that panics changes
+        // nothing.
+        let held = lease
+            .group
+            .acks
+            .as_ref()
+            .is_some_and(|s| s.dead_letter.is_some())
+            .then(|| self.message.value.clone());
         let offset = self.message.offset;
         let p = lease.partition;
         {
@@ -1391,6 +1464,7 @@ impl<T> Delivery<T> {
             offset,
             self.attempt,
             DeadLetterReason::Rejected,
+            held,
         );
         Ok(())
     }

@@ -933,3 +933,105 @@ fn skipping_expired_messages_after_close_wakes_a_member_waiting_for_the_drain() 
         "the skip",
     );
 }
+
+// ----- review findings: dead letters -------------------------------------------------------
+
+#[test]
+fn a_rejected_message_evicted_from_the_log_still_reaches_the_dead_letter_topic() {
+    // Review finding: the dead letter was built from the log, where `DropOldest` had
+    // evicted the message while it was leased; nothing was sent, yet it was counted as
+    // dead-lettered. The member holds the value: that is what goes.
+    let clock = Arc::new(ManualClock::new());
+    let topic = Topic::<u32>::new(
+        TopicConfig::new(1)
+            .overflow(Overflow::DropOldest)
+            .clock(clock.clone()),
+    )
+    .unwrap();
+    let dlq = Topic::<DeadLetter<u32>>::with_capacity(8).unwrap();
+    let mut dead = dlq.subscribe(StartAt::Earliest).unwrap();
+    let mut m = topic
+        .group_acked("g", StartAt::Earliest, config().dead_letter(dlq.clone()))
+        .unwrap();
+    topic.try_publish(41).unwrap();
+    let d = m.try_recv().unwrap();
+    topic.try_publish(42).unwrap(); // evicts offset 0 while it is leased
+    d.reject().unwrap();
+    let letter = dead.try_recv().unwrap().into_value();
+    assert_eq!((letter.offset, letter.value), (0, 41));
+    assert_eq!(letter.reason, DeadLetterReason::Rejected);
+    let g = &topic.stats().groups[0];
+    assert_eq!((g.dead_lettered, g.evicted_unacked), (1, 0));
+}
+
+#[test]
+fn once_the_dead_letter_topic_is_closed_messages_are_delivered_again() {
+    // Review finding: a message bound for a closed dead-letter topic was retried there
+    // for ever: never delivered again, the committed position stuck, and after close
+    // the group never drained. Now it is delivered again, and so is every message past
+    // `max_deliveries` from then on.
+    let (clock, topic) = setup(4);
+    let dlq = Topic::<DeadLetter<u32>>::with_capacity(8).unwrap();
+    let mut m = topic
+        .group_acked(
+            "g",
+            StartAt::Earliest,
+            config().max_deliveries(1).dead_letter(dlq.clone()),
+        )
+        .unwrap();
+    topic.try_publish(7).unwrap();
+    dlq.close();
+    m.try_recv().unwrap().nack().unwrap();
+    topic.close();
+    clock.advance(ms(1));
+    let again = m.try_recv().unwrap();
+    assert_eq!((*again.value(), again.deliveries()), (7, 2));
+    again.nack().unwrap();
+    let third = m.try_recv().unwrap();
+    assert_eq!(third.deliveries(), 3);
+    third.ack().unwrap();
+    assert_eq!(m.try_recv().unwrap_err(), TryRecvError::Closed, "drained");
+    let g = &topic.stats().groups[0];
+    assert_eq!((g.dead_lettered, g.in_flight, g.committed[0]), (0, 0, 1));
+}
+
+#[test]
+fn a_receive_does_not_spin_on_a_full_dead_letter_topic_with_a_tiny_ack_wait() {
+    // Review finding: the retry delay of a move to a full dead-letter topic was capped by
+    // `ack_wait`; at 1 ns, on the system clock, one `try_recv` met the message again and
+    // again, and returned only once a reader made room. The delay is now at least 1 ms.
+    let topic = Topic::<u32>::with_capacity(4).unwrap();
+    let dlq = Topic::<DeadLetter<u32>>::with_capacity(1).unwrap();
+    let mut dead = dlq.subscribe(StartAt::Earliest).unwrap();
+    let mut m = topic
+        .group_acked(
+            "g",
+            StartAt::Earliest,
+            AckConfig::new()
+                .ack_wait(Duration::from_nanos(1))
+                .max_deliveries(1)
+                .dead_letter(dlq.clone()),
+        )
+        .unwrap();
+    topic.try_publish(1).unwrap();
+    topic.try_publish(2).unwrap();
+    let (done, finished) = std::sync::mpsc::channel();
+    let receiver = thread::spawn(move || {
+        // Each lease runs out at once: the messages go to the dead-letter topic, 1 fills
+        // it, and 2 must wait for room.
+        for _ in 0..3 {
+            let _ = m.try_recv();
+        }
+        done.send(()).unwrap();
+    });
+    // A hang detector, not a timing: the receives take microseconds.
+    let returned = finished.recv_timeout(Duration::from_secs(60)).is_ok();
+    // Room, so that a spinning receive ends either way.
+    let first = dead.try_recv().map(|m| m.into_value().value);
+    receiver.join().unwrap();
+    assert!(
+        returned,
+        "try_recv spun while the dead-letter topic was full"
+    );
+    assert_eq!(first, Ok(1));
+}

@@ -1151,22 +1151,36 @@ impl AckModel {
         }
     }
 
-    /// Moves `offset` to the dead-letter topic, or keeps it bound there if that is full.
-    fn dead_letter(&mut self, offset: u64, deliveries: u32, reason: DeadLetterReason) {
+    /// Moves `offset` to the dead-letter topic (with `held`, the value a member rejected,
+    /// or else the log's), or keeps it bound there if that is full.
+    fn dead_letter(
+        &mut self,
+        offset: u64,
+        deliveries: u32,
+        reason: DeadLetterReason,
+        held: Option<u32>,
+    ) {
         self.untime(offset);
-        let sent = match (self.cfg.dead_letter, self.values.get(&offset).copied()) {
+        let value = held.or_else(|| self.values.get(&offset).copied());
+        let sent = match (self.cfg.dead_letter, value) {
+            // Without a dead-letter topic it is dropped, and counted.
+            (None, _) => Some(true),
             // Evicted before it could be moved: nothing is left to send.
-            (_, None) | (None, _) => true,
-            (Some(cap), Some(_)) if self.dead_letters.len() == cap => false,
+            (Some(_), None) => Some(false),
+            (Some(cap), Some(_)) if self.dead_letters.len() == cap => None,
             (Some(_), Some(value)) => {
                 self.dead_letters
                     .push_back((offset, deliveries, reason, value));
-                true
+                Some(true)
             }
         };
-        if sent {
+        if let Some(moved) = sent {
             self.unacked.remove(&offset);
-            self.dead_lettered += 1;
+            if moved {
+                self.dead_lettered += 1;
+            } else {
+                self.evicted_unacked += 1;
+            }
         } else {
             self.unacked.get_mut(&offset).unwrap().dead = Some(reason);
             self.requeue(offset, DEAD_LETTER_RETRY_MS.min(ACK_WAIT_MS));
@@ -1203,7 +1217,7 @@ impl AckModel {
                 break;
             }
             if let Some((offset, deliveries, reason)) = to_dead_letter {
-                self.dead_letter(offset, deliveries, reason);
+                self.dead_letter(offset, deliveries, reason, None);
                 continue;
             }
             if picked.is_none()
@@ -1252,7 +1266,14 @@ impl AckModel {
         })
     }
 
-    fn settle(&mut self, offset: u64, attempt: u32, op: &Settle) -> Result<(), AckError> {
+    /// Settles the delivery of `offset` made as attempt `attempt`, whose value is `value`.
+    fn settle(
+        &mut self,
+        offset: u64,
+        attempt: u32,
+        value: u32,
+        op: &Settle,
+    ) -> Result<(), AckError> {
         if !self.holds(offset, attempt) {
             return Err(AckError::LeaseExpired);
         }
@@ -1268,7 +1289,9 @@ impl AckModel {
                 self.untime(offset);
                 self.lease(offset);
             }
-            Settle::Reject => self.dead_letter(offset, attempt, DeadLetterReason::Rejected),
+            Settle::Reject => {
+                self.dead_letter(offset, attempt, DeadLetterReason::Rejected, Some(value))
+            }
         }
         Ok(())
     }
@@ -1404,6 +1427,7 @@ fn ack_step(
         AckOp::Settle(i, s) if !real.held.is_empty() => {
             let i = i % real.held.len();
             let (mut d, offset, attempt) = real.held.remove(i);
+            let value = *d.value();
             let got = match s {
                 Settle::Ack => d.ack(),
                 Settle::Nack => d.nack(),
@@ -1417,11 +1441,11 @@ fn ack_step(
                 Settle::Drop => {
                     drop(d);
                     // Dropping reports nothing; the model says what it did.
-                    let _ = model.settle(offset, attempt, s);
+                    let _ = model.settle(offset, attempt, value, s);
                     return Ok(());
                 }
             };
-            same!(got, model.settle(offset, attempt, s));
+            same!(got, model.settle(offset, attempt, value, s));
         }
         AckOp::Join => {
             let m = real
