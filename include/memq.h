@@ -315,11 +315,12 @@ typedef struct memq_dead_letter_subscriber memq_dead_letter_subscriber;
  * and are freed on their own.
  *
  * Publishing happens inside memq only, without waiting. If the dead-letter topic is full
- * (`MEMQ_OVERFLOW_BLOCK` with a subscriber behind, or `MEMQ_OVERFLOW_REJECT`) or closed,
- * a message past `max_deliveries` stays in its group and the move is retried every
- * 10 ms, but a rejected message returns to its group and is delivered again (see
- * `memq_delivery_reject`). Give it room for the dead letters its readers may fall behind
- * by, or use `MEMQ_OVERFLOW_DROP_OLDEST` to evict the oldest dead letters instead.
+ * (`MEMQ_OVERFLOW_BLOCK` with a subscriber behind, or `MEMQ_OVERFLOW_REJECT`), a message
+ * bound there (past `max_deliveries`, or rejected) stays in its group, not delivered
+ * again, and the move is retried every few milliseconds (10 ms, or `ack_wait_ms` if
+ * shorter, at least 1 ms). Once it is closed, such messages are delivered again instead,
+ * so none is lost. Give it room for the dead letters its readers may fall behind by, or
+ * use `MEMQ_OVERFLOW_DROP_OLDEST` to evict the oldest dead letters instead.
  */
 typedef struct memq_dead_letter_topic memq_dead_letter_topic;
 
@@ -1826,8 +1827,9 @@ memq_status memq_delivery_nack_after(const struct memq_delivery *delivery, uint6
  * dead-lettered) and is not delivered again. Ends the lease; the handle stays valid
  * (free it with `memq_delivery_free`).
  *
- * If the dead-letter topic is full or closed at that moment, the message is not lost:
- * it returns to the group and is delivered again (with its delivery count raised), and
+ * If the dead-letter topic is full at that moment, the message stays in the group,
+ * bound there, until it has room; if it is closed, the message returns to the group and
+ * is delivered again (with its delivery count raised). Either way it is not lost, and
  * this call still returns `MEMQ_STATUS_OK`.
  *
  * Returns as `memq_delivery_ack`.

@@ -384,7 +384,8 @@ pub enum Compression {
     None,
     /// The payload is one gzip member (RFC 1952).
     Gzip,
-    /// The payload is one or more zstd frames (RFC 8878).
+    /// The payload is exactly one zstd frame (RFC 8878), as memq writes it; a payload of
+    /// several frames is refused as having trailing bytes.
     Zstd,
 }
 

@@ -743,8 +743,9 @@ pub unsafe extern "C" fn memq_delivery_nack_after(
 /// dead-lettered) and is not delivered again. Ends the lease; the handle stays valid
 /// (free it with `memq_delivery_free`).
 ///
-/// If the dead-letter topic is full or closed at that moment, the message is not lost:
-/// it returns to the group and is delivered again (with its delivery count raised), and
+/// If the dead-letter topic is full at that moment, the message stays in the group,
+/// bound there, until it has room; if it is closed, the message returns to the group and
+/// is delivered again (with its delivery count raised). Either way it is not lost, and
 /// this call still returns `MEMQ_STATUS_OK`.
 ///
 /// Returns as `memq_delivery_ack`.

@@ -49,11 +49,12 @@ impl memq_dead_letter_reason {
 /// and are freed on their own.
 ///
 /// Publishing happens inside memq only, without waiting. If the dead-letter topic is full
-/// (`MEMQ_OVERFLOW_BLOCK` with a subscriber behind, or `MEMQ_OVERFLOW_REJECT`) or closed,
-/// a message past `max_deliveries` stays in its group and the move is retried every
-/// 10 ms, but a rejected message returns to its group and is delivered again (see
-/// `memq_delivery_reject`). Give it room for the dead letters its readers may fall behind
-/// by, or use `MEMQ_OVERFLOW_DROP_OLDEST` to evict the oldest dead letters instead.
+/// (`MEMQ_OVERFLOW_BLOCK` with a subscriber behind, or `MEMQ_OVERFLOW_REJECT`), a message
+/// bound there (past `max_deliveries`, or rejected) stays in its group, not delivered
+/// again, and the move is retried every few milliseconds (10 ms, or `ack_wait_ms` if
+/// shorter, at least 1 ms). Once it is closed, such messages are delivered again instead,
+/// so none is lost. Give it room for the dead letters its readers may fall behind by, or
+/// use `MEMQ_OVERFLOW_DROP_OLDEST` to evict the oldest dead letters instead.
 #[derive(Debug)]
 pub struct memq_dead_letter_topic {
     pub(crate) topic: Topic<DeadLetter<Bytes>>,

@@ -483,7 +483,9 @@ pub unsafe extern "C" fn memq_subscriber_lag(
     // writes.
     unsafe {
         get(subscriber, lag_out, |sub| {
-            Ok(lock(&sub.reader)?.source.lag())
+            let reader = lock(&sub.reader)?;
+            // A message kept back by `memq_subscriber_recv_into` is not read yet either.
+            Ok(reader.source.lag() + u64::from(reader.pending.is_some()))
         })
     }
 }

@@ -465,6 +465,11 @@ fn buffer_too_small_reports_the_length_and_loses_nothing() {
         assert_eq!(len, 10);
         assert_eq!(meta.offset, 77, "meta is written only on success");
         assert_eq!(buf, [0; 4], "nothing is copied");
+        // The kept message is not read yet: it still counts in the lag (review finding:
+        // it did not, so a caller waiting for lag 0 stopped one message short).
+        let mut lag = SENTINEL as u64;
+        assert_eq!(memq_subscriber_lag(s, &mut lag), OK);
+        assert_eq!(lag, 2);
         // Asking with no buffer at all works the same way.
         len = SENTINEL;
         let st = memq_subscriber_recv_into(s, 0, null_mut(), 0, &mut len, null_mut(), null_mut());

@@ -10,6 +10,11 @@ use super::{Codec, CodecError, Format};
 /// Compact by default; [`Json::pretty`] indents. Decoding accepts either, rejects anything but
 /// whitespace after the value, and stops at serde_json's nesting limit of 128.
 ///
+/// JSON has no NaN or infinities: serde_json writes a non-finite `f32` or `f64` as `null`,
+/// which decodes as `None` in an `Option` and fails to decode as a plain float. Likewise
+/// `Some(None)` comes back as `None`. Values that need either round-trip exactly with
+/// postcard or MessagePack.
+///
 /// # Examples
 ///
 /// ```
