@@ -12,8 +12,8 @@ use super::{Codec, CodecError, Format};
 ///
 /// JSON has no NaN or infinities: serde_json writes a non-finite `f32` or `f64` as `null`,
 /// which decodes as `None` in an `Option` and fails to decode as a plain float. Likewise
-/// `Some(None)` comes back as `None`. Values that need either round-trip exactly with
-/// postcard or MessagePack.
+/// `Some(None)` comes back as `None` (as it does with MessagePack). Non-finite floats
+/// round-trip with postcard and MessagePack, `Some(None)` with postcard.
 ///
 /// # Examples
 ///
