@@ -504,8 +504,24 @@ enum Take<T> {
         offset: u64,
         deliveries: u32,
         reason: DeadLetterReason,
+        /// A copy of the message for the dead-letter topic (`None` without one).
+        value: Option<T>,
     },
     Lagged(u64),
+    Nothing,
+}
+
+/// What [`AckConsumer::take`] found to do on a partition, before it changes anything.
+#[derive(Debug, Clone, Copy)]
+enum Choice {
+    /// Deliver this ready message again.
+    Redeliver(u64),
+    /// Deliver this message for the first time.
+    Fresh(u64),
+    /// Move this message to the dead-letter topic (deliveries so far, why).
+    DeadLetter(u64, u32, DeadLetterReason),
+    /// The group fell behind the retained window by this many.
+    Lag(u64),
     Nothing,
 }
 
@@ -669,47 +685,84 @@ impl<T> AckConsumer<T> {
         let was_done = closed && acks.next >= high && acks.unacked.is_empty();
         // Whether the partition had no lease before this visit (see the delivery below).
         let unleased = acks.leases.is_empty();
-        let mut lagged = 0;
-        let picked = loop {
-            if let Some(offset) = acks.ready.pop_front() {
-                let Some(pe) = acks.unacked.get_mut(&offset) else {
-                    continue;
+        // What to hand out, chosen without changing anything but dropping stale and
+        // evicted entries: the value is cloned next, and a `T::clone` that panics must
+        // leave the message where it was (no delivery attempt used up, nothing counted).
+        let choice = loop {
+            let Some(&offset) = acks.ready.front() else {
+                break if acks.unacked.len() >= max_in_flight {
+                    Choice::Nothing
+                } else if acks.next < low {
+                    Choice::Lag(low - acks.next)
+                } else if acks.next < high {
+                    Choice::Fresh(acks.next)
+                } else {
+                    Choice::Nothing
                 };
-                if pe.state != PState::Ready {
-                    continue; // stale queue entry
-                }
-                if offset < low {
-                    acks.unacked.remove(&offset);
-                    acks.evicted_unacked += 1;
-                    continue;
-                }
-                if let Some(reason) = pe.dead {
+            };
+            let Some(pe) = acks.unacked.get_mut(&offset) else {
+                acks.ready.pop_front();
+                continue;
+            };
+            if pe.state != PState::Ready {
+                acks.ready.pop_front();
+                continue; // stale queue entry
+            }
+            if offset < low {
+                acks.ready.pop_front();
+                acks.unacked.remove(&offset);
+                acks.evicted_unacked += 1;
+                continue;
+            }
+            if let Some(reason) = pe.dead {
+                break Choice::DeadLetter(offset, pe.deliveries, reason);
+            }
+            if dead_letters_move && max_deliveries.is_some_and(|m| pe.deliveries >= m) {
+                break Choice::DeadLetter(offset, pe.deliveries, DeadLetterReason::MaxDeliveries);
+            }
+            break Choice::Redeliver(offset);
+        };
+        // The value, cloned while nothing has changed: a message to deliver, or one bound
+        // for the dead-letter topic (published from this copy after the lock).
+        let value = match choice {
+            Choice::Redeliver(offset) | Choice::Fresh(offset) => log.entry_at(offset),
+            Choice::DeadLetter(offset, ..) if settings.dead_letter.is_some() => {
+                log.entry_at(offset)
+            }
+            _ => None,
+        };
+        let Some(g) = log.group(group.ids[p]) else {
+            return (Take::Nothing, true, None);
+        };
+        let Some(acks) = g.acks.as_mut() else {
+            return (Take::Nothing, true, None);
+        };
+        let mut lagged = 0;
+        let picked = match choice {
+            Choice::DeadLetter(offset, deliveries, reason) => {
+                acks.ready.pop_front();
+                if let Some(pe) = acks.unacked.get_mut(&offset) {
                     pe.state = PState::DeadLettering;
-                    break Err((offset, pe.deliveries, reason));
                 }
-                if dead_letters_move && max_deliveries.is_some_and(|m| pe.deliveries >= m) {
-                    pe.state = PState::DeadLettering;
-                    break Err((offset, pe.deliveries, DeadLetterReason::MaxDeliveries));
-                }
-                pe.deliveries += 1;
-                pe.member = member;
+                Err((offset, deliveries, reason))
+            }
+            Choice::Redeliver(offset) => {
+                acks.ready.pop_front();
                 let deadline = now.saturating_add(ack_wait);
-                pe.state = PState::Leased { deadline };
-                let attempt = pe.deliveries;
+                let attempt = match acks.unacked.get_mut(&offset) {
+                    Some(pe) => {
+                        pe.deliveries += 1;
+                        pe.member = member;
+                        pe.state = PState::Leased { deadline };
+                        pe.deliveries
+                    }
+                    None => 0,
+                };
                 acks.leases.insert((deadline, offset));
                 acks.redelivered += 1;
-                break Ok(Some((offset, attempt)));
+                Ok(Some((offset, attempt)))
             }
-            if acks.unacked.len() >= max_in_flight {
-                break Ok(None);
-            }
-            if acks.next < low {
-                lagged = low - acks.next;
-                acks.next = low;
-                break Ok(None);
-            }
-            if acks.next < high {
-                let offset = acks.next;
+            Choice::Fresh(offset) => {
                 acks.next += 1;
                 let deadline = now.saturating_add(ack_wait);
                 acks.unacked.insert(
@@ -723,9 +776,14 @@ impl<T> AckConsumer<T> {
                     },
                 );
                 acks.leases.insert((deadline, offset));
-                break Ok(Some((offset, 1)));
+                Ok(Some((offset, 1)))
             }
-            break Ok(None);
+            Choice::Lag(missed) => {
+                lagged = missed;
+                acks.next = low;
+                Ok(None)
+            }
+            Choice::Nothing => Ok(None),
         };
         let committed = acks.committed();
         let done = closed && acks.next >= high && acks.unacked.is_empty();
@@ -740,6 +798,7 @@ impl<T> AckConsumer<T> {
                     offset,
                     deliveries,
                     reason,
+                    value: value.map(|e| e.value),
                 }
             }
             Ok(Some((offset, attempt))) => {
@@ -754,8 +813,9 @@ impl<T> AckConsumer<T> {
                     g.waiters.notify_one(&mut wl);
                 }
                 log.delivered += 1;
-                match log.entry_at(offset) {
+                match value {
                     Some(e) => {
+                        debug_assert_eq!(e.offset, offset);
                         // Stamped only if the topic has a clock: the group's own clock
                         // (for leases) does not stamp messages.
                         let clocked = shared.clock.is_some();
@@ -795,14 +855,21 @@ impl<T> AckConsumer<T> {
         (outcome, done, deadline)
     }
 
-    /// Publishes a dead letter outside every lock, then settles the message.
-    fn dead_letter(&self, p: usize, offset: u64, deliveries: u32, reason: DeadLetterReason)
-    where
+    /// Publishes a dead letter (from `value`, copied under the lock) outside every lock,
+    /// then settles the message.
+    fn dead_letter(
+        &self,
+        p: usize,
+        offset: u64,
+        deliveries: u32,
+        reason: DeadLetterReason,
+        value: Option<T>,
+    ) where
         T: Clone,
     {
         let shared = &self.inner.shared;
         let group = &self.inner.group;
-        dead_letter(shared, group, p, offset, deliveries, reason, None);
+        dead_letter(shared, group, p, offset, deliveries, reason, value);
     }
 
     fn poll_delivery(&mut self, waker: Option<&Waker>) -> Poll<Result<Delivery<T>, RecvError>>
@@ -856,8 +923,9 @@ impl<T> AckConsumer<T> {
                         offset,
                         deliveries,
                         reason,
+                        value,
                     } => {
-                        self.dead_letter(p, offset, deliveries, reason);
+                        self.dead_letter(p, offset, deliveries, reason, value);
                         retry = true;
                         break;
                     }

@@ -1035,3 +1035,106 @@ fn a_receive_does_not_spin_on_a_full_dead_letter_topic_with_a_tiny_ack_wait() {
     );
     assert_eq!(first, Ok(1));
 }
+
+// ----- review findings: a `T::clone` that panics ---------------------------------------
+
+/// A value whose clone panics while [`PANIC_CLONE`] is set.
+#[derive(Debug, PartialEq, Eq)]
+struct Brittle(u32);
+
+static PANIC_CLONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Held by the tests that set [`PANIC_CLONE`], so that one does not clear it under another.
+static BRITTLE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+impl Clone for Brittle {
+    fn clone(&self) -> Self {
+        if PANIC_CLONE.load(Ordering::SeqCst) {
+            panic!("memq-test: clone of {} panics", self.0);
+        }
+        Brittle(self.0)
+    }
+}
+
+fn brittle_setup(
+    config: AckConfig<Brittle>,
+) -> (
+    Arc<ManualClock>,
+    Topic<Brittle>,
+    memq_core::Subscriber<DeadLetter<Brittle>>,
+    memq_core::AckConsumer<Brittle>,
+) {
+    let clock = Arc::new(ManualClock::new());
+    let topic = Topic::new(TopicConfig::new(4).clock(clock.clone())).unwrap();
+    let dlq = Topic::<DeadLetter<Brittle>>::with_capacity(8).unwrap();
+    let dead = dlq.subscribe(StartAt::Earliest).unwrap();
+    let m = topic
+        .group_acked("g", StartAt::Earliest, config.dead_letter(dlq))
+        .unwrap();
+    (clock, topic, dead, m)
+}
+
+/// Runs `f` with clones panicking; returns whether it panicked.
+fn with_panicking_clones<R>(f: impl FnOnce() -> R) -> bool {
+    PANIC_CLONE.store(true, Ordering::SeqCst);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    PANIC_CLONE.store(false, Ordering::SeqCst);
+    r.is_err()
+}
+
+#[test]
+fn a_clone_that_panics_in_a_receive_uses_up_no_delivery_attempt() {
+    // Review finding: the lease, the delivery count and the delivered counters were
+    // committed before the message was cloned; with `max_deliveries(1)` a message whose
+    // clone panicked once went to the dead-letter topic without ever being handed out.
+    let _one = BRITTLE.lock().unwrap_or_else(|e| e.into_inner());
+    let (clock, topic, mut dead, mut m) =
+        brittle_setup(AckConfig::new().ack_wait(ms(100)).max_deliveries(1));
+    topic.try_publish(Brittle(1)).unwrap();
+    assert!(with_panicking_clones(|| m.try_recv()));
+    clock.advance(ms(200));
+    let d = m.try_recv().unwrap();
+    assert_eq!((d.value().0, d.deliveries()), (1, 1));
+    d.ack().unwrap();
+    assert!(dead.try_recv().is_err());
+    let g = &topic.stats().groups[0];
+    assert_eq!((g.delivered, g.dead_lettered, g.redelivered), (1, 0, 0));
+}
+
+#[test]
+fn a_clone_that_panics_in_a_reject_leaves_the_lease_as_it_was() {
+    // Review finding: `reject` marked the message as bound for the dead-letter topic and
+    // then cloned it; a panic there left it in that state for good (never delivered
+    // again, never moved, the committed position stuck).
+    let _one = BRITTLE.lock().unwrap_or_else(|e| e.into_inner());
+    let (clock, _topic, mut dead, mut m) = brittle_setup(AckConfig::new().ack_wait(ms(100)));
+    _topic.try_publish(Brittle(1)).unwrap();
+    let d = m.try_recv().unwrap();
+    assert!(with_panicking_clones(|| d.reject()));
+    // The delivery was dropped while unwinding: the message went back to the group.
+    clock.advance(ms(200));
+    let again = m.try_recv().unwrap();
+    assert_eq!((again.value().0, again.deliveries()), (1, 2));
+    again.reject().unwrap();
+    assert_eq!(dead.try_recv().unwrap().into_value().value, Brittle(1));
+    assert!(m.pending().is_empty());
+}
+
+#[test]
+fn a_clone_that_panics_on_the_way_to_the_dead_letter_topic_leaves_it_bound_there() {
+    // The same for a message past `max_deliveries`: its copy for the dead-letter topic is
+    // made before it is marked as moving there, so a panic leaves it ready, and the next
+    // receive moves it.
+    let _one = BRITTLE.lock().unwrap_or_else(|e| e.into_inner());
+    let (clock, topic, mut dead, mut m) =
+        brittle_setup(AckConfig::new().ack_wait(ms(100)).max_deliveries(1));
+    topic.try_publish(Brittle(1)).unwrap();
+    m.try_recv().unwrap().nack().unwrap();
+    assert!(with_panicking_clones(|| m.try_recv()));
+    assert_eq!(m.pending()[0].deliveries, 1);
+    clock.advance(ms(1));
+    assert_eq!(m.try_recv().unwrap_err(), TryRecvError::Empty);
+    let letter = dead.try_recv().unwrap().into_value();
+    assert_eq!((letter.value, letter.deliveries), (Brittle(1), 1));
+    assert_eq!(topic.stats().groups[0].dead_lettered, 1);
+}
