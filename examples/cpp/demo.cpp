@@ -115,9 +115,22 @@ public:
                                                    timeout_ms, nullptr);
         std::vector<Message> out;
         if (st == MEMQ_STATUS_OK) {
-            out.reserve(n);
+            try {
+                out.reserve(n);
+            } catch (...) {
+                // Nothing owns the handles yet: free them before passing the error on.
+                memq_message_free_many(raw.data(), n);
+                throw;
+            }
+            // No allocation from here on. A Message that fails to read its handle frees
+            // it as it unwinds; the handles after it are freed here.
             for (size_t i = 0; i < n; i++) {
-                out.emplace_back(raw[i]);
+                try {
+                    out.emplace_back(raw[i]);
+                } catch (...) {
+                    memq_message_free_many(raw.data() + i + 1, n - i - 1);
+                    throw;
+                }
             }
         } else if (st != MEMQ_STATUS_EMPTY && st != MEMQ_STATUS_TIMEOUT) {
             throw Error(st, "memq_subscriber_recv_many");
