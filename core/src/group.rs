@@ -698,7 +698,7 @@ impl<T> Consumer<T> {
             shared.ahead_consumed(0, last + 1, &mut self.pool_acted);
             // Handing over the last pooled message may finish the group's drain after
             // close, without the partition's lock: members waiting for it must hear.
-            let drained_closed = emptied && shared.is_closed();
+            let drained_closed = emptied && shared.closed_after_handover();
             self.cancel_wait();
             if drained_closed {
                 self.wake_idle();

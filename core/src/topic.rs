@@ -102,6 +102,8 @@ pub(crate) struct Shared<T> {
     pub(crate) groups: Mutex<Vec<Arc<GroupShared<T>>>>,
     /// Live subscribers (one per `Subscriber`, whatever partitions it reads).
     pub(crate) subscribers: AtomicUsize,
+    /// 1 once [`Shared::close`] has closed every partition (see [`Shared::is_closed`]).
+    closed: Padded<AtomicUsize>,
 }
 
 impl<T> fmt::Debug for Shared<T> {
@@ -331,6 +333,11 @@ impl<T> Shared<T> {
                 }
             }
         }
+        // Closed as a whole only now, every partition closed: until here a publish to a
+        // later partition still succeeds, so no reader may conclude the topic is done.
+        // A read-modify-write, so that a member handing over without a lock is ordered
+        // with it (see `closed_after_handover`).
+        self.closed.0.swap(1, Ordering::AcqRel);
         // Members with nothing to read wait for the group's drain; they re-check whether
         // the topic is closed after registering, so they are woken only once every
         // partition is marked closed (woken earlier, one could look, see an open topic
@@ -338,8 +345,21 @@ impl<T> Shared<T> {
         self.wake_idle_members();
     }
 
+    /// Whether the topic is closed: every partition closed, by [`Shared::close`].
     pub(crate) fn is_closed(&self) -> bool {
-        self.parts.first().is_some_and(|p| p.log.lock().closed)
+        self.closed.0.load(Ordering::Acquire) != 0
+    }
+
+    /// [`Shared::is_closed`] for a reader that just handed over a message without the
+    /// partition's lock (from a group's pool) and so may have finished the group's drain:
+    /// if this says no, the members [`Shared::close`] wakes afterwards see the handover.
+    /// Both sides make a read-modify-write of `closed`, and such operations on one atomic
+    /// happen in one order: either this one reads close's 1, or close's reads this one's
+    /// value and so synchronizes with it (both acquire and release). A plain load would
+    /// not do: the handover (a store) and this read could pass close's store and the
+    /// woken members' read of the handover.
+    pub(crate) fn closed_after_handover(&self) -> bool {
+        self.closed.0.fetch_add(0, Ordering::AcqRel) != 0
     }
 
     fn route_round_robin(&self) -> usize {
@@ -672,6 +692,7 @@ impl<T> Topic<T> {
                 round_robin: AtomicUsize::new(0),
                 groups: Mutex::new(Vec::new()),
                 subscribers: AtomicUsize::new(0),
+                closed: Padded(AtomicUsize::new(0)),
             }),
         })
     }
@@ -702,7 +723,9 @@ impl<T> Topic<T> {
         self.shared.close();
     }
 
-    /// Whether the topic is closed.
+    /// Whether the topic is closed: [`Topic::close`] (or dropping the last handle) has
+    /// closed every partition. While a close is under way, partitions it has reached
+    /// already refuse publishes, but the topic is not reported closed yet.
     pub fn is_closed(&self) -> bool {
         self.shared.is_closed()
     }

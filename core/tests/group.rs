@@ -836,3 +836,56 @@ fn a_pooled_receive_reads_the_clock_outside_the_pools_lock() {
     // the clock: let go of it.
     drop(clock.hook.lock().unwrap().take());
 }
+
+/// A waker that, when woken, says so and then waits for leave to return: it holds up
+/// whoever wakes it.
+struct StallingWaker {
+    entered: std::sync::mpsc::SyncSender<()>,
+    leave: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl std::task::Wake for StallingWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        let _ = self.entered.send(());
+        let _ = self.leave.lock().unwrap().recv();
+    }
+}
+
+#[test]
+fn a_member_is_not_told_closed_while_a_close_is_under_way() {
+    // Review finding: `is_closed` looked at partition 0 only, which a close reaches first.
+    // While the close still worked on partition 0's wake-ups, a member with nothing left
+    // on its partitions was told `Closed`, and a publish to partition 1 then succeeded:
+    // had the member reading it left, nobody would have received that message.
+    let topic = Topic::<u32>::new(TopicConfig::new(8).partitions(2)).unwrap();
+    let mut a = topic.group("g", StartAt::Earliest).unwrap();
+    let _b = topic.group("g", StartAt::Earliest).unwrap();
+    assert_eq!(a.assignment(), [0]);
+    // A reader parked on partition 0 whose wake-up holds the close there.
+    let (entered, entered_rx) = std::sync::mpsc::sync_channel(1);
+    let (leave_tx, leave) = std::sync::mpsc::channel();
+    let waker = std::task::Waker::from(Arc::new(StallingWaker {
+        entered,
+        leave: std::sync::Mutex::new(leave),
+    }));
+    let mut sub = topic.subscribe_partition(0, StartAt::Latest).unwrap();
+    // Kept until the end: dropping the receive would take its registration back.
+    let mut recv = std::pin::pin!(sub.recv());
+    let mut cx = std::task::Context::from_waker(&waker);
+    assert!(std::future::Future::poll(recv.as_mut(), &mut cx).is_pending());
+    let closer = {
+        let topic = topic.clone();
+        std::thread::spawn(move || topic.close())
+    };
+    entered_rx.recv().unwrap(); // partition 0 is closed, partition 1 not yet
+    assert!(!topic.is_closed(), "reported closed half way");
+    assert_eq!(a.try_recv().unwrap_err(), TryRecvError::Empty);
+    leave_tx.send(()).unwrap();
+    closer.join().unwrap();
+    assert!(topic.is_closed());
+    assert_eq!(a.try_recv().unwrap_err(), TryRecvError::Closed);
+    assert!(std::future::Future::poll(recv.as_mut(), &mut cx).is_ready());
+}
