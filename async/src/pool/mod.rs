@@ -122,14 +122,14 @@ pub enum Shutdown {
     /// is handled. Each worker stops waiting, takes messages while there are any and ends
     /// when its part of the group has none.
     ///
-    /// In an explicit-ack pool ([`PoolBuilder::acked`]) each worker drains in passes: a
-    /// message whose handler fails is held until the worker has gone through everything
-    /// else available, then nacked and tried again in a next pass. A pass that only sees
-    /// messages fail again (nothing succeeds, nothing fails for the first time) ends the
-    /// drain, and its messages go back to the group (nacked, under its backoff and
-    /// `max_deliveries`). So a message that fails once is handled again, and one that
-    /// always fails cannot keep the drain from ending. Held messages count against the
-    /// group's `max_in_flight`, and one waiting out a backoff is not retried by the drain.
+    /// In an explicit-ack pool ([`PoolBuilder::acked`]) a message whose handler fails is
+    /// nacked and tried again during the drain (under the group's backoff; one waiting
+    /// out a backoff when nothing else is left is not waited for). A worker tries one
+    /// message at most three times during a drain: one that has failed that often is
+    /// returned to the group and ends that worker's drain, so that a message that always
+    /// fails cannot keep the drain from ending. Without a backoff such a message is
+    /// delivered again ahead of anything not yet delivered, so the messages behind it
+    /// stay in the group for its next members.
     Drain,
     /// Stop as soon as possible: each worker finishes the message in hand (the handler is
     /// never interrupted) and ends. Messages not yet received stay in the group for its

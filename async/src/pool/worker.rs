@@ -6,12 +6,13 @@
 //! delivery already committed it, so `finish` only counts; in an explicit-ack group
 //! (`PoolBuilder::acked`) `finish` acks the delivery there, after the handler ran and its
 //! result was published, or nacks it if the handler failed. While the pool drains, a
-//! failed delivery is held instead and nacked when the worker ends (see [`Worker::run`]).
+//! worker gives up on a message that failed [`DRAIN_TRIES`] times (see [`Worker::run`]).
 
 use core::fmt;
 use core::future::{poll_fn, Future};
 use core::pin::Pin;
 use core::task::Poll;
+use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
@@ -109,6 +110,10 @@ pub(crate) struct Worker<T, O, H> {
     pub(crate) active: Active,
 }
 
+/// How many times a draining worker runs the handler on one message of an explicit-ack
+/// group that keeps failing before it gives up (see [`Worker::run`]).
+pub(crate) const DRAIN_TRIES: u32 = 3;
+
 /// What waiting for the next message produced.
 enum Next<T> {
     Message(Message<T>),
@@ -126,26 +131,20 @@ where
     O: Clone + Send + 'static,
     H: Handler<T, O>,
 {
-    /// The worker's loop, until the group closes or the pool is told to stop or has
+    /// The worker's loop, until the group closes, or the pool is told to stop, or it has
     /// drained.
     ///
-    /// While draining, an explicit-ack worker goes through the group's messages in passes.
-    /// A delivery whose handler fails is not nacked at once (with no backoff it would come
-    /// straight back, and a message that always fails would keep the drain from ending)
-    /// but held until the pass ends, when nothing else is available; a delivery of a
-    /// message it already holds (its lease ran out meanwhile) is held again without
-    /// running the handler. At the end of a pass the held deliveries are nacked, back to
-    /// the group under its backoff, `max_deliveries` and dead-letter rules, and another
-    /// pass follows if this one got anywhere: handled something successfully, or failed
-    /// on a message that had not failed in the pass before. A pass that only saw messages
-    /// fail again ends the drain.
+    /// While draining, a failed delivery of an explicit-ack group is nacked as usual and
+    /// so comes back to be tried again (under the group's backoff), but only
+    /// [`DRAIN_TRIES`] times per message: a worker that receives a message it has seen
+    /// fail that often during the drain returns it to the group and ends its drain. With
+    /// no backoff a nacked message is ready again at once, ahead of everything not yet
+    /// delivered, so a message that always failed would otherwise keep the drain (and the
+    /// worker) busy for ever.
     pub(crate) async fn run<R: Runtime>(mut self) {
         let shared = self.active.0.clone();
-        // Failed deliveries of this pass of a drain; what failed in the pass before; and
-        // whether this pass got anywhere.
-        let mut held: Vec<Delivery<T>> = Vec::new();
-        let mut failed_before: Vec<(u32, u64)> = Vec::new();
-        let mut progressed = false;
+        // Handler failures per message (partition, offset) during the drain.
+        let mut drain_failures: BTreeMap<(u32, u64), u32> = BTreeMap::new();
         loop {
             let next = match shared.signal.state() {
                 RUNNING => self.next::<R>().await,
@@ -157,14 +156,7 @@ where
                     match taken {
                         Ok(next) => next,
                         Err(TryRecvError::Lagged(n)) => Next::Missed(n),
-                        // Empty or closed: this pass is over. Another one retries what
-                        // failed in it, if it got anywhere; otherwise drained.
-                        Err(_) if progressed && !held.is_empty() => {
-                            progressed = false;
-                            failed_before = held.iter().map(|d| id(d)).collect();
-                            nack_all(&mut held);
-                            continue;
-                        }
+                        // Empty or closed: drained.
                         Err(_) => Next::Closed,
                     }
                 }
@@ -176,20 +168,17 @@ where
                     self.process::<R>(m, None).await;
                 }
                 Next::Leased(d) => {
-                    let this = id(&d);
-                    if held.iter().any(|h| id(h) == this) {
-                        // Failed in this pass already: held again, not handled again.
-                        held.push(d);
-                        continue;
+                    let id = (d.partition(), d.offset());
+                    if drain_failures.get(&id).is_some_and(|&n| n >= DRAIN_TRIES) {
+                        // Given up on: back to the group for its next members.
+                        let _ = d.nack();
+                        break;
                     }
                     shared.pushed.fetch_add(1, SeqCst);
                     // The handler gets the message; the lease stays here to be settled.
-                    match self.process::<R>(d.message().clone(), Some(d)).await {
-                        Some(failed) => {
-                            progressed |= !failed_before.contains(&this);
-                            held.push(failed);
-                        }
-                        None => progressed = true,
+                    let failed = self.process::<R>(d.message().clone(), Some(d)).await;
+                    if failed && shared.signal.state() == DRAINING {
+                        *drain_failures.entry(id).or_insert(0) += 1;
                     }
                 }
                 Next::Missed(n) => {
@@ -199,7 +188,6 @@ where
                 Next::Closed => break,
             }
         }
-        nack_all(&mut held);
     }
 
     /// Waits for a message or a change of the pool's state, whichever comes first; idle,
@@ -213,13 +201,9 @@ where
         }
     }
 
-    /// Runs the handler on `msg`, publishes its result and settles `lease`. Returns the
-    /// lease of a failed delivery while the pool drains, for [`Worker::run`] to hold.
-    async fn process<R: Runtime>(
-        &mut self,
-        msg: Message<T>,
-        lease: Option<Delivery<T>>,
-    ) -> Option<Delivery<T>> {
+    /// Runs the handler on `msg`, publishes its result and settles `lease`; returns
+    /// whether the handler failed.
+    async fn process<R: Runtime>(&mut self, msg: Message<T>, lease: Option<Delivery<T>>) -> bool {
         let shared = self.active.0.clone();
         let (partition, offset) = (msg.partition(), msg.offset());
         let outcome = self.handler.call(msg).await;
@@ -249,27 +233,8 @@ where
                 }
             }
         }
-        if failed && shared.signal.state() == DRAINING {
-            if let Some(delivery) = lease {
-                shared.consumed.fetch_add(1, SeqCst);
-                return Some(delivery);
-            }
-        }
         finish(&shared, lease, done);
-        None
-    }
-}
-
-/// Where a delivery's message is: its partition and offset.
-fn id<T>(d: &Delivery<T>) -> (u32, u64) {
-    (d.partition(), d.offset())
-}
-
-/// Returns held deliveries to the group. A lease that ran out while held is already back
-/// there, so its refusal is not counted.
-fn nack_all<T>(held: &mut Vec<Delivery<T>>) {
-    for delivery in held.drain(..) {
-        let _ = delivery.nack();
+        failed
     }
 }
 
