@@ -247,7 +247,14 @@ impl<T> AckConfig<T> {
 
     /// After this many deliveries a message goes to the dead-letter topic (or, without
     /// one, is dropped and counted as dead-lettered). If the dead-letter topic is full,
-    /// the message stays in the group and the move is retried every 10 ms.
+    /// the message stays in the group and the move is retried every 10 ms (see
+    /// [`AckConfig::dead_letter`] for a closed one).
+    ///
+    /// Messages to deliver again come before messages not delivered yet. Without a limit
+    /// here and without a [`backoff`](AckConfig::backoff), a message that always fails
+    /// (nacked, or its lease run out) is therefore delivered again and again ahead of
+    /// everything behind it in its partition: set one of the two where a handler can
+    /// fail for good.
     pub fn max_deliveries(mut self, max: u32) -> Self {
         self.max_deliveries = Some(max.max(1));
         self
