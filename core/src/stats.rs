@@ -19,6 +19,13 @@ pub struct PartitionStats {
     /// Next offset to be published.
     pub high: u64,
     /// Messages retained (`high - low`).
+    ///
+    /// On a topic that releases on read, messages moved out to a reader ahead of its user
+    /// (a subscriber's read-ahead, a group's pool, at most 33 per reader) have left the
+    /// log and are counted in `released`, not here, yet their slots count against the
+    /// capacity until they are handed over: such a partition can be full (`Block` waits,
+    /// `Reject` refuses) with `depth` below the capacity, and a group's `committed` can be
+    /// below `low` (its `lag` counts them, not yet handed over).
     pub depth: u64,
     /// Messages published.
     pub published: u64,
@@ -29,8 +36,9 @@ pub struct PartitionStats {
     /// Messages removed because their TTL ran out.
     pub expired: u64,
     /// Messages removed because every attached reader had read them or started past
-    /// them (a first reader that joins at `Latest` passes what waited for it); only on
-    /// topics that release on read, see [`TopicConfig::release_on_read`]. Every message
+    /// them (a first reader that joins at `Latest` passes what waited for it), or moved
+    /// out to a reader ahead of its user (see `depth`); only on topics that release on
+    /// read, see [`TopicConfig::release_on_read`]. Every message
     /// published is counted once: `published == depth + evicted + expired + released`.
     ///
     /// [`TopicConfig::release_on_read`]: crate::TopicConfig::release_on_read
