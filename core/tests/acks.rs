@@ -240,15 +240,21 @@ fn block_retention_never_passes_the_committed_position() {
     topic.try_publish(2).unwrap();
 }
 
-#[test]
-fn eviction_of_an_unacked_message_is_counted_not_dangling() {
+/// A `DropOldest` topic of `capacity` on a manual clock.
+fn drop_oldest_setup(capacity: usize) -> (Arc<ManualClock>, Topic<u32>) {
     let clock = Arc::new(ManualClock::new());
-    let topic = Topic::<u32>::new(
-        TopicConfig::new(2)
+    let topic = Topic::new(
+        TopicConfig::new(capacity)
             .overflow(Overflow::DropOldest)
             .clock(clock.clone()),
     )
     .unwrap();
+    (clock, topic)
+}
+
+#[test]
+fn eviction_of_an_unacked_message_is_counted_not_dangling() {
+    let (_clock, topic) = drop_oldest_setup(2);
     let mut a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
     topic.try_publish(0).unwrap();
     let d0 = a.try_recv().unwrap();
@@ -941,13 +947,7 @@ fn a_rejected_message_evicted_from_the_log_still_reaches_the_dead_letter_topic()
     // Review finding: the dead letter was built from the log, where `DropOldest` had
     // evicted the message while it was leased; nothing was sent, yet it was counted as
     // dead-lettered. The member holds the value: that is what goes.
-    let clock = Arc::new(ManualClock::new());
-    let topic = Topic::<u32>::new(
-        TopicConfig::new(1)
-            .overflow(Overflow::DropOldest)
-            .clock(clock.clone()),
-    )
-    .unwrap();
+    let (_clock, topic) = drop_oldest_setup(1);
     let dlq = Topic::<DeadLetter<u32>>::with_capacity(8).unwrap();
     let mut dead = dlq.subscribe(StartAt::Earliest).unwrap();
     let mut m = topic
@@ -1056,14 +1056,19 @@ impl Clone for Brittle {
     }
 }
 
+/// A topic of capacity 4 on a manual clock holding `Brittle(1)`, its explicit-ack group
+/// "g" with `config` and a dead-letter topic, a reader of that, and the guard that keeps
+/// other tests from setting [`PANIC_CLONE`] meanwhile.
 fn brittle_setup(
     config: AckConfig<Brittle>,
 ) -> (
+    std::sync::MutexGuard<'static, ()>,
     Arc<ManualClock>,
     Topic<Brittle>,
     memq_core::Subscriber<DeadLetter<Brittle>>,
     memq_core::AckConsumer<Brittle>,
 ) {
+    let guard = BRITTLE.lock().unwrap_or_else(|e| e.into_inner());
     let clock = Arc::new(ManualClock::new());
     let topic = Topic::new(TopicConfig::new(4).clock(clock.clone())).unwrap();
     let dlq = Topic::<DeadLetter<Brittle>>::with_capacity(8).unwrap();
@@ -1071,7 +1076,8 @@ fn brittle_setup(
     let m = topic
         .group_acked("g", StartAt::Earliest, config.dead_letter(dlq))
         .unwrap();
-    (clock, topic, dead, m)
+    topic.try_publish(Brittle(1)).unwrap();
+    (guard, clock, topic, dead, m)
 }
 
 /// Runs `f` with clones panicking; returns whether it panicked.
@@ -1087,10 +1093,8 @@ fn a_clone_that_panics_in_a_receive_uses_up_no_delivery_attempt() {
     // Review finding: the lease, the delivery count and the delivered counters were
     // committed before the message was cloned; with `max_deliveries(1)` a message whose
     // clone panicked once went to the dead-letter topic without ever being handed out.
-    let _one = BRITTLE.lock().unwrap_or_else(|e| e.into_inner());
-    let (clock, topic, mut dead, mut m) =
+    let (_one, clock, topic, mut dead, mut m) =
         brittle_setup(AckConfig::new().ack_wait(ms(100)).max_deliveries(1));
-    topic.try_publish(Brittle(1)).unwrap();
     assert!(with_panicking_clones(|| m.try_recv()));
     clock.advance(ms(200));
     let d = m.try_recv().unwrap();
@@ -1106,9 +1110,7 @@ fn a_clone_that_panics_in_a_reject_leaves_the_lease_as_it_was() {
     // Review finding: `reject` marked the message as bound for the dead-letter topic and
     // then cloned it; a panic there left it in that state for good (never delivered
     // again, never moved, the committed position stuck).
-    let _one = BRITTLE.lock().unwrap_or_else(|e| e.into_inner());
-    let (clock, _topic, mut dead, mut m) = brittle_setup(AckConfig::new().ack_wait(ms(100)));
-    _topic.try_publish(Brittle(1)).unwrap();
+    let (_one, clock, _topic, mut dead, mut m) = brittle_setup(AckConfig::new().ack_wait(ms(100)));
     let d = m.try_recv().unwrap();
     assert!(with_panicking_clones(|| d.reject()));
     // The delivery was dropped while unwinding: the message went back to the group.
@@ -1125,10 +1127,8 @@ fn a_clone_that_panics_on_the_way_to_the_dead_letter_topic_leaves_it_bound_there
     // The same for a message past `max_deliveries`: its copy for the dead-letter topic is
     // made before it is marked as moving there, so a panic leaves it ready, and the next
     // receive moves it.
-    let _one = BRITTLE.lock().unwrap_or_else(|e| e.into_inner());
-    let (clock, topic, mut dead, mut m) =
+    let (_one, clock, topic, mut dead, mut m) =
         brittle_setup(AckConfig::new().ack_wait(ms(100)).max_deliveries(1));
-    topic.try_publish(Brittle(1)).unwrap();
     m.try_recv().unwrap().nack().unwrap();
     assert!(with_panicking_clones(|| m.try_recv()));
     assert_eq!(m.pending()[0].deliveries, 1);
