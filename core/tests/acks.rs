@@ -1056,18 +1056,19 @@ impl Clone for Brittle {
     }
 }
 
-/// A topic of capacity 4 on a manual clock holding `Brittle(1)`, its explicit-ack group
-/// "g" with `config` and a dead-letter topic, a reader of that, and the guard that keeps
-/// other tests from setting [`PANIC_CLONE`] meanwhile.
-fn brittle_setup(
-    config: AckConfig<Brittle>,
-) -> (
+/// What [`brittle_setup`] makes.
+type BrittleSetup = (
     std::sync::MutexGuard<'static, ()>,
     Arc<ManualClock>,
     Topic<Brittle>,
     memq_core::Subscriber<DeadLetter<Brittle>>,
     memq_core::AckConsumer<Brittle>,
-) {
+);
+
+/// A topic of capacity 4 on a manual clock holding `Brittle(1)`, its explicit-ack group
+/// "g" with `config` and a dead-letter topic, a reader of that, and the guard that keeps
+/// other tests from setting [`PANIC_CLONE`] meanwhile.
+fn brittle_setup(config: AckConfig<Brittle>) -> BrittleSetup {
     let guard = BRITTLE.lock().unwrap_or_else(|e| e.into_inner());
     let clock = Arc::new(ManualClock::new());
     let topic = Topic::new(TopicConfig::new(4).clock(clock.clone())).unwrap();
