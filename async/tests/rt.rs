@@ -314,8 +314,9 @@ fn within_a_minute<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) ->
 
 /// Publishes 0..10 to an explicit-ack pool of one worker whose handler holds 0 until the
 /// drain is requested, so that the rest is handled while draining; `fails(v)`: how many
-/// times `v` fails before it succeeds. Returns the handler calls per value, the pool's
-/// final stats and the topic.
+/// times `v` fails before it succeeds. The topic (and so the group) runs on a manual
+/// clock. Returns the handler calls per value, the pool's final stats, the topic and the
+/// clock.
 fn drain_with_failures(
     config: memq::AckConfig<u32>,
     fails: fn(u32) -> u32,
@@ -323,8 +324,10 @@ fn drain_with_failures(
     std::collections::BTreeMap<u32, u32>,
     memq::pool::PoolStats,
     Topic<u32>,
+    Arc<memq::ManualClock>,
 ) {
-    let topic = Topic::<u32>::with_capacity(32).unwrap();
+    let clock = Arc::new(memq::ManualClock::new());
+    let topic = Topic::<u32>::new(memq::TopicConfig::new(32).clock(clock.clone())).unwrap();
     let calls = Arc::new(std::sync::Mutex::new(std::collections::BTreeMap::new()));
     let seen = calls.clone();
     let (started, started_rx) = std::sync::mpsc::channel();
@@ -359,7 +362,20 @@ fn drain_with_failures(
     go.send(()).unwrap();
     let stats = within_a_minute(move || pool.join_blocking().unwrap());
     let calls = calls.lock().unwrap().clone();
-    (calls, stats, topic)
+    (calls, stats, topic, clock)
+}
+
+/// What a new member of the pool's group "g" receives now, acked, in order.
+fn left_in_the_group(topic: &Topic<u32>) -> Vec<(u32, u32)> {
+    let mut next = topic
+        .group_acked("g", StartAt::Earliest, memq::AckConfig::new())
+        .unwrap();
+    let mut left = Vec::new();
+    while let Ok(d) = next.try_recv() {
+        left.push((*d.value(), d.deliveries()));
+        d.ack().unwrap();
+    }
+    left
 }
 
 #[test]
@@ -371,7 +387,8 @@ fn an_acked_pool_drain_retries_a_message_that_fails_a_few_times() {
         memq::AckConfig::new(),
         memq::AckConfig::new().max_in_flight(1),
     ] {
-        let (calls, stats, topic) = drain_with_failures(config, |v| if v == 3 { 2 } else { 0 });
+        let (calls, stats, topic, _clock) =
+            drain_with_failures(config, |v| if v == 3 { 2 } else { 0 });
         for v in 0..10 {
             let want = if v == 3 { 3 } else { 1 };
             assert_eq!(calls.get(&v), Some(&want), "{v}: {calls:?}");
@@ -385,8 +402,9 @@ fn an_acked_pool_drain_retries_a_message_that_fails_a_few_times() {
 fn an_acked_pool_drains_past_a_message_that_always_fails() {
     // Review finding: without a backoff a nacked message is ready again at once, so a
     // draining worker took it, failed and nacked it for ever, and the drain never ended.
-    // Now the worker gives up on it after three tries in the drain and returns it.
-    let (calls, stats, topic) =
+    // Now its third failure in the drain sets it aside (nacked with a delay): the drain
+    // handles what comes after it and ends, and the message stays in the group.
+    let (calls, stats, topic, clock) =
         drain_with_failures(
             memq::AckConfig::new(),
             |v| {
@@ -397,23 +415,36 @@ fn an_acked_pool_drains_past_a_message_that_always_fails() {
                 }
             },
         );
-    for v in 0..7 {
+    for v in (0..10).filter(|&v| v != 7) {
         assert_eq!(calls.get(&v), Some(&1), "{v} handled once: {calls:?}");
     }
     assert_eq!(calls.get(&7), Some(&3), "tried three times: {calls:?}");
-    assert_eq!((stats.errors, stats.consumed), (3, 10), "{stats:?}");
-    // Nothing lost: 7 went back to the group, and what came after it is still there
-    // (a failing message is delivered again ahead of messages not delivered yet).
-    let mut next = topic
-        .group_acked("g", StartAt::Earliest, memq::AckConfig::new())
-        .unwrap();
-    let mut rest = Vec::new();
-    while let Ok(d) = next.try_recv() {
-        rest.push(*d.value());
-        d.ack().unwrap();
-    }
-    rest.sort_unstable();
-    assert_eq!(rest, [7, 8, 9]);
+    assert_eq!((stats.errors, stats.consumed), (3, 12), "{stats:?}");
+    assert!(
+        left_in_the_group(&topic).is_empty(),
+        "set aside for a second"
+    );
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(left_in_the_group(&topic), [(7, 4)]);
+}
+
+#[test]
+fn a_drain_uses_up_no_delivery_attempt_without_the_handler() {
+    // Review of 83c3c6e: a worker that gave up on a message noticed only when it received
+    // it once more, and that delivery counted against max_deliveries without the
+    // handler: with max_deliveries(4), a message that would have succeeded on its fourth
+    // try went to the dead letters after three. Now the third failure sets it aside.
+    let dlq = Topic::<memq::DeadLetter<u32>>::with_capacity(8).unwrap();
+    let mut dead = dlq.subscribe(StartAt::Earliest).unwrap();
+    let config = memq::AckConfig::new()
+        .max_deliveries(4)
+        .dead_letter(dlq.clone());
+    let (calls, _stats, topic, clock) = drain_with_failures(config, |v| if v == 1 { 3 } else { 0 });
+    assert_eq!(calls.get(&1), Some(&3), "{calls:?}");
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(left_in_the_group(&topic), [(1, 4)]);
+    assert!(dead.try_recv().is_err(), "nothing dead-lettered");
+    assert_eq!(topic.stats().groups[0].dead_lettered, 0);
 }
 
 #[test]

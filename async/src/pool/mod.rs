@@ -119,17 +119,19 @@ impl Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shutdown {
     /// Handle everything available, then stop: every message published before the call
-    /// is handled. Each worker stops waiting, takes messages while there are any and ends
-    /// when its part of the group has none.
+    /// is handled (in an explicit-ack pool, tried at least three times; see below). Each
+    /// worker stops waiting, takes messages while there are any and ends when its part of
+    /// the group has none.
     ///
     /// In an explicit-ack pool ([`PoolBuilder::acked`]) a message whose handler fails is
-    /// nacked and tried again during the drain (under the group's backoff; one waiting
-    /// out a backoff when nothing else is left is not waited for). A worker tries one
-    /// message at most three times during a drain: one that has failed that often is
-    /// returned to the group and ends that worker's drain, so that a message that always
-    /// fails cannot keep the drain from ending. Without a backoff such a message is
-    /// delivered again ahead of anything not yet delivered, so the messages behind it
-    /// stay in the group for its next members.
+    /// nacked and tried again during the drain, under the group's backoff (a message
+    /// waiting out a backoff when nothing else is left is not waited for). From its third
+    /// failure during the drain on, its worker nacks it with a delay of one second
+    /// instead, which sets it aside: the drain goes on with the rest and ends without
+    /// waiting for it, and it stays in the group for its next members. So a message that
+    /// fails once or twice is handled again, and one that always fails cannot keep the
+    /// drain from ending. Every delivery a worker takes goes to the handler; none uses up
+    /// one of the group's `max_deliveries` unhandled.
     Drain,
     /// Stop as soon as possible: each worker finishes the message in hand (the handler is
     /// never interrupted) and ends. Messages not yet received stay in the group for its

@@ -6,7 +6,7 @@
 //! delivery already committed it, so `finish` only counts; in an explicit-ack group
 //! (`PoolBuilder::acked`) `finish` acks the delivery there, after the handler ran and its
 //! result was published, or nacks it if the handler failed. While the pool drains, a
-//! worker gives up on a message that failed [`DRAIN_TRIES`] times (see [`Worker::run`]).
+//! message that failed [`DRAIN_TRIES`] times is nacked with a delay (see [`Worker::run`]).
 
 use core::fmt;
 use core::future::{poll_fn, Future};
@@ -110,9 +110,12 @@ pub(crate) struct Worker<T, O, H> {
     pub(crate) active: Active,
 }
 
-/// How many times a draining worker runs the handler on one message of an explicit-ack
-/// group that keeps failing before it gives up (see [`Worker::run`]).
+/// After how many failures during a drain a worker puts a message of an explicit-ack
+/// group aside (see [`Worker::run`]).
 pub(crate) const DRAIN_TRIES: u32 = 3;
+
+/// How long a message put aside during a drain waits before it is delivered again.
+pub(crate) const DRAIN_SET_ASIDE: core::time::Duration = core::time::Duration::from_secs(1);
 
 /// What waiting for the next message produced.
 enum Next<T> {
@@ -135,12 +138,13 @@ where
     /// drained.
     ///
     /// While draining, a failed delivery of an explicit-ack group is nacked as usual and
-    /// so comes back to be tried again (under the group's backoff), but only
-    /// [`DRAIN_TRIES`] times per message: a worker that receives a message it has seen
-    /// fail that often during the drain returns it to the group and ends its drain. With
-    /// no backoff a nacked message is ready again at once, ahead of everything not yet
-    /// delivered, so a message that always failed would otherwise keep the drain (and the
-    /// worker) busy for ever.
+    /// so comes back to be tried again (under the group's backoff), but from its
+    /// [`DRAIN_TRIES`]th failure during the drain on, a message is nacked with a delay of
+    /// [`DRAIN_SET_ASIDE`] instead: set aside, so that the drain handles what is behind
+    /// it and ends without waiting for it. With no backoff a nacked message is ready again
+    /// at once, ahead of everything not yet delivered, so a message that always failed
+    /// would otherwise keep the drain (and the worker) busy for ever. Every delivery the
+    /// worker receives goes to the handler: none uses up a delivery attempt unhandled.
     pub(crate) async fn run<R: Runtime>(mut self) {
         let shared = self.active.0.clone();
         // Handler failures per message (partition, offset) during the drain.
@@ -165,18 +169,21 @@ where
             match next {
                 Next::Message(m) => {
                     shared.pushed.fetch_add(1, SeqCst);
-                    self.process::<R>(m, None).await;
+                    self.process::<R>(m, None, None).await;
                 }
                 Next::Leased(d) => {
                     let id = (d.partition(), d.offset());
-                    if drain_failures.get(&id).is_some_and(|&n| n >= DRAIN_TRIES) {
-                        // Given up on: back to the group for its next members.
-                        let _ = d.nack();
-                        break;
-                    }
+                    // Whether a failure now would be this message's DRAIN_TRIES-th (or a
+                    // later one) during the drain: then it is set aside.
+                    let set_aside = drain_failures
+                        .get(&id)
+                        .is_some_and(|&n| n + 1 >= DRAIN_TRIES)
+                        .then_some(DRAIN_SET_ASIDE);
                     shared.pushed.fetch_add(1, SeqCst);
                     // The handler gets the message; the lease stays here to be settled.
-                    let failed = self.process::<R>(d.message().clone(), Some(d)).await;
+                    let failed = self
+                        .process::<R>(d.message().clone(), Some(d), set_aside)
+                        .await;
                     if failed && shared.signal.state() == DRAINING {
                         *drain_failures.entry(id).or_insert(0) += 1;
                     }
@@ -201,9 +208,15 @@ where
         }
     }
 
-    /// Runs the handler on `msg`, publishes its result and settles `lease`; returns
+    /// Runs the handler on `msg`, publishes its result and settles `lease` (a failure is
+    /// nacked after `failure_delay` if given, else under the group's backoff); returns
     /// whether the handler failed.
-    async fn process<R: Runtime>(&mut self, msg: Message<T>, lease: Option<Delivery<T>>) -> bool {
+    async fn process<R: Runtime>(
+        &mut self,
+        msg: Message<T>,
+        lease: Option<Delivery<T>>,
+        failure_delay: Option<core::time::Duration>,
+    ) -> bool {
         let shared = self.active.0.clone();
         let (partition, offset) = (msg.partition(), msg.offset());
         let outcome = self.handler.call(msg).await;
@@ -233,7 +246,7 @@ where
                 }
             }
         }
-        finish(&shared, lease, done);
+        finish(&shared, lease, done, failure_delay.filter(|_| failed));
         failed
     }
 }
@@ -305,15 +318,21 @@ async fn publish_result<R: Runtime, O>(
 /// In an explicit-ack group the lease is settled here, after the handler ran and its
 /// result was published, so that a crash before this point redelivers rather than loses:
 /// `ack` when `done`, `nack` otherwise (the handler failed, or its result was dropped by a
-/// stop; the group's backoff, `max_deliveries` and dead-letter topic then apply). An ack
-/// refused because the lease ran out is counted: the message was returned to the group
-/// and is delivered again.
-fn finish<T>(shared: &PoolShared, lease: Option<Delivery<T>>, done: bool) {
+/// stop; the group's backoff, `max_deliveries` and dead-letter topic then apply), or
+/// `nack_after(delay)` when a `delay` is given (see [`Worker::run`]). An ack refused
+/// because the lease ran out is counted: the message was returned to the group and is
+/// delivered again.
+fn finish<T>(
+    shared: &PoolShared,
+    lease: Option<Delivery<T>>,
+    done: bool,
+    delay: Option<core::time::Duration>,
+) {
     if let Some(delivery) = lease {
-        let settled = if done {
-            delivery.ack()
-        } else {
-            delivery.nack()
+        let settled = match (done, delay) {
+            (true, _) => delivery.ack(),
+            (false, Some(delay)) => delivery.nack_after(delay),
+            (false, None) => delivery.nack(),
         };
         if settled.is_err() {
             shared.acks_refused.fetch_add(1, SeqCst);
