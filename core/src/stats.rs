@@ -87,7 +87,7 @@ pub struct TopicStats {
     pub capacity: usize,
     /// Overflow policy.
     pub overflow: Overflow,
-    /// Whether the topic is closed.
+    /// Whether the topic is closed (as [`Topic::is_closed`](crate::Topic::is_closed)).
     pub closed: bool,
     /// Per-partition figures.
     pub partitions: Vec<PartitionStats>,
@@ -133,7 +133,6 @@ impl<T> Topic<T> {
             })
             .collect();
         let mut partitions = Vec::with_capacity(shared.parts.len());
-        let mut closed = false;
         let now = shared.now();
         for (p, part) in shared.parts.iter().enumerate() {
             let mut wl = crate::wait::WakeList::new();
@@ -141,7 +140,6 @@ impl<T> Topic<T> {
             let mut log = part.log.lock();
             shared.expire(&mut log, now, &mut wl);
             log.release_read(&mut released);
-            closed |= log.closed;
             partitions.push(PartitionStats {
                 partition: p as u32,
                 low: log.first(),
@@ -175,7 +173,8 @@ impl<T> Topic<T> {
             name: shared.name.clone(),
             capacity: shared.capacity,
             overflow: shared.overflow,
-            closed,
+            // As `Topic::is_closed`: every partition closed, not a close under way.
+            closed: shared.is_closed(),
             published: partitions.iter().map(|p| p.published).sum(),
             delivered: partitions.iter().map(|p| p.delivered).sum(),
             evicted: partitions.iter().map(|p| p.evicted).sum(),
