@@ -887,14 +887,17 @@ impl<T> AckConsumer<T> {
             self.inner.cancel_wait();
             return Poll::Ready(Err(RecvError::Lagged(missed)));
         }
+        // One clock reading for the whole poll: a message that a move to a full
+        // dead-letter topic put back for later is then not met again by this poll,
+        // however slowly it runs.
+        let Some(now) = self.settings().map(AckSettings::now) else {
+            return Poll::Ready(Err(RecvError::Closed));
+        };
         loop {
             if self.inner.refresh() {
                 self.inner.cancel_wait();
                 return Poll::Ready(Err(RecvError::Closed));
             }
-            let Some(now) = self.settings().map(AckSettings::now) else {
-                return Poll::Ready(Err(RecvError::Closed));
-            };
             let n = self.inner.assigned.len();
             let mut all_done = true;
             let mut earliest: Option<u64> = None;
