@@ -5,8 +5,9 @@
 //! [`Broker`]), and adds what needs `std` or a runtime:
 //!
 //! - [`rt`]: the [`Runtime`](rt::Runtime) trait and its adapters for Tokio, async-std,
-//!   smol and plain threads; receive and publish with a time limit on any of them; Tokio's
-//!   cooperative budget for consumers; timers for explicit-ack leases.
+//!   smol and plain threads; receive and publish with a time limit on any of them; a
+//!   wrapper that puts a consumer under Tokio's cooperative budget; timers for
+//!   explicit-ack leases.
 //! - [`pool`]: worker pools over a consumer group, sequential or parallel, with async or
 //!   blocking handlers, results, counters and graceful shutdown.
 //! - [`codec`]: JSON, MessagePack, gzip, zstd and a magic header over byte topics.

@@ -107,6 +107,45 @@ fn threads_sleep_wakes_at_its_deadline_and_unregisters_when_dropped() {
 }
 
 #[test]
+fn a_tokio_sleep_too_long_for_its_timer_never_ends_even_on_a_paused_clock() {
+    // From review: Tokio cuts sleeps at 30 years, and a paused clock jumps ahead whenever
+    // the runtime is idle, so `recv_timeout(Duration::MAX)` timed out at once there
+    // (`Runtime::sleep` promises that a duration too long to represent never completes).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let rt = Tokio::current();
+        // Long but within Tokio's reach: the paused clock gets there.
+        rt.sleep(Duration::from_secs(86_400 * 365 * 29)).await;
+        let topic = Topic::<u32>::with_capacity(8).unwrap();
+        let mut sub = topic.subscribe(StartAt::Latest).unwrap();
+        let publisher = {
+            let topic = topic.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(100));
+                topic.publish_blocking(7).unwrap();
+            })
+        };
+        let got = sub.recv_timeout(Duration::MAX, &rt).await;
+        publisher.join().unwrap();
+        assert_eq!(got.map(|m| m.into_value()), Ok(7));
+        // Thirty years, where Tokio would stop: never, so the close is what ends it.
+        let closer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            topic.close();
+        });
+        let got = sub
+            .recv_timeout(Duration::from_secs(86_400 * 365 * 30), &rt)
+            .await;
+        closer.join().unwrap();
+        assert_eq!(got.map(|m| m.into_value()), Err(RecvTimeoutError::Closed));
+    });
+}
+
+#[test]
 fn a_dropped_recv_timeout_passes_its_wake_up_to_another_member() {
     let topic = Topic::<u32>::with_capacity(4).unwrap();
     let mut a = topic.group("g", StartAt::Latest).unwrap();

@@ -136,8 +136,8 @@ pub trait Runtime: Clone + Send + Sync + fmt::Debug + 'static {
     /// runtime's async workers.
     fn spawn_blocking_detached(&self, work: BoxBlocking);
 
-    /// A future that completes after `duration`. A duration too long to represent never
-    /// completes.
+    /// A future that completes after `duration`. A duration too long for the runtime's
+    /// timer to represent (on Tokio, 30 years or more) never completes.
     fn sleep(&self, duration: Duration) -> Self::Sleep;
 
     /// A monotonic clock for [`TopicConfig::clock`] (timestamps and TTLs).
