@@ -13,9 +13,11 @@ use crate::topic::Topic;
 
 /// Named topics, created and found by name.
 ///
-/// The broker holds a publishing handle to each topic, so a topic stays open while it is
-/// registered; [`Broker::delete`] unregisters and closes it (readers drain, then get
-/// `Closed`). The broker spawns nothing and needs no runtime.
+/// The broker holds a handle to each topic, so a registered topic lives on when every
+/// other handle is dropped; [`Broker::delete`] unregisters and closes it (readers drain,
+/// then get `Closed`). Closing it through any handle ([`Topic::close`]) closes it for
+/// everyone but leaves it registered: [`Broker::get`] returns it closed, and its name is
+/// taken until it is deleted. The broker spawns nothing and needs no runtime.
 ///
 /// # Examples
 ///

@@ -57,9 +57,13 @@ pub struct GroupStats {
     pub name: String,
     /// Current members.
     pub members: usize,
-    /// The committed position (next offset to deliver) per partition.
+    /// The committed position per partition: with automatic commit the next offset to
+    /// deliver; in an explicit-ack group the lowest offset not yet acknowledged, so
+    /// messages in flight are at or after it, as in Kafka.
     pub committed: Vec<u64>,
-    /// Messages published but not yet delivered to the group, summed over partitions.
+    /// Messages published after the committed position, summed over partitions: with
+    /// automatic commit those not yet delivered; in an explicit-ack group also those
+    /// delivered but not yet settled (see `in_flight`).
     pub lag: u64,
     /// Messages delivered to the group.
     pub delivered: u64,

@@ -1139,3 +1139,39 @@ fn a_clone_that_panics_on_the_way_to_the_dead_letter_topic_leaves_it_bound_there
     assert_eq!((letter.value, letter.deliveries), (Brittle(1), 1));
     assert_eq!(topic.stats().groups[0].dead_lettered, 1);
 }
+
+#[test]
+fn an_explicit_groups_stats_count_messages_in_flight_as_lag() {
+    // From review: `GroupStats::committed` and `lag` were documented as "next offset to
+    // deliver" and "published but not delivered", which holds only with automatic
+    // commit. In an explicit-ack group the committed position is the lowest offset not
+    // yet acknowledged, and the lag is measured from it, so it includes what is in flight.
+    let (_clock, topic) = setup(16);
+    let mut m = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    for v in 0..5 {
+        topic.try_publish(v).unwrap();
+    }
+    let mut held: Vec<_> = (0..3).map(|_| m.try_recv().unwrap()).collect();
+    let g = &topic.stats().groups[0];
+    assert_eq!((g.delivered, g.in_flight), (3, 3));
+    assert_eq!((g.committed.as_slice(), g.lag), (&[0][..], 5));
+    held.remove(0).ack().unwrap();
+    let g = &topic.stats().groups[0];
+    assert_eq!(
+        (g.committed.as_slice(), g.lag, g.in_flight),
+        (&[1][..], 4, 2)
+    );
+    // Acknowledging out of order moves nothing until the lowest is settled.
+    held.remove(1).ack().unwrap();
+    let g = &topic.stats().groups[0];
+    assert_eq!(
+        (g.committed.as_slice(), g.lag, g.in_flight),
+        (&[1][..], 4, 1)
+    );
+    held.remove(0).ack().unwrap();
+    let g = &topic.stats().groups[0];
+    assert_eq!(
+        (g.committed.as_slice(), g.lag, g.in_flight),
+        (&[3][..], 2, 0)
+    );
+}

@@ -218,3 +218,21 @@ fn debug_lists_topics() {
     let s = format!("{b:?}");
     assert!(s.contains("Broker") && s.contains("one"), "{s}");
 }
+
+#[test]
+fn a_topic_closed_through_a_handle_stays_registered_until_deleted() {
+    // From review: the docs said a registered topic stays open. Any handle can close it;
+    // it stays listed (closed) and keeps its name until `delete`.
+    let b = Broker::<u32>::new();
+    let t = b.create("x", TopicConfig::new(4)).unwrap();
+    t.close();
+    assert!(b.contains("x"));
+    assert!(b.get("x").unwrap().is_closed());
+    assert!(matches!(
+        b.create("x", TopicConfig::new(4)),
+        Err(Error::TopicExists(_))
+    ));
+    b.delete("x").unwrap();
+    assert!(!b.contains("x"));
+    assert!(!b.create("x", TopicConfig::new(4)).unwrap().is_closed());
+}
