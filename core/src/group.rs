@@ -253,6 +253,7 @@ impl<T> Topic<T> {
             deleted: false,
             pool_acted: 0,
             pool_refill: 0,
+            as_stream: false,
         })
     }
 
@@ -399,6 +400,10 @@ pub struct Consumer<T> {
     /// refill of the pool (`Pool::refills` as of `pool_refill`).
     pool_acted: usize,
     pool_refill: usize,
+    /// Set while the member is polled as a `Stream`: its wait registrations are then
+    /// extra ones (see `WaiterList::register_extra`), since a dropped `next()` cannot
+    /// cancel them.
+    as_stream: bool,
 }
 
 /// How many messages a member fetches into its group's [`Pool`] per visit.
@@ -587,7 +592,7 @@ impl<T> Consumer<T> {
                 if got == 0 {
                     if let Some(w) = waker {
                         if let Some(g) = log.group(self.group.ids[p]) {
-                            g.waiters.register(&mut self.keys[p], w);
+                            register(&mut g.waiters, &mut self.keys[p], w, self.as_stream);
                             // Cancelled by whatever this poll returns, even a message
                             // from a later partition: a registration left behind would
                             // take a wake-up meant for the member that gets this
@@ -839,7 +844,7 @@ impl<T> Consumer<T> {
         }
         if let Some(w) = waker {
             if let Some(g) = log.group(id) {
-                g.waiters.register(&mut self.keys[0], w);
+                register(&mut g.waiters, &mut self.keys[0], w, self.as_stream);
             }
         }
         drop(log);
@@ -1010,6 +1015,20 @@ impl<T> Consumer<T> {
     }
 }
 
+/// Registers a member's wait on one partition (see `Consumer::as_stream`).
+fn register(
+    waiters: &mut crate::wait::WaiterList,
+    key: &mut Option<WaitKey>,
+    waker: &Waker,
+    as_stream: bool,
+) {
+    if as_stream {
+        waiters.register_extra(key, waker);
+    } else {
+        waiters.register(key, waker);
+    }
+}
+
 impl<T> Drop for Consumer<T> {
     fn drop(&mut self) {
         for p in 0..self.keys.len() {
@@ -1111,8 +1130,18 @@ impl<T> Drop for GroupRecvMany<'_, T> {
 impl<T: Clone> futures_core::Stream for Consumer<T> {
     type Item = Result<Message<T>, crate::Lagged>;
 
+    /// Unlike [`Consumer::recv`]'s future, a `next()` future that is dropped while it
+    /// waits (under a timeout, in a `select!`) cannot withdraw the member from the wait:
+    /// the member stays registered until it is polled again or dropped. So that no
+    /// message waits for it meanwhile, a member waiting as a stream is woken by every
+    /// message published to its partitions without taking the turn of a member waiting in
+    /// `recv`: idle stream members all wake for a new message, and all but one wait again.
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        match self.get_mut().poll_inner(None, 1, Some(cx.waker())) {
+        let this = self.get_mut();
+        this.as_stream = true;
+        let polled = this.poll_inner(None, 1, Some(cx.waker()));
+        this.as_stream = false;
+        match polled {
             Poll::Ready(Ok((_, Some(m)))) => Poll::Ready(Some(Ok(m))),
             Poll::Ready(Ok((_, None))) | Poll::Ready(Err(RecvError::Closed)) => Poll::Ready(None),
             Poll::Ready(Err(RecvError::Lagged(n))) => Poll::Ready(Some(Err(crate::Lagged(n)))),

@@ -32,6 +32,9 @@ enum SlotState {
 struct Slot {
     state: SlotState,
     waker: Option<Waker>,
+    /// Woken by every notification, without taking anyone's turn (see
+    /// [`WaiterList::register_extra`]).
+    extra: bool,
 }
 
 /// Registered wakers of one kind (subscribers, group members or publishers) on one
@@ -66,7 +69,23 @@ impl WaiterList {
     ///
     /// Registering a key that is already waiting only refreshes its waker, keeping its
     /// place in the queue.
+    #[inline]
     pub(crate) fn register(&mut self, key: &mut Option<WaitKey>, waker: &Waker) {
+        self.register_as(key, waker, false);
+    }
+
+    /// [`WaiterList::register`] for a waiter that may stop waiting without telling: a
+    /// group member polled as a `Stream`, whose `next()` future can be dropped (under a
+    /// timeout, say) while the member stays registered. Such a registration is woken by
+    /// every notification that reaches its place in the queue, but takes nobody's turn:
+    /// [`WaiterList::notify_one`] goes on to the next waiter as well, so a wake-up meant
+    /// for one member never ends with one that is no longer listening. Once woken it is
+    /// [`SlotState::Idle`], holding no notification to pass on.
+    pub(crate) fn register_extra(&mut self, key: &mut Option<WaitKey>, waker: &Waker) {
+        self.register_as(key, waker, true);
+    }
+
+    fn register_as(&mut self, key: &mut Option<WaitKey>, waker: &Waker, extra: bool) {
         let index = match *key {
             Some(WaitKey(i)) => i,
             None => {
@@ -76,6 +95,7 @@ impl WaiterList {
                         self.slots.push(Slot {
                             state: SlotState::Free,
                             waker: None,
+                            extra: false,
                         });
                         self.slots.len() - 1
                     }
@@ -86,6 +106,7 @@ impl WaiterList {
             }
         };
         let slot = &mut self.slots[index];
+        slot.extra = extra;
         match &slot.waker {
             Some(w) if w.will_wake(waker) => {}
             _ => slot.waker = Some(waker.clone()),
@@ -146,22 +167,29 @@ impl WaiterList {
         }
     }
 
-    /// Takes the oldest waiting registration's waker into `out`.
-    /// Returns `false` if nobody was waiting or `out` is full.
+    /// Takes the oldest waiting registration's waker into `out`, and the wakers of the
+    /// extra registrations queued before it (see [`WaiterList::register_extra`]).
+    /// Returns `false` if no registration that takes a turn was taken: nobody else was
+    /// waiting, or `out` is full.
     pub(crate) fn notify_one(&mut self, out: &mut WakeList) -> bool {
-        if self.waiting == 0 || out.is_full() {
-            return false;
-        }
-        while let Some(i) = self.queue.pop_front() {
+        while self.waiting > 0 && !out.is_full() {
+            let Some(i) = self.queue.pop_front() else {
+                break;
+            };
             let slot = &mut self.slots[i];
-            if slot.state == SlotState::Waiting {
-                slot.state = SlotState::Notified;
-                self.waiting -= 1;
-                if let Some(w) = slot.waker.take() {
-                    out.push(w);
-                }
-                return true;
+            if slot.state != SlotState::Waiting {
+                continue;
             }
+            self.waiting -= 1;
+            if let Some(w) = slot.waker.take() {
+                out.push(w);
+            }
+            if slot.extra {
+                slot.state = SlotState::Idle;
+                continue;
+            }
+            slot.state = SlotState::Notified;
+            return true;
         }
         false
     }

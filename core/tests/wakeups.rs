@@ -243,3 +243,40 @@ fn waiting_subscriber_survives_many_cancelled_waits_without_growth() {
     topic.try_publish(3).unwrap();
     assert_eq!(sub.try_recv().unwrap().into_value(), 3);
 }
+
+#[test]
+fn a_member_that_stopped_waiting_as_a_stream_does_not_keep_the_wake_up_from_another() {
+    // From review: a member polled as a `Stream` stays registered when its `next()` is
+    // dropped (under a timeout, say), which a `Stream` cannot notice. The wake-up for the
+    // next message went to it alone, and a member parked in `recv` slept next to a ready
+    // message. A stream's registration is now woken by every message without taking the
+    // turn of a member that waits in `recv`.
+    use futures_util::StreamExt;
+    for partitions in [1, 3] {
+        let topic = Topic::new(TopicConfig::new(8).partitions(partitions)).unwrap();
+        let mut a = topic.group("g", StartAt::Latest).unwrap();
+        let mut b = topic.group("g", StartAt::Latest).unwrap();
+        let quitter = Probe::new();
+        {
+            let mut next = a.next();
+            assert!(quitter.poll(&mut next).is_pending());
+        }
+        let (waiter, other) = (Probe::new(), Probe::new());
+        // Published where b reads (with one partition both members read it).
+        let p = b.assignment()[0];
+        let mut recv = b.recv();
+        assert!(waiter.poll(&mut recv).is_pending());
+        topic.try_publish_to(p, 5).unwrap();
+        assert_eq!(waiter.wakes(), 1, "{partitions} partition(s)");
+        match waiter.poll(&mut recv) {
+            Poll::Ready(Ok(m)) => assert_eq!(m.into_value(), 5),
+            other => panic!("{other:?}"),
+        }
+        drop(recv);
+        // The stream member, woken too, finds nothing and waits again; nothing is owed.
+        let mut next = a.next();
+        assert!(other.poll(&mut next).is_pending());
+        drop(next);
+        drop((a, b));
+    }
+}
