@@ -26,6 +26,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 
+use crate::alarm::Alarm;
 use crate::clock::{as_nanos, Clock};
 use crate::config::StartAt;
 use crate::error::{Error, RecvError, TryRecvError};
@@ -566,8 +567,8 @@ impl<T> Topic<T> {
 /// the group at once.
 pub struct AckConsumer<T> {
     inner: Consumer<T>,
-    /// The deadline a timer wake-up is already scheduled for, and the waker it wakes.
-    scheduled: Option<(u64, Waker)>,
+    /// The timer wake-up last scheduled: its deadline, its task, whether it rang.
+    scheduled: Option<Alarm>,
     /// A lag met by a batch receive after it had deliveries to return: reported by the
     /// next receive, before anything else.
     lagged: Option<u64>,
@@ -970,20 +971,22 @@ impl<T> AckConsumer<T> {
     }
 
     /// Asks the timer to wake `waker` at clock time `at` unless a wake-up of the same task
-    /// at or before then is already scheduled. One scheduled for another waker (the member
-    /// was polled from another task, or by a blocking call after a timed-out async one)
-    /// does not count: it would wake the wrong task.
+    /// at or before then is already scheduled and has not rung. One scheduled for another
+    /// waker (the member was polled from another task, or by a blocking call after a
+    /// timed-out async one) does not count: it would wake the wrong task. One that rang
+    /// before the clock showed its time does not either (see [`Alarm`]).
     fn schedule(&mut self, waker: &Waker, at: u64, now: u64) {
         if self
             .scheduled
             .as_ref()
-            .is_some_and(|(s, w)| *s <= at && *s > now && w.will_wake(waker))
+            .is_some_and(|a| a.at() > now && a.covers(waker, at))
         {
             return;
         }
         if let Some(timer) = self.settings().and_then(|s| s.timer.as_ref()) {
-            timer.wake_after(Duration::from_nanos(at.saturating_sub(now)), waker.clone());
-            self.scheduled = Some((at, waker.clone()));
+            let (alarm, arm) = Alarm::new(waker, at, now, self.scheduled.as_ref());
+            timer.wake_after(arm.delay, arm.waker);
+            self.scheduled = Some(alarm);
         }
     }
 

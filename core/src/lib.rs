@@ -45,6 +45,7 @@
 extern crate alloc;
 
 mod ack;
+mod alarm;
 #[cfg(feature = "std")]
 mod blocking;
 mod broker;

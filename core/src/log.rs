@@ -148,7 +148,7 @@ pub(crate) struct Log<T> {
     /// Timer wake-ups pending for publishers parked on this full partition of a topic
     /// with a TTL: when (clock time) and whom. At most one per task at a time, so
     /// parking again does not pile up timer entries (see `Shared::expiry_alarm`).
-    pub(crate) expiry_alarms: Vec<(u64, core::task::Waker)>,
+    pub(crate) expiry_alarms: Vec<crate::alarm::Alarm>,
     /// Groups reading this partition, indexed by the group's id on this partition.
     pub(crate) groups: Vec<Option<GroupPart>>,
     pub(crate) subscribers: usize,

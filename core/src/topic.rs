@@ -15,6 +15,7 @@ use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 
+use crate::alarm::{Alarm, Arm};
 use crate::clock::{as_nanos, Clock};
 use crate::config::{Overflow, TopicConfig};
 use crate::error::{Error, PublishError};
@@ -195,36 +196,35 @@ impl<T> Shared<T> {
     }
 
     /// For a publisher (`waker`) that just parked on a full log (`log`, still locked):
-    /// how long until the oldest retained message expires and frees its slot, if the
-    /// topic has a TTL and a timer to wake it then, and the task has no timer wake-up
-    /// pending for that time or earlier. Each task has at most one pending wake-up per
-    /// partition, so a publisher that parks again and again (a slow reader, a clock that
-    /// does not move) arms no more.
-    fn expiry_alarm(
-        &self,
-        log: &mut Log<T>,
-        now: u64,
-        waker: &Waker,
-    ) -> Option<core::time::Duration> {
+    /// the timer wake-up to ask for when the oldest retained message expires and frees
+    /// its slot, if the topic has a TTL and a timer to wake it then, and the task has no
+    /// wake-up pending for that time or earlier. Each task has at most one pending
+    /// wake-up per partition, so a publisher that parks again and again (a slow reader, a
+    /// clock that does not move) arms no more; one whose alarm rang before the clock
+    /// showed the expiry is armed again (see [`Alarm`]).
+    fn expiry_alarm(&self, log: &mut Log<T>, now: u64, waker: &Waker) -> Option<Arm> {
         let ttl = self.ttl?;
         self.timer.as_ref()?;
         // Expired once `now - ts > ttl`.
         let at = log.oldest_ts()?.saturating_add(ttl).saturating_add(1);
         let alarms = &mut log.expiry_alarms;
-        alarms.retain(|(t, _)| *t > now);
-        match alarms.iter_mut().find(|(_, w)| w.will_wake(waker)) {
-            Some((t, _)) if *t <= at => return None,
-            Some(pending) => *pending = (at, waker.clone()),
-            None => alarms.push((at, waker.clone())),
+        alarms.retain(|a| a.at() > now);
+        let old = alarms.iter().position(|a| a.is_for(waker));
+        if old.is_some_and(|i| alarms[i].covers(waker, at)) {
+            return None;
         }
-        Some(core::time::Duration::from_nanos(at.saturating_sub(now)))
+        let old = old.map(|i| alarms.swap_remove(i));
+        let (alarm, arm) = Alarm::new(waker, at, now, old.as_ref());
+        alarms.push(alarm);
+        // The replaced alarm, if it has not rung, wakes the task once more, harmlessly.
+        Some(arm)
     }
 
-    /// Asks the timer to wake `waker` after `alarm` (see [`Shared::expiry_alarm`]); the
+    /// Asks the timer for `alarm` (see [`Shared::expiry_alarm`]), outside the lock; the
     /// publisher then finds the room expiry freed, or parks again.
-    fn arm_expiry_alarm(&self, alarm: Option<core::time::Duration>, waker: &Waker) {
-        if let (Some(delay), Some(timer)) = (alarm, &self.timer) {
-            timer.wake_after(delay, waker.clone());
+    fn arm_expiry_alarm(&self, alarm: Option<Arm>) {
+        if let (Some(arm), Some(timer)) = (alarm, &self.timer) {
+            timer.wake_after(arm.delay, arm.waker);
         }
     }
 
@@ -443,7 +443,7 @@ impl<T> Shared<T> {
                             if self.park_publisher(p, &mut log, 1, key, w) {
                                 let alarm = self.expiry_alarm(&mut log, now, w);
                                 drop(log);
-                                self.arm_expiry_alarm(alarm, w);
+                                self.arm_expiry_alarm(alarm);
                                 return Attempt::Parked(back);
                             }
                             v = back;
@@ -529,7 +529,7 @@ impl<T> Shared<T> {
                             if self.park_publisher(p, &mut log, n as u64, key, w) {
                                 let alarm = self.expiry_alarm(&mut log, now, w);
                                 drop(log);
-                                self.arm_expiry_alarm(alarm, w);
+                                self.arm_expiry_alarm(alarm);
                                 return Attempt::Parked(batch);
                             }
                         }

@@ -784,6 +784,45 @@ fn a_lease_deadline_wakes_the_task_that_waits_now() {
     assert_eq!(held.ack(), Err(AckError::LeaseExpired));
 }
 
+/// From review: the timer woke a member waiting for a lease to run out before the
+/// group's (coarse or lagging) clock showed the deadline; the member waited again, and
+/// its spent wake-up, still dated in the future, was taken for a pending one, so nothing
+/// woke it again. Now it is armed again.
+#[test]
+fn a_member_woken_before_the_clock_shows_the_lease_deadline_is_woken_again() {
+    let (clock, topic) = setup(4);
+    let timer = Arc::new(RecordingTimer::default());
+    let cfg = || config().clock(clock.clone()).timer(timer.clone());
+    let mut holder = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut waiter = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    topic.try_publish(5).unwrap();
+    let held = holder.try_recv().unwrap();
+    let (count, waker) = counting_waker();
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut recv = waiter.recv();
+    assert!(std::pin::Pin::new(&mut recv).poll(&mut cx).is_pending());
+    let due = std::mem::take(&mut *timer.0.lock().unwrap());
+    assert_eq!(due.len(), 1);
+    // The timer goes off with the clock at 40 of the lease's 100 ms.
+    clock.advance(ms(40));
+    due.into_iter().for_each(std::task::Waker::wake);
+    assert_eq!(count.0.load(Ordering::SeqCst), 1);
+    assert!(std::pin::Pin::new(&mut recv).poll(&mut cx).is_pending());
+    let due = std::mem::take(&mut *timer.0.lock().unwrap());
+    assert_eq!(due.len(), 1, "armed again");
+    clock.advance(ms(60));
+    due.into_iter().for_each(std::task::Waker::wake);
+    assert_eq!(count.0.load(Ordering::SeqCst), 2);
+    match std::pin::Pin::new(&mut recv).poll(&mut cx) {
+        std::task::Poll::Ready(Ok(again)) => {
+            assert_eq!((*again.value(), again.deliveries()), (5, 2))
+        }
+        other => panic!("{other:?}"),
+    }
+    drop(recv);
+    assert_eq!(held.ack(), Err(AckError::LeaseExpired));
+}
+
 /// On `topic` (two partitions, closed by this helper): members `a` (partition 0) and `b`
 /// (partition 1) of an explicit-ack group made with `cfg`. `before_close` gives `a`
 /// something to settle; after close `b`, with nothing on its own partition, waits for the

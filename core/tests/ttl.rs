@@ -329,3 +329,90 @@ fn a_blocking_publish_returns_when_the_oldest_message_expires() {
     assert_eq!(offset.ok(), Some(1));
     publisher.join().unwrap().unwrap();
 }
+
+/// From review: a timer measures time on its own, and a coarse (or lagging) clock may
+/// not yet show the expiry when the timer goes off. The woken publisher then parks again,
+/// and its spent alarm, still dated in the future by the clock, was taken for a pending
+/// one: nothing was armed, and the publisher slept until some other visit to the log.
+/// Now a rung alarm is armed again, at least 1 ms out, until the clock catches up.
+#[test]
+fn a_publisher_woken_before_the_clock_shows_the_expiry_is_woken_again() {
+    let clock = Arc::new(ManualClock::new());
+    let timer = Arc::new(RecordingTimer::default());
+    let topic = Topic::<u32>::new(
+        TopicConfig::new(1)
+            .clock(clock.clone())
+            .ttl(ms(10))
+            .timer(timer.clone()),
+    )
+    .unwrap();
+    let _idle = topic.subscribe(StartAt::Earliest).unwrap(); // never reads
+    topic.try_publish(0).unwrap();
+    let woken = Arc::new(CountingWake::default());
+    let waker = core::task::Waker::from(woken.clone());
+    let mut cx = core::task::Context::from_waker(&waker);
+    let mut publish = topic.publish(1);
+    assert!(core::pin::Pin::new(&mut publish).poll(&mut cx).is_pending());
+    let due = core::mem::take(&mut *timer.0.lock().unwrap());
+    assert_eq!(due.len(), 1);
+    // The timer goes off; the clock shows only 4 of the 10 ms.
+    clock.advance(ms(4));
+    due.into_iter().for_each(|(_, w)| w.wake());
+    assert_eq!(woken.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(core::pin::Pin::new(&mut publish).poll(&mut cx).is_pending());
+    let due = core::mem::take(&mut *timer.0.lock().unwrap());
+    let delays: Vec<_> = due.iter().map(|(d, _)| *d).collect();
+    assert_eq!(delays, [ms(6) + Duration::from_nanos(1)], "armed again");
+    // Again early, now 1 ns short: the next alarm is at least 1 ms out, so a clock that
+    // lags the timer is never polled in a tight loop.
+    clock.advance(ms(6));
+    due.into_iter().for_each(|(_, w)| w.wake());
+    assert!(core::pin::Pin::new(&mut publish).poll(&mut cx).is_pending());
+    let due = core::mem::take(&mut *timer.0.lock().unwrap());
+    let delays: Vec<_> = due.iter().map(|(d, _)| *d).collect();
+    assert_eq!(delays, [ms(1)]);
+    // Parking again before it rings arms nothing more.
+    assert!(core::pin::Pin::new(&mut publish).poll(&mut cx).is_pending());
+    assert!(timer.0.lock().unwrap().is_empty());
+    clock.advance(ms(1));
+    due.into_iter().for_each(|(_, w)| w.wake());
+    match core::pin::Pin::new(&mut publish).poll(&mut cx) {
+        core::task::Poll::Ready(Ok(r)) => assert_eq!(r.offset, 1),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A clock that ticks every 20 ms, as coarse clocks of small targets do.
+struct Coarse(std::time::Instant);
+
+impl memq_core::Clock for Coarse {
+    fn now(&self) -> Duration {
+        ms(self.0.elapsed().as_millis() as u64 / 20 * 20)
+    }
+}
+
+/// The same on the default timer and a real coarse clock: a blocking publish waiting for
+/// the oldest message to expire returns (it waited until some other visit to the log).
+#[test]
+fn a_blocking_publish_on_a_coarse_clock_returns_when_the_oldest_message_expires() {
+    let clock = Arc::new(Coarse(std::time::Instant::now()));
+    let topic = Topic::<u32>::new(TopicConfig::new(1).clock(clock.clone()).ttl(ms(1))).unwrap();
+    let _idle = topic.subscribe(StartAt::Earliest).unwrap();
+    // Published right after a tick, so that the timer goes off well before the next.
+    let tick = clock.now();
+    while memq_core::Clock::now(&*clock) == tick {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    topic.try_publish(0).unwrap();
+    let (done, result) = std::sync::mpsc::channel();
+    let publisher = {
+        let topic = topic.clone();
+        std::thread::spawn(move || done.send(topic.publish_blocking(1).map(|r| r.offset)))
+    };
+    // Only a hang detector: a healthy run returns within about 20 ms.
+    let offset = result
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the blocking publish never returned");
+    assert_eq!(offset.ok(), Some(1));
+    publisher.join().unwrap().unwrap();
+}
