@@ -20,6 +20,14 @@ pub enum Overflow {
     /// faster than its readers waits once per batch rather than once per message. New
     /// publishes use any free slot at once.
     ///
+    /// Waiting publishers are woken in the order they started waiting, each once its own
+    /// room is free: a `publish_batch` waits for room for the whole batch, and those that
+    /// started waiting after it wait for it, so small publishes cannot hold a batch back
+    /// for ever. (While a batch waits, readers that hand over fetched messages without
+    /// the lock, as subscribers do, may wake the publishers before it only once they
+    /// reach the position at which the batch would fit; any reader that visits the log
+    /// wakes them at once.)
+    ///
     /// So a waiting publisher can stay parked while fewer slots than a batch are free.
     /// A reader that reads all it can always frees a whole batch, but one that stops
     /// reading, with messages still retained, until that same publisher gets on (say it

@@ -419,7 +419,9 @@ impl<T> Log<T> {
         self.min_hint.min(self.high).saturating_sub(self.low)
     }
 
-    /// How many messages could be published right now without waiting.
+    /// How many messages could be published right now without waiting: exact when it is
+    /// below `need`, else perhaps fewer than are free (from a cached bound on the readers'
+    /// positions). `u64::MAX` asks for an exact count.
     pub(crate) fn free_slots(&mut self, overflow: Overflow, need: u64) -> u64 {
         let room = self.capacity - self.len();
         match overflow {
@@ -586,10 +588,10 @@ impl<T> Log<T> {
         (self.capacity / 16).clamp(1, 64)
     }
 
-    /// Forgets the room parked publishers need (one of them left); those still parked
-    /// record theirs again when they next park.
-    pub(crate) fn forget_park_need(&mut self) {
-        self.park_need = 0;
+    /// Counts again the room parked publishers need (one of them left, perhaps the one
+    /// that needed the most).
+    pub(crate) fn recount_park_need(&mut self) {
+        self.park_need = self.pubs.max_need();
     }
 
     /// Records that a publisher needing `need` slots parks.
@@ -603,25 +605,27 @@ impl<T> Log<T> {
         (self.high + self.park_need()).saturating_sub(self.capacity)
     }
 
-    /// Collects publishers' wakers once enough room is free (see [`Log::wake_batch`]).
+    /// Collects publishers' wakers once enough room is free (see [`Log::wake_batch`]),
+    /// and returns the free slots it counted (0 when nobody waits).
     ///
     /// Called after anything that may free room (a reader moving, a reader leaving, TTL
     /// expiry) and after a publish that left room: as long as publishers wait while the
-    /// room they wait for is free, they are woken, as many as there are free slots. A
-    /// woken publisher that finds the room taken by a faster one parks again and is
-    /// woken by the next such event.
-    pub(crate) fn notify_publishers(&mut self, overflow: Overflow, out: &mut WakeList) {
+    /// room they wait for is free, they are woken, in the order they parked, as many as
+    /// the free slots hold (see [`WaiterList::notify_fitting`]). A woken publisher that
+    /// finds the room taken by a faster one parks again and is woken by the next such
+    /// event.
+    pub(crate) fn notify_publishers(&mut self, overflow: Overflow, out: &mut WakeList) -> u64 {
+        let mut free = 0;
         if self.pubs.waiting() > 0 {
-            let need = self.park_need();
-            let free = self.free_slots(overflow, need);
-            if free >= need {
-                self.pubs
-                    .notify_many(free.min(usize::MAX as u64) as usize, out);
+            free = self.free_slots(overflow, self.park_need());
+            if free >= self.wake_batch() {
+                self.pubs.notify_fitting(free, out);
             }
         }
         if self.pubs.waiting() == 0 {
             self.park_need = 0;
         }
+        free
     }
 
     /// Marks the partition closed and collects every waiter it can.

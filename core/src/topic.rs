@@ -185,7 +185,7 @@ impl<T> Shared<T> {
         key: &mut Option<WaitKey>,
         waker: &Waker,
     ) -> bool {
-        log.pubs.register(key, waker);
+        log.pubs.register_needing(key, waker, need);
         log.note_parked(need);
         self.parts[p]
             .wake_at
@@ -279,7 +279,7 @@ impl<T> Shared<T> {
     pub(crate) fn rearm(&self, p: usize, log: &mut Log<T>, wl: &mut WakeList) {
         let part = &self.parts[p];
         loop {
-            log.notify_publishers(self.overflow, wl);
+            let counted = log.notify_publishers(self.overflow, wl);
             if log.pubs.waiting() == 0 {
                 part.wake_at.0.store(0, Ordering::Relaxed);
                 return;
@@ -288,10 +288,23 @@ impl<T> Shared<T> {
                 .0
                 .store(encode_wake(log.wake_position()), Ordering::Relaxed);
             crate::sync::fence(Ordering::SeqCst);
-            let need = log.park_need();
-            if log.free_slots(self.overflow, need) < need || wl.is_full() {
+            // Only room freed since the count above (by a reader handing over without
+            // the lock, which missed the new position) can wake more. Counted exactly,
+            // from every reader's position: a cached bound would not show that reader.
+            if log.free_slots(self.overflow, u64::MAX) <= counted || wl.is_full() {
                 return;
             }
+        }
+    }
+
+    /// Takes the registration of a publisher that got on (if it had parked) off the wait
+    /// list; the room the others wait for may have been its own (a large batch), so it
+    /// is counted again from those still parked.
+    #[inline]
+    fn leave_publishers(&self, log: &mut Log<T>, key: &mut Option<WaitKey>) {
+        if key.is_some() {
+            drop(log.pubs.remove(key));
+            log.recount_park_need();
         }
     }
 
@@ -433,7 +446,7 @@ impl<T> Shared<T> {
                     Ok((offset, old)) => {
                         // Our notification (if any) is consumed by this publish; if room
                         // is left, the next waiting publisher gets its turn.
-                        drop(log.pubs.remove(key));
+                        self.leave_publishers(&mut log, key);
                         self.after_publish(p, &mut log, &mut wl);
                         let more = log.notify_readers(1, &mut wl);
                         break (offset, old, more);
@@ -519,7 +532,7 @@ impl<T> Shared<T> {
             loop {
                 match log.append_batch(&mut batch, now, self.overflow, &mut olds) {
                     Some(first) => {
-                        drop(log.pubs.remove(key));
+                        self.leave_publishers(&mut log, key);
                         self.after_publish(p, &mut log, &mut wl);
                         let more = log.notify_readers(n, &mut wl);
                         break (first, more);
@@ -560,9 +573,9 @@ impl<T> Shared<T> {
         let mut wl = WakeList::new();
         let mut log = self.parts[p].log.lock();
         Log::<T>::unregister(&mut log.pubs, key, &mut wl);
-        // The room the others wait for may have been this one's (a large batch): forget
-        // it, wake them if a batch of slots is free, and they park again with their own.
-        log.forget_park_need();
+        // The room the others wait for may have been this one's (a large batch): count
+        // it again from those still parked, and wake those whose room is free.
+        log.recount_park_need();
         self.rearm(p, &mut log, &mut wl);
         drop(log);
         wl.wake_all();

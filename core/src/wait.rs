@@ -35,6 +35,10 @@ struct Slot {
     /// Woken by every notification, without taking anyone's turn (see
     /// [`WaiterList::register_extra`]).
     extra: bool,
+    /// How much the waiter waits for (a publisher: slots), for
+    /// [`WaiterList::notify_fitting`]; 1 unless registered with
+    /// [`WaiterList::register_needing`].
+    need: u64,
 }
 
 /// Registered wakers of one kind (subscribers, group members or publishers) on one
@@ -71,7 +75,13 @@ impl WaiterList {
     /// place in the queue.
     #[inline]
     pub(crate) fn register(&mut self, key: &mut Option<WaitKey>, waker: &Waker) {
-        self.register_as(key, waker, false);
+        self.register_as(key, waker, false, 1);
+    }
+
+    /// [`WaiterList::register`] for a waiter that waits for `need` of something (a
+    /// publisher for `need` free slots): see [`WaiterList::notify_fitting`].
+    pub(crate) fn register_needing(&mut self, key: &mut Option<WaitKey>, waker: &Waker, need: u64) {
+        self.register_as(key, waker, false, need);
     }
 
     /// [`WaiterList::register`] for a waiter that may stop waiting without telling: a
@@ -82,10 +92,10 @@ impl WaiterList {
     /// for one member never ends with one that is no longer listening. Once woken it is
     /// [`SlotState::Idle`], holding no notification to pass on.
     pub(crate) fn register_extra(&mut self, key: &mut Option<WaitKey>, waker: &Waker) {
-        self.register_as(key, waker, true);
+        self.register_as(key, waker, true, 1);
     }
 
-    fn register_as(&mut self, key: &mut Option<WaitKey>, waker: &Waker, extra: bool) {
+    fn register_as(&mut self, key: &mut Option<WaitKey>, waker: &Waker, extra: bool, need: u64) {
         let index = match *key {
             Some(WaitKey(i)) => i,
             None => {
@@ -96,6 +106,7 @@ impl WaiterList {
                             state: SlotState::Free,
                             waker: None,
                             extra: false,
+                            need: 1,
                         });
                         self.slots.len() - 1
                     }
@@ -107,6 +118,7 @@ impl WaiterList {
         };
         let slot = &mut self.slots[index];
         slot.extra = extra;
+        slot.need = need;
         match &slot.waker {
             Some(w) if w.will_wake(waker) => {}
             _ => slot.waker = Some(waker.clone()),
@@ -192,6 +204,46 @@ impl WaiterList {
             return true;
         }
         false
+    }
+
+    /// Wakes waiters in FIFO order for as long as their needs, added up, fit in `room`,
+    /// and stops at the first that does not fit: it keeps its place, and those behind it
+    /// wait for it (a large batch is not overtaken for ever by small ones). Returns how
+    /// many were taken.
+    pub(crate) fn notify_fitting(&mut self, mut room: u64, out: &mut WakeList) -> usize {
+        let mut done = 0;
+        while self.waiting > 0 && !out.is_full() {
+            let Some(&i) = self.queue.front() else {
+                break;
+            };
+            let slot = &mut self.slots[i];
+            if slot.state != SlotState::Waiting {
+                self.queue.pop_front();
+                continue;
+            }
+            if slot.need > room {
+                break;
+            }
+            room -= slot.need;
+            self.queue.pop_front();
+            slot.state = SlotState::Notified;
+            self.waiting -= 1;
+            if let Some(w) = slot.waker.take() {
+                out.push(w);
+            }
+            done += 1;
+        }
+        done
+    }
+
+    /// The largest need of the registrations waiting (0 if none is).
+    pub(crate) fn max_need(&self) -> u64 {
+        self.slots
+            .iter()
+            .filter(|s| s.state == SlotState::Waiting)
+            .map(|s| s.need)
+            .max()
+            .unwrap_or(0)
     }
 
     /// Wakes up to `n` waiters in FIFO order; returns how many were taken.

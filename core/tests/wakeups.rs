@@ -280,3 +280,37 @@ fn a_member_that_stopped_waiting_as_a_stream_does_not_keep_the_wake_up_from_anot
         drop((a, b));
     }
 }
+
+#[test]
+fn a_parked_batch_holds_back_only_the_publishers_that_parked_after_it() {
+    // From review: the room parked publishers were woken for was the largest any of them
+    // needed, so a parked batch of 3 kept a single publisher that had parked before it
+    // asleep next to a free slot (the docs promise logs under 32 slots wake for every
+    // slot). Parked publishers are now served in the order they parked, each once its own
+    // room is free: a batch at the front waits for its room, and those behind it for it.
+    let topic = Topic::<u32>::new(TopicConfig::new(4)).unwrap();
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    for v in 0..4 {
+        topic.try_publish(v).unwrap();
+    }
+    let (single, batch, last) = (Probe::new(), Probe::new(), Probe::new());
+    let mut p1 = topic.publish(10);
+    assert!(single.poll(&mut p1).is_pending());
+    let mut p2 = topic.publish_batch(vec![20, 21, 22]);
+    assert!(batch.poll(&mut p2).is_pending());
+    let mut p3 = topic.publish(30);
+    assert!(last.poll(&mut p3).is_pending());
+    assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+    assert_eq!((single.wakes(), batch.wakes(), last.wakes()), (1, 0, 0));
+    assert!(matches!(single.poll(&mut p1), Poll::Ready(Ok(r)) if r.offset == 4));
+    // Two slots free: not enough for the batch, and the last waits behind it.
+    assert_eq!(sub.try_recv().unwrap().into_value(), 1);
+    assert_eq!(sub.try_recv().unwrap().into_value(), 2);
+    assert_eq!((batch.wakes(), last.wakes()), (0, 0));
+    assert_eq!(sub.try_recv().unwrap().into_value(), 3);
+    assert_eq!((batch.wakes(), last.wakes()), (1, 0));
+    assert!(matches!(batch.poll(&mut p2), Poll::Ready(Ok(r)) if r.offset == 5));
+    assert_eq!(sub.try_recv().unwrap().into_value(), 10);
+    assert_eq!(last.wakes(), 1);
+    assert!(matches!(last.poll(&mut p3), Poll::Ready(Ok(r)) if r.offset == 8));
+}
