@@ -39,6 +39,17 @@ struct Slot {
     /// [`WaiterList::notify_fitting`]; 1 unless registered with
     /// [`WaiterList::register_needing`].
     need: u64,
+    /// Counts the slot's turns in the queue: a queue entry stands for the slot only while
+    /// the numbers agree (the slot may have been freed and reused by another waiter
+    /// since the entry was queued, and must not take the place of that stale entry).
+    turn: u32,
+}
+
+impl Slot {
+    /// Whether a queue entry of `turn` stands for this slot.
+    fn is_queued(&self, turn: u32) -> bool {
+        self.state == SlotState::Waiting && self.turn == turn
+    }
 }
 
 /// Registered wakers of one kind (subscribers, group members or publishers) on one
@@ -47,9 +58,10 @@ struct Slot {
 pub(crate) struct WaiterList {
     slots: Vec<Slot>,
     free: Vec<usize>,
-    /// FIFO of keys that were `Waiting` when pushed. Entries whose slot is no longer
-    /// `Waiting` are stale and skipped; the queue is compacted when stale entries dominate.
-    queue: VecDeque<usize>,
+    /// FIFO of keys that were `Waiting` when pushed, with the slot's turn then. Entries
+    /// whose slot is no longer `Waiting`, or is waiting in a later turn, are stale and
+    /// skipped; the queue is compacted when stale entries dominate.
+    queue: VecDeque<(usize, u32)>,
     waiting: usize,
 }
 
@@ -107,6 +119,7 @@ impl WaiterList {
                             waker: None,
                             extra: false,
                             need: 1,
+                            turn: 0,
                         });
                         self.slots.len() - 1
                     }
@@ -126,8 +139,9 @@ impl WaiterList {
         if slot.state != SlotState::Waiting {
             debug_assert_ne!(slot.state, SlotState::Free);
             slot.state = SlotState::Waiting;
+            slot.turn = slot.turn.wrapping_add(1);
             self.waiting += 1;
-            self.queue.push_back(index);
+            self.queue.push_back((index, slot.turn));
         }
     }
 
@@ -175,7 +189,7 @@ impl WaiterList {
     fn maybe_compact(&mut self) {
         if self.queue.len() > 2 * self.waiting + 32 {
             let slots = &self.slots;
-            self.queue.retain(|&i| slots[i].state == SlotState::Waiting);
+            self.queue.retain(|&(i, turn)| slots[i].is_queued(turn));
         }
     }
 
@@ -185,11 +199,11 @@ impl WaiterList {
     /// waiting, or `out` is full.
     pub(crate) fn notify_one(&mut self, out: &mut WakeList) -> bool {
         while self.waiting > 0 && !out.is_full() {
-            let Some(i) = self.queue.pop_front() else {
+            let Some((i, turn)) = self.queue.pop_front() else {
                 break;
             };
             let slot = &mut self.slots[i];
-            if slot.state != SlotState::Waiting {
+            if !slot.is_queued(turn) {
                 continue;
             }
             self.waiting -= 1;
@@ -213,11 +227,11 @@ impl WaiterList {
     pub(crate) fn notify_fitting(&mut self, mut room: u64, out: &mut WakeList) -> usize {
         let mut done = 0;
         while self.waiting > 0 && !out.is_full() {
-            let Some(&i) = self.queue.front() else {
+            let Some(&(i, turn)) = self.queue.front() else {
                 break;
             };
             let slot = &mut self.slots[i];
-            if slot.state != SlotState::Waiting {
+            if !slot.is_queued(turn) {
                 self.queue.pop_front();
                 continue;
             }

@@ -314,3 +314,27 @@ fn a_parked_batch_holds_back_only_the_publishers_that_parked_after_it() {
     assert_eq!(last.wakes(), 1);
     assert!(matches!(last.poll(&mut p3), Poll::Ready(Ok(r)) if r.offset == 8));
 }
+
+#[test]
+fn a_waiter_in_a_reused_slot_does_not_jump_the_queue() {
+    // Found by the liveness fuzz: a cancelled publisher's slot, reused by a batch that
+    // parked later, made the cancelled publisher's stale queue entry stand for the batch.
+    // The batch then came first, did not fit, and held back the single publisher that had
+    // parked before it, next to a free slot.
+    let topic = Topic::<u32>::new(TopicConfig::new(3)).unwrap();
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    for v in 0..3 {
+        topic.try_publish(v).unwrap();
+    }
+    let (cancelled, single, batch) = (Probe::new(), Probe::new(), Probe::new());
+    let mut p1 = topic.publish(10);
+    assert!(cancelled.poll(&mut p1).is_pending());
+    let mut p2 = topic.publish(20);
+    assert!(single.poll(&mut p2).is_pending());
+    drop(p1);
+    let mut p3 = topic.publish_batch(vec![30, 31]);
+    assert!(batch.poll(&mut p3).is_pending());
+    assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+    assert_eq!((single.wakes(), batch.wakes()), (1, 0));
+    assert!(matches!(single.poll(&mut p2), Poll::Ready(Ok(r)) if r.offset == 3));
+}
