@@ -23,10 +23,9 @@ pub enum Overflow {
     /// Waiting publishers are woken in the order they started waiting, each once its own
     /// room is free: a `publish_batch` waits for room for the whole batch, and those that
     /// started waiting after it wait for it, so small publishes cannot hold a batch back
-    /// for ever. (While a batch waits, readers that hand over fetched messages without
-    /// the lock, as subscribers do, may wake the publishers before it only once they
-    /// reach the position at which the batch would fit; any reader that visits the log
-    /// wakes them at once.)
+    /// for ever. The room a woken publisher was woken for is kept for it from the others
+    /// that wait (not from new publishes, which use any free slot); if a new publish took
+    /// it first, the woken publisher waits again in its old place, first in line.
     ///
     /// So a waiting publisher can stay parked while fewer slots than a batch are free.
     /// A reader that reads all it can always frees a whole batch, but one that stops

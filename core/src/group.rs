@@ -289,7 +289,7 @@ impl<T> Topic<T> {
                 let waiters = log.remove_group(group.ids[p]);
                 // The group may have been the slowest reader, or the only explicit-ack one.
                 log.release_read(&mut released);
-                log.notify_publishers(shared.overflow, &mut wl);
+                shared.reader_advanced(&mut log, &mut wl);
                 waiters
             };
             wl.wake_all();
@@ -1133,9 +1133,10 @@ impl<T: Clone> futures_core::Stream for Consumer<T> {
     /// Unlike [`Consumer::recv`]'s future, a `next()` future that is dropped while it
     /// waits (under a timeout, in a `select!`) cannot withdraw the member from the wait:
     /// the member stays registered until it is polled again or dropped. So that no
-    /// message waits for it meanwhile, a member waiting as a stream is woken by every
-    /// message published to its partitions without taking the turn of a member waiting in
-    /// `recv`: idle stream members all wake for a new message, and all but one wait again.
+    /// message waits for it meanwhile, a member waiting as a stream takes nobody's turn:
+    /// a new message wakes the member waiting in `recv` whose turn it is, and with it the
+    /// stream members queued before that one; with nobody waiting in `recv`, every stream
+    /// member waiting. All but one of them find nothing and wait again.
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
         this.as_stream = true;

@@ -136,9 +136,6 @@ pub(crate) struct Log<T> {
     /// which is what retention needs).
     ahead: Vec<Option<Arc<Padded<AtomicUsize>>>>,
     cursor_free: Vec<usize>,
-    /// How many entries of `ahead` are `Some`: readers that hand messages over without
-    /// the lock and so read [`Partition::wake_at`](crate::topic::Partition).
-    reading_ahead: usize,
     /// A lower bound of the smallest position in `cursors`.
     min_hint: u64,
     /// Broadcast subscribers parked here: all woken per publish.
@@ -152,8 +149,8 @@ pub(crate) struct Log<T> {
     /// Groups reading this partition, indexed by the group's id on this partition.
     pub(crate) groups: Vec<Option<GroupPart>>,
     pub(crate) subscribers: usize,
-    /// The most room any parked publisher needs (0 when none is parked).
-    park_need: u64,
+    /// The number of the partition this is the log of.
+    pub(crate) partition: usize,
     last_ts: u64,
     pub(crate) published: u64,
     pub(crate) delivered: u64,
@@ -165,12 +162,13 @@ pub(crate) struct Log<T> {
 
 impl<T> Log<T> {
     /// A log of `capacity` slots, or `None` if that much memory cannot be had.
-    pub(crate) fn new(capacity: usize, release: bool) -> Option<Self> {
+    pub(crate) fn new(capacity: usize, release: bool, partition: usize) -> Option<Self> {
         let mut ring = Vec::new();
         ring.try_reserve_exact(capacity).ok()?;
         ring.resize_with(capacity, || None);
         Some(Self {
             ring: ring.into_boxed_slice(),
+            partition,
             capacity: capacity as u64,
             low: 0,
             high: 0,
@@ -181,14 +179,12 @@ impl<T> Log<T> {
             cursors: Vec::new(),
             ahead: Vec::new(),
             cursor_free: Vec::new(),
-            reading_ahead: 0,
             min_hint: UNUSED,
             subs: WaiterList::new(),
             expiry_alarms: Vec::new(),
             pubs: WaiterList::new(),
             groups: Vec::new(),
             subscribers: 0,
-            park_need: 0,
             last_ts: 0,
             published: 0,
             delivered: 0,
@@ -231,7 +227,6 @@ impl<T> Log<T> {
         ahead: Option<Arc<Padded<AtomicUsize>>>,
     ) -> usize {
         self.min_hint = self.min_hint.min(pos);
-        self.reading_ahead += usize::from(ahead.is_some());
         match self.cursor_free.pop() {
             Some(i) => {
                 self.cursors[i] = pos;
@@ -267,7 +262,6 @@ impl<T> Log<T> {
         let Some(cell) = self.ahead[cursor].take() else {
             return;
         };
-        self.reading_ahead -= 1;
         let unread = match cell.0.swap(REVOKED, Ordering::AcqRel) {
             REVOKED => 0,
             n => n as u64,
@@ -281,19 +275,11 @@ impl<T> Log<T> {
     pub(crate) fn attach_ahead(&mut self, cursor: usize, cell: Arc<Padded<AtomicUsize>>) {
         debug_assert!(self.ahead[cursor].is_none());
         self.ahead[cursor] = Some(cell);
-        self.reading_ahead += 1;
     }
 
     /// Whether the log is closed and the reader at `cursor` has been handed everything.
     pub(crate) fn finished(&self, cursor: usize) -> bool {
         self.closed && self.cursor(cursor) >= self.high
-    }
-
-    /// Whether some reader of this log reads ahead (and so hands messages over without
-    /// the lock, reading the partition's wake position).
-    #[inline]
-    pub(crate) fn reads_ahead(&self) -> bool {
-        self.reading_ahead > 0
     }
 
     /// Whether `cell` is the read-ahead cell attached to `cursor`.
@@ -572,11 +558,11 @@ impl<T> Log<T> {
         more
     }
 
-    /// How much room parked publishers wait for before any of them is woken: the most
-    /// any of them needs, but at least `wake_batch` (see [`Log::wake_batch`]).
+    /// How much room parked publishers wait for before any of them is woken: what the
+    /// first in line needs, but at least `wake_batch` (see [`Log::wake_batch`]).
     #[inline]
     pub(crate) fn park_need(&self) -> u64 {
-        self.park_need.max(self.wake_batch())
+        self.pubs.head_need().max(self.wake_batch())
     }
 
     /// Back-pressure is released in batches: a publisher parked on a full `Block`
@@ -588,19 +574,11 @@ impl<T> Log<T> {
         (self.capacity / 16).clamp(1, 64)
     }
 
-    /// Counts again the room parked publishers need (one of them left, perhaps the one
-    /// that needed the most).
-    pub(crate) fn recount_park_need(&mut self) {
-        self.park_need = self.pubs.max_need();
-    }
-
-    /// Records that a publisher needing `need` slots parks.
-    pub(crate) fn note_parked(&mut self, need: u64) {
-        self.park_need = self.park_need.max(need);
-    }
-
-    /// The smallest position the slowest reader must reach for the parked publishers'
-    /// room to be free: `high + park_need - capacity`.
+    /// The smallest position the slowest reader must reach for the room of the first
+    /// parked publisher in line to be free: `high + park_need - capacity`. It changes
+    /// whenever the first in line does (woken, gone, or the first to park), and each time
+    /// it is stored again for readers that hand over without the lock (see
+    /// [`Shared::rearm`](crate::topic::Shared)).
     pub(crate) fn wake_position(&self) -> u64 {
         (self.high + self.park_need()).saturating_sub(self.capacity)
     }
@@ -617,13 +595,12 @@ impl<T> Log<T> {
     pub(crate) fn notify_publishers(&mut self, overflow: Overflow, out: &mut WakeList) -> u64 {
         let mut free = 0;
         if self.pubs.waiting() > 0 {
-            free = self.free_slots(overflow, self.park_need());
+            // Counted exactly: what fits is judged against it, and `Shared::rearm` compares
+            // a second count with it.
+            free = self.free_slots(overflow, u64::MAX);
             if free >= self.wake_batch() {
                 self.pubs.notify_fitting(free, out);
             }
-        }
-        if self.pubs.waiting() == 0 {
-            self.park_need = 0;
         }
         free
     }

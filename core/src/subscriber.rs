@@ -664,7 +664,7 @@ impl<T> Drop for Subscriber<T> {
             log.release_read(&mut released);
             log.subscribers -= 1;
             // Our position may have been the one holding publishers back.
-            log.notify_publishers(shared.overflow, &mut wl);
+            shared.reader_advanced(&mut log, &mut wl);
             drop(log);
             drop(waker);
         }

@@ -134,7 +134,7 @@ impl<T> Shared<T> {
     pub(crate) fn expire(&self, log: &mut Log<T>, now: u64, out: &mut WakeList) {
         if let Some(ttl) = self.ttl {
             if log.evict_expired(now, ttl) > 0 {
-                log.notify_publishers(self.overflow, out);
+                self.reader_advanced(log, out);
             }
         }
     }
@@ -186,7 +186,6 @@ impl<T> Shared<T> {
         waker: &Waker,
     ) -> bool {
         log.pubs.register_needing(key, waker, need);
-        log.note_parked(need);
         self.parts[p]
             .wake_at
             .0
@@ -298,36 +297,38 @@ impl<T> Shared<T> {
     }
 
     /// Takes the registration of a publisher that got on (if it had parked) off the wait
-    /// list; the room the others wait for may have been its own (a large batch), so it
-    /// is counted again from those still parked.
+    /// list; the caller then runs [`Shared::after_publish`], which stores the wake
+    /// position of whoever is first in line now.
     #[inline]
     fn leave_publishers(&self, log: &mut Log<T>, key: &mut Option<WaitKey>) {
-        if key.is_some() {
-            drop(log.pubs.remove(key));
-            log.recount_park_need();
-        }
+        drop(log.pubs.remove(key));
     }
 
     /// After a publish: if publishers are parked, the next one gets its turn when room is
-    /// left, and, where readers hand over without the lock, the wake position moves with
-    /// the new end of the log (it must never be left lower than what the publishers
-    /// still parked need; see [`Shared::ahead_consumed`]).
+    /// left, and the wake position moves with the new end of the log and whoever is
+    /// first in line now (it must never be left lower than what that publisher needs;
+    /// see [`Shared::ahead_consumed`]).
     #[inline]
     fn after_publish(&self, p: usize, log: &mut Log<T>, wl: &mut WakeList) {
         self.parts[p].note_tail(log.high);
-        if log.pubs.waiting() > 0 && log.reads_ahead() {
+        if log.pubs.waiting() > 0 {
             self.rearm(p, log, wl);
-        } else {
-            log.notify_publishers(self.overflow, wl);
         }
     }
 
-    /// After a reader moved, wakes publishers if room may have been freed. Called with
-    /// the log locked; wakers go to `out`. Costs one comparison when nobody waits.
+    /// After a reader moved (or left, or messages expired), wakes publishers if room may
+    /// have been freed. Called with the log locked; wakers go to `out`. Costs one
+    /// comparison when nobody waits.
+    ///
+    /// Waking the first publisher in line changes the wake position that readers handing
+    /// over without the lock watch, so it is stored again ([`Shared::rearm`]): left as
+    /// it was, it could stand for a position such a reader has already acted on, and
+    /// that reader would never take the lock for the next publisher. (Also where no
+    /// reader reads ahead now: one that starts to later must find the position current.)
     #[inline]
     pub(crate) fn reader_advanced(&self, log: &mut Log<T>, out: &mut WakeList) {
         if log.pubs.waiting() > 0 {
-            log.notify_publishers(self.overflow, out);
+            self.rearm(log.partition, log, out);
         }
     }
 
@@ -572,12 +573,13 @@ impl<T> Shared<T> {
         }
         let mut wl = WakeList::new();
         let mut log = self.parts[p].log.lock();
-        Log::<T>::unregister(&mut log.pubs, key, &mut wl);
-        // The room the others wait for may have been this one's (a large batch): count
-        // it again from those still parked, and wake those whose room is free.
-        log.recount_park_need();
+        // A wake-up it had not used (and the room promised with it) goes to whoever is
+        // first in line now, if that one's room is free; and that one's wake position is
+        // stored.
+        let (_, waker) = log.pubs.remove(key);
         self.rearm(p, &mut log, &mut wl);
         drop(log);
+        drop(waker);
         wl.wake_all();
     }
 }
@@ -671,7 +673,7 @@ impl<T> Topic<T> {
             .try_reserve_exact(config.partitions as usize)
             .map_err(|_| too_large.clone())?;
         for _ in 0..config.partitions {
-            let log = Log::new(config.capacity, config.release_on_read)
+            let log = Log::new(config.capacity, config.release_on_read, parts.len())
                 .ok_or_else(|| too_large.clone())?;
             parts.push(Partition {
                 log: Mutex::new(log),

@@ -63,6 +63,9 @@ pub(crate) struct WaiterList {
     /// skipped; the queue is compacted when stale entries dominate.
     queue: VecDeque<(usize, u32)>,
     waiting: usize,
+    /// The needs of the registrations woken and not yet back (`Notified`), added up: room
+    /// [`WaiterList::notify_fitting`] has promised them, which it does not give again.
+    promised: u64,
 }
 
 impl WaiterList {
@@ -72,6 +75,7 @@ impl WaiterList {
             free: Vec::new(),
             queue: VecDeque::new(),
             waiting: 0,
+            promised: 0,
         }
     }
 
@@ -130,18 +134,29 @@ impl WaiterList {
             }
         };
         let slot = &mut self.slots[index];
+        let was = slot.state;
+        if was == SlotState::Notified {
+            self.promised -= slot.need;
+        }
         slot.extra = extra;
         slot.need = need;
         match &slot.waker {
             Some(w) if w.will_wake(waker) => {}
             _ => slot.waker = Some(waker.clone()),
         }
-        if slot.state != SlotState::Waiting {
-            debug_assert_ne!(slot.state, SlotState::Free);
+        if was != SlotState::Waiting {
+            debug_assert_ne!(was, SlotState::Free);
             slot.state = SlotState::Waiting;
             slot.turn = slot.turn.wrapping_add(1);
             self.waiting += 1;
-            self.queue.push_back((index, slot.turn));
+            let entry = (index, slot.turn);
+            if was == SlotState::Notified {
+                // Woken as the first in line and waiting again (what it was woken for was
+                // taken first): it keeps its place.
+                self.queue.push_front(entry);
+            } else {
+                self.queue.push_back(entry);
+            }
         }
     }
 
@@ -157,8 +172,10 @@ impl WaiterList {
         };
         let slot = &mut self.slots[i];
         let was = slot.state;
-        if was == SlotState::Waiting {
-            self.waiting -= 1;
+        match was {
+            SlotState::Waiting => self.waiting -= 1,
+            SlotState::Notified => self.promised -= slot.need,
+            _ => {}
         }
         slot.state = SlotState::Idle;
         slot.waker = None;
@@ -175,8 +192,10 @@ impl WaiterList {
         };
         let slot = &mut self.slots[i];
         let was = slot.state;
-        if was == SlotState::Waiting {
-            self.waiting -= 1;
+        match was {
+            SlotState::Waiting => self.waiting -= 1,
+            SlotState::Notified => self.promised -= slot.need,
+            _ => {}
         }
         slot.state = SlotState::Free;
         // The waker is handed back so that it is dropped after the lock is released.
@@ -194,11 +213,15 @@ impl WaiterList {
     }
 
     /// Takes the oldest waiting registration's waker into `out`, and the wakers of the
-    /// extra registrations queued before it (see [`WaiterList::register_extra`]).
-    /// Returns `false` if no registration that takes a turn was taken: nobody else was
-    /// waiting, or `out` is full.
+    /// extra registrations queued before it (see [`WaiterList::register_extra`]) as long
+    /// as they leave a place in `out` for it: extras that do not fit stay queued, so a
+    /// turn handed on is never lost behind them. Returns `false` if no registration that
+    /// takes a turn was taken: nobody else was waiting, or `out` is full.
     pub(crate) fn notify_one(&mut self, out: &mut WakeList) -> bool {
-        while self.waiting > 0 && !out.is_full() {
+        // Extras passed over for want of room in `out`, to be queued again in front.
+        let mut kept: Vec<(usize, u32)> = Vec::new();
+        let mut taken = false;
+        while self.waiting > kept.len() && !out.is_full() {
             let Some((i, turn)) = self.queue.pop_front() else {
                 break;
             };
@@ -206,25 +229,39 @@ impl WaiterList {
             if !slot.is_queued(turn) {
                 continue;
             }
+            if slot.extra {
+                if out.room() < 2 {
+                    kept.push((i, turn));
+                    continue;
+                }
+                self.waiting -= 1;
+                slot.state = SlotState::Idle;
+                if let Some(w) = slot.waker.take() {
+                    out.push(w);
+                }
+                continue;
+            }
             self.waiting -= 1;
+            self.promised += slot.need;
+            slot.state = SlotState::Notified;
             if let Some(w) = slot.waker.take() {
                 out.push(w);
             }
-            if slot.extra {
-                slot.state = SlotState::Idle;
-                continue;
-            }
-            slot.state = SlotState::Notified;
-            return true;
+            taken = true;
+            break;
         }
-        false
+        for entry in kept.into_iter().rev() {
+            self.queue.push_front(entry);
+        }
+        taken
     }
 
-    /// Wakes waiters in FIFO order for as long as their needs, added up, fit in `room`,
-    /// and stops at the first that does not fit: it keeps its place, and those behind it
-    /// wait for it (a large batch is not overtaken for ever by small ones). Returns how
-    /// many were taken.
-    pub(crate) fn notify_fitting(&mut self, mut room: u64, out: &mut WakeList) -> usize {
+    /// Wakes waiters in FIFO order for as long as their needs, added up, fit in `room`
+    /// less what was promised to those woken before and not back yet, and stops at the
+    /// first that does not fit: it keeps its place, and those behind it wait for it (a
+    /// large batch is not overtaken for ever by small ones). Returns how many were taken.
+    pub(crate) fn notify_fitting(&mut self, room: u64, out: &mut WakeList) -> usize {
+        let mut room = room.saturating_sub(self.promised);
         let mut done = 0;
         while self.waiting > 0 && !out.is_full() {
             let Some(&(i, turn)) = self.queue.front() else {
@@ -241,6 +278,7 @@ impl WaiterList {
             room -= slot.need;
             self.queue.pop_front();
             slot.state = SlotState::Notified;
+            self.promised += slot.need;
             self.waiting -= 1;
             if let Some(w) = slot.waker.take() {
                 out.push(w);
@@ -250,14 +288,16 @@ impl WaiterList {
         done
     }
 
-    /// The largest need of the registrations waiting (0 if none is).
-    pub(crate) fn max_need(&self) -> u64 {
-        self.slots
+    /// The need of the first registration in line (0 if none is waiting): what
+    /// [`WaiterList::notify_fitting`] waits for before it wakes anyone.
+    pub(crate) fn head_need(&self) -> u64 {
+        if self.waiting == 0 {
+            return 0;
+        }
+        self.queue
             .iter()
-            .filter(|s| s.state == SlotState::Waiting)
-            .map(|s| s.need)
-            .max()
-            .unwrap_or(0)
+            .find(|&&(i, turn)| self.slots[i].is_queued(turn))
+            .map_or(0, |&(i, _)| self.slots[i].need)
     }
 
     /// Wakes up to `n` waiters in FIFO order; returns how many were taken.
@@ -277,6 +317,9 @@ impl WaiterList {
     }
 }
 
+/// How many wakers a [`WakeList`] holds.
+const WAKE_LIST: usize = 32;
+
 /// Wakers taken under a lock, to be woken after it is released.
 ///
 /// Fixed capacity on the stack: a caller that fills it releases the lock, wakes, and
@@ -284,7 +327,7 @@ impl WaiterList {
 /// are made on hot paths (every publish, every receive) and stay empty, and setting up
 /// 32 slots there cost a 520-byte `memset` each time (6 % of a keyed, partitioned run).
 pub(crate) struct WakeList {
-    wakers: Option<heapless::Vec<Waker, 32>>,
+    wakers: Option<heapless::Vec<Waker, WAKE_LIST>>,
 }
 
 impl core::fmt::Debug for WakeList {
@@ -303,6 +346,12 @@ impl WakeList {
     #[inline]
     pub(crate) fn is_full(&self) -> bool {
         self.wakers.as_ref().is_some_and(heapless::Vec::is_full)
+    }
+
+    /// How many more wakers fit.
+    #[inline]
+    fn room(&self) -> usize {
+        WAKE_LIST - self.wakers.as_ref().map_or(0, |w| w.len())
     }
 
     fn push(&mut self, waker: Waker) {

@@ -897,3 +897,102 @@ fn an_ack_racing_lease_expiry_either_commits_or_redelivers() {
         }
     });
 }
+
+// ----- parked batches and single publishers (from review, 2026-11-30) ---------------
+
+/// A read-ahead subscriber hands over 1 and 2 without the lock while a batch publisher
+/// (2 slots) and a single publisher park on the full log of 3, in either order. Every
+/// message must arrive; a publisher left parked shows up as a loom deadlock.
+#[test]
+fn a_batch_and_a_single_parked_while_a_reader_hands_over() {
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(3).unwrap();
+        let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+        for v in 0..3 {
+            topic.try_publish(v).unwrap();
+        }
+        assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+        topic.try_publish(3).unwrap();
+        let single = {
+            let topic = topic.clone();
+            thread::spawn(move || block_on(topic.publish(10)).unwrap().offset)
+        };
+        let batch = {
+            let topic = topic.clone();
+            thread::spawn(move || block_on(topic.publish_batch(vec![20, 21])).unwrap().offset)
+        };
+        let mut got = Vec::new();
+        for _ in 0..6 {
+            got.push(block_on(sub.recv()).unwrap().into_value());
+        }
+        single.join().unwrap();
+        batch.join().unwrap();
+        got.sort_unstable();
+        assert_eq!(got, [1, 2, 3, 10, 20, 21]);
+    });
+}
+
+/// A batch of 2 parked first (stepped by hand) is dropped while a single publisher parks
+/// behind it and the subscriber hands over without the lock: the cancel stores the wake
+/// position of the single (lower), and the single must still be woken.
+#[test]
+fn a_cancelled_batch_lets_the_single_behind_it_on() {
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(3).unwrap();
+        let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+        for v in 0..3 {
+            topic.try_publish(v).unwrap();
+        }
+        assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+        topic.try_publish(3).unwrap();
+        let mut batch = topic.publish_batch(vec![20, 21]);
+        assert!(poll_once(&mut batch).is_pending());
+        let single = {
+            let topic = topic.clone();
+            thread::spawn(move || block_on(topic.publish(10)).unwrap().offset)
+        };
+        let reader = thread::spawn(move || {
+            let mut got = Vec::new();
+            for _ in 0..4 {
+                got.push(block_on(sub.recv()).unwrap().into_value());
+            }
+            got
+        });
+        drop(batch);
+        single.join().unwrap();
+        let got = reader.join().unwrap();
+        assert_eq!(got, [1, 2, 3, 10]);
+    });
+}
+
+/// A woken single publisher (never polled again) is dropped while a batch of 2 waits
+/// behind it and the subscriber hands over without the lock: the cancel hands the turn
+/// to the batch once its room is free, and re-arms; the batch must get on.
+#[test]
+fn a_dropped_woken_single_hands_its_turn_to_a_batch() {
+    model(|| {
+        let topic = Topic::<u32>::with_capacity(3).unwrap();
+        let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+        for v in 0..3 {
+            topic.try_publish(v).unwrap();
+        }
+        assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+        topic.try_publish(3).unwrap();
+        let mut single = topic.publish(10);
+        assert!(poll_once(&mut single).is_pending());
+        let batch = {
+            let topic = topic.clone();
+            thread::spawn(move || block_on(topic.publish_batch(vec![20, 21])).unwrap().offset)
+        };
+        let reader = thread::spawn(move || {
+            let mut got = Vec::new();
+            for _ in 0..5 {
+                got.push(block_on(sub.recv()).unwrap().into_value());
+            }
+            got
+        });
+        drop(single);
+        batch.join().unwrap();
+        assert_eq!(reader.join().unwrap(), [1, 2, 3, 20, 21]);
+    });
+}

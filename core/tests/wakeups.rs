@@ -338,3 +338,118 @@ fn a_waiter_in_a_reused_slot_does_not_jump_the_queue() {
     assert_eq!((single.wakes(), batch.wakes()), (1, 0));
     assert!(matches!(single.poll(&mut p2), Poll::Ready(Ok(r)) if r.offset == 3));
 }
+
+/// From review: 33 stream members whose `next()` was dropped sit in the wait queue between a member
+/// that was notified for a message and another member waiting in `recv`. The notified
+/// member's `recv` is dropped: its wake-up must pass to the member still in `recv`.
+#[test]
+fn pass_on_reaches_a_recv_member_behind_many_stream_registrations() {
+    use futures_util::StreamExt;
+    for partitions_pool in [false, true] {
+        // A pooled group (1 partition, no TTL) and a non-pooled one (DropOldest).
+        let cfg = if partitions_pool {
+            TopicConfig::new(64)
+        } else {
+            TopicConfig::new(64).overflow(memq_core::Overflow::DropOldest)
+        };
+        let topic = Topic::<u32>::new(cfg).unwrap();
+        let mut m1 = topic.group("g", StartAt::Latest).unwrap();
+        let mut m3 = topic.group("g", StartAt::Latest).unwrap();
+        let mut streams: Vec<_> = (0..33)
+            .map(|_| topic.group("g", StartAt::Latest).unwrap())
+            .collect();
+        let (p1, p3) = (Probe::new(), Probe::new());
+        let stream_probes: Vec<_> = (0..33).map(|_| Probe::new()).collect();
+        let mut r1 = m1.recv();
+        assert!(p1.poll(&mut r1).is_pending());
+        for (s, probe) in streams.iter_mut().zip(&stream_probes) {
+            let mut next = s.next();
+            assert!(probe.poll(&mut next).is_pending());
+            drop(next); // e.g. under a timeout: the registration stays
+        }
+        let mut r3 = m3.recv();
+        assert!(p3.poll(&mut r3).is_pending());
+        topic.try_publish(7).unwrap();
+        assert_eq!(p1.wakes(), 1);
+        // m1 gives up without taking the message: its turn goes on.
+        drop(r1);
+        assert_eq!(
+            p3.wakes(),
+            1,
+            "pool={partitions_pool}: the member in recv sleeps next to a ready message"
+        );
+        match p3.poll(&mut r3) {
+            Poll::Ready(Ok(m)) => assert_eq!(m.into_value(), 7),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// From review: a batch woken for exactly its room keeps that room: a publisher that parked after it
+/// is not woken into the same room (docs of `Overflow::Block`: "those that started
+/// waiting after it wait for it").
+#[test]
+fn a_woken_batch_keeps_its_room_when_a_later_publisher_cancels() {
+    let topic = Topic::<u32>::new(TopicConfig::new(4)).unwrap();
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    for v in 0..4 {
+        topic.try_publish(v).unwrap();
+    }
+    let (pb, ps, pt) = (Probe::new(), Probe::new(), Probe::new());
+    let mut batch = topic.publish_batch(vec![20, 21]);
+    assert!(pb.poll(&mut batch).is_pending());
+    let mut single = topic.publish(30);
+    assert!(ps.poll(&mut single).is_pending());
+    let mut third = topic.publish(40);
+    assert!(pt.poll(&mut third).is_pending());
+    assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+    assert_eq!(sub.try_recv().unwrap().into_value(), 1);
+    // Two slots free: the batch (first in line, needing 2) is woken, nobody else.
+    assert_eq!((pb.wakes(), ps.wakes(), pt.wakes()), (1, 0, 0));
+    // The third publisher gives up (it was only waiting, never woken).
+    drop(third);
+    // The single, behind the batch, should still wait: the two free slots are the batch's.
+    assert_eq!(
+        ps.wakes(),
+        0,
+        "single woken into the room of the batch woken before it"
+    );
+    assert!(matches!(pb.poll(&mut batch), Poll::Ready(Ok(r)) if r.offset == 4));
+    assert_eq!(sub.try_recv().unwrap().into_value(), 2);
+    assert_eq!(ps.wakes(), 1);
+    assert!(matches!(ps.poll(&mut single), Poll::Ready(Ok(r)) if r.offset == 6));
+}
+
+/// From review: dropping a woken single passed its wake-up to the next in line even if
+/// that was a batch whose room was not free; the batch then parked again at the back of
+/// the line. The wake-up now goes to whoever is first in line once its room is free.
+#[test]
+fn a_wake_up_handed_on_goes_to_the_first_in_line_once_its_room_is_free() {
+    let topic = Topic::<u32>::new(TopicConfig::new(4)).unwrap();
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    for v in 0..4 {
+        topic.try_publish(v).unwrap();
+    }
+    let (p1, pb, p3) = (Probe::new(), Probe::new(), Probe::new());
+    let mut first = topic.publish(10);
+    assert!(p1.poll(&mut first).is_pending());
+    let mut batch = topic.publish_batch(vec![20, 21, 22]);
+    assert!(pb.poll(&mut batch).is_pending());
+    let mut last = topic.publish(30);
+    assert!(p3.poll(&mut last).is_pending());
+    assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+    assert_eq!((p1.wakes(), pb.wakes(), p3.wakes()), (1, 0, 0));
+    drop(first); // woken, gives up: 1 slot free
+                 // The batch needs 3 and 1 is free: nobody is woken (the last waits behind it).
+    assert_eq!(
+        (pb.wakes(), p3.wakes()),
+        (0, 0),
+        "batch woken for a room of 1"
+    );
+    assert_eq!(sub.try_recv().unwrap().into_value(), 1);
+    assert_eq!(sub.try_recv().unwrap().into_value(), 2);
+    assert_eq!((pb.wakes(), p3.wakes()), (1, 0));
+    assert!(matches!(pb.poll(&mut batch), Poll::Ready(Ok(r)) if r.offset == 4));
+    assert_eq!(sub.try_recv().unwrap().into_value(), 3);
+    assert_eq!(p3.wakes(), 1);
+}
