@@ -241,11 +241,12 @@ impl<T> Shared<T> {
     /// finds the room and wakes it.
     ///
     /// Skipping a position already acted on is sound because `wake_at` always holds the
-    /// current requirement, never a stale lower one: whatever raises it (a publisher
-    /// parking, a publish while others stay parked, a cancelled publisher) stores the new
-    /// position, fences and counts the room again (see [`Shared::rearm`]). A reader that
-    /// acted stood at or past that position under the lock, so every later count sees it
-    /// there; the same position needs nothing more from it.
+    /// current requirement, that of the first publisher in line, never a stale lower one:
+    /// whatever changes it (a publisher parking, a publish, a wake-up that makes another
+    /// publisher first in line, a cancelled publisher) stores the new position, fences and
+    /// counts the room again (see [`Shared::rearm`]). A reader that acted stood at or past
+    /// that position under the lock, so every later count sees it there; the same
+    /// position needs nothing more from it.
     #[inline]
     pub(crate) fn ahead_consumed(&self, p: usize, pos: u64, acted: &mut usize) {
         crate::sync::fence(Ordering::SeqCst);
