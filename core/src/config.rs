@@ -20,19 +20,22 @@ pub enum Overflow {
     /// faster than its readers waits once per batch rather than once per message. New
     /// publishes use any free slot at once.
     ///
-    /// Waiting publishers are woken in the order they started waiting, each once its own
-    /// room is free: a `publish_batch` waits for room for the whole batch, and those that
-    /// started waiting after it wait for it, so small publishes cannot hold a batch back
-    /// for ever. The room a woken publisher was woken for is kept for it from the others
-    /// that wait (not from new publishes, which use any free slot); if a new publish took
-    /// it first, the woken publisher waits again in its old place, first in line.
-    ///
     /// So a waiting publisher can stay parked while fewer slots than a batch are free.
     /// A reader that reads all it can always frees a whole batch, but one that stops
     /// reading, with messages still retained, until that same publisher gets on (say it
     /// waits for a reply the publisher sends after its next message) can wait for good:
     /// give such a pipeline a log under 32 slots, or have the publisher use
     /// `try_publish` and retry.
+    ///
+    /// Waiting publishers are woken in the order they started waiting, each once its own
+    /// room is free: a `publish_batch` waits for room for the whole batch, and those that
+    /// started waiting after it wait for it, so small publishes cannot hold a batch back
+    /// for ever. The room a woken publisher was woken for is kept for it from the others
+    /// that wait (not from new publishes, which use any free slot); if a new publish took
+    /// it first, the woken publisher waits again in its old place. So a woken publish
+    /// future should be polled again or dropped: one kept for good without either (leaked
+    /// with `mem::forget`, say) keeps its room from the publishers waiting behind it, as a
+    /// fair semaphore's waiter keeps the permits it was given.
     ///
     /// [`PublishError::Full`]: crate::PublishError::Full
     #[default]

@@ -558,11 +558,12 @@ impl<T> Log<T> {
         more
     }
 
-    /// How much room parked publishers wait for before any of them is woken: what the
-    /// first in line needs, but at least `wake_batch` (see [`Log::wake_batch`]).
+    /// How much room must be free before another parked publisher is woken: what the
+    /// first in line needs on top of the room promised to those woken and not back yet,
+    /// but at least `wake_batch` (see [`Log::wake_batch`]).
     #[inline]
     pub(crate) fn park_need(&self) -> u64 {
-        self.pubs.head_need().max(self.wake_batch())
+        (self.pubs.promised() + self.pubs.head_need()).max(self.wake_batch())
     }
 
     /// Back-pressure is released in batches: a publisher parked on a full `Block`
@@ -583,8 +584,7 @@ impl<T> Log<T> {
         (self.high + self.park_need()).saturating_sub(self.capacity)
     }
 
-    /// Collects publishers' wakers once enough room is free (see [`Log::wake_batch`]),
-    /// and returns the free slots it counted (0 when nobody waits).
+    /// Collects publishers' wakers once enough room is free (see [`Log::wake_batch`]).
     ///
     /// Called after anything that may free room (a reader moving, a reader leaving, TTL
     /// expiry) and after a publish that left room: as long as publishers wait while the
@@ -592,17 +592,16 @@ impl<T> Log<T> {
     /// the free slots hold (see [`WaiterList::notify_fitting`]). A woken publisher that
     /// finds the room taken by a faster one parks again and is woken by the next such
     /// event.
-    pub(crate) fn notify_publishers(&mut self, overflow: Overflow, out: &mut WakeList) -> u64 {
-        let mut free = 0;
+    pub(crate) fn notify_publishers(&mut self, overflow: Overflow, out: &mut WakeList) {
         if self.pubs.waiting() > 0 {
-            // Counted exactly: what fits is judged against it, and `Shared::rearm` compares
-            // a second count with it.
-            free = self.free_slots(overflow, u64::MAX);
-            if free >= self.wake_batch() {
+            let need = self.park_need();
+            // Exact below `need`; at or above it, enough for the first in line at least
+            // (`Shared::rearm` comes back for the others if more is free).
+            let free = self.free_slots(overflow, need);
+            if free >= need {
                 self.pubs.notify_fitting(free, out);
             }
         }
-        free
     }
 
     /// Marks the partition closed and collects every waiter it can.

@@ -279,7 +279,7 @@ impl<T> Shared<T> {
     pub(crate) fn rearm(&self, p: usize, log: &mut Log<T>, wl: &mut WakeList) {
         let part = &self.parts[p];
         loop {
-            let counted = log.notify_publishers(self.overflow, wl);
+            log.notify_publishers(self.overflow, wl);
             if log.pubs.waiting() == 0 {
                 part.wake_at.0.store(0, Ordering::Relaxed);
                 return;
@@ -288,10 +288,11 @@ impl<T> Shared<T> {
                 .0
                 .store(encode_wake(log.wake_position()), Ordering::Relaxed);
             crate::sync::fence(Ordering::SeqCst);
-            // Only room freed since the count above (by a reader handing over without
-            // the lock, which missed the new position) can wake more. Counted exactly,
-            // from every reader's position: a cached bound would not show that reader.
-            if log.free_slots(self.overflow, u64::MAX) <= counted || wl.is_full() {
+            // Room for the next in line (counted exactly when short of it, so a reader
+            // that handed over meanwhile without seeing the new position is seen here):
+            // wake it too. Each round wakes at least one, so this ends.
+            let need = log.park_need();
+            if log.free_slots(self.overflow, need) < need || wl.is_full() {
                 return;
             }
         }
@@ -299,10 +300,15 @@ impl<T> Shared<T> {
 
     /// Takes the registration of a publisher that got on (if it had parked) off the wait
     /// list; the caller then runs [`Shared::after_publish`], which stores the wake
-    /// position of whoever is first in line now.
+    /// position of whoever is first in line now, or here none if nobody waits any more.
     #[inline]
-    fn leave_publishers(&self, log: &mut Log<T>, key: &mut Option<WaitKey>) {
-        drop(log.pubs.remove(key));
+    fn leave_publishers(&self, p: usize, log: &mut Log<T>, key: &mut Option<WaitKey>) {
+        if key.is_some() {
+            drop(log.pubs.remove(key));
+            if log.pubs.waiting() == 0 {
+                self.parts[p].wake_at.0.store(0, Ordering::Relaxed);
+            }
+        }
     }
 
     /// After a publish: if publishers are parked, the next one gets its turn when room is
@@ -448,7 +454,7 @@ impl<T> Shared<T> {
                     Ok((offset, old)) => {
                         // Our notification (if any) is consumed by this publish; if room
                         // is left, the next waiting publisher gets its turn.
-                        self.leave_publishers(&mut log, key);
+                        self.leave_publishers(p, &mut log, key);
                         self.after_publish(p, &mut log, &mut wl);
                         let more = log.notify_readers(1, &mut wl);
                         break (offset, old, more);
@@ -534,7 +540,7 @@ impl<T> Shared<T> {
             loop {
                 match log.append_batch(&mut batch, now, self.overflow, &mut olds) {
                     Some(first) => {
-                        self.leave_publishers(&mut log, key);
+                        self.leave_publishers(p, &mut log, key);
                         self.after_publish(p, &mut log, &mut wl);
                         let more = log.notify_readers(n, &mut wl);
                         break (first, more);

@@ -43,6 +43,9 @@ struct Slot {
     /// the numbers agree (the slot may have been freed and reused by another waiter
     /// since the entry was queued, and must not take the place of that stale entry).
     turn: u32,
+    /// When it started waiting, in the list's count of waits: its place in line, which it
+    /// keeps when woken and waiting again.
+    since: u64,
 }
 
 impl Slot {
@@ -66,6 +69,8 @@ pub(crate) struct WaiterList {
     /// The needs of the registrations woken and not yet back (`Notified`), added up: room
     /// [`WaiterList::notify_fitting`] has promised them, which it does not give again.
     promised: u64,
+    /// Waits started so far (see `Slot::since`).
+    waits: u64,
 }
 
 impl WaiterList {
@@ -76,6 +81,7 @@ impl WaiterList {
             queue: VecDeque::new(),
             waiting: 0,
             promised: 0,
+            waits: 0,
         }
     }
 
@@ -103,7 +109,8 @@ impl WaiterList {
     /// [`WaiterList::register`] for a waiter that may stop waiting without telling: a
     /// group member polled as a `Stream`, whose `next()` future can be dropped (under a
     /// timeout, say) while the member stays registered. Such a registration is woken by
-    /// every notification that reaches its place in the queue, but takes nobody's turn:
+    /// every notification that reaches its place in the queue (while the wake list has a
+    /// place to spare for the waiter whose turn it is), but takes nobody's turn:
     /// [`WaiterList::notify_one`] goes on to the next waiter as well, so a wake-up meant
     /// for one member never ends with one that is no longer listening. Once woken it is
     /// [`SlotState::Idle`], holding no notification to pass on.
@@ -124,6 +131,7 @@ impl WaiterList {
                             extra: false,
                             need: 1,
                             turn: 0,
+                            since: 0,
                         });
                         self.slots.len() - 1
                     }
@@ -151,10 +159,20 @@ impl WaiterList {
             self.waiting += 1;
             let entry = (index, slot.turn);
             if was == SlotState::Notified {
-                // Woken as the first in line and waiting again (what it was woken for was
-                // taken first): it keeps its place.
-                self.queue.push_front(entry);
+                // Woken and waiting again (what it was woken for was taken first): it
+                // keeps its place, before everyone who started waiting after it. Those
+                // woken before it that wait again are at the front too, in their order.
+                let since = slot.since;
+                let slots = &self.slots;
+                let at = self
+                    .queue
+                    .iter()
+                    .position(|&(i, turn)| slots[i].is_queued(turn) && slots[i].since > since)
+                    .unwrap_or(self.queue.len());
+                self.queue.insert(at, entry);
             } else {
+                self.waits += 1;
+                slot.since = self.waits;
                 self.queue.push_back(entry);
             }
         }
@@ -288,8 +306,15 @@ impl WaiterList {
         done
     }
 
+    /// Room promised to registrations woken and not back yet (see
+    /// [`WaiterList::notify_fitting`]).
+    pub(crate) fn promised(&self) -> u64 {
+        self.promised
+    }
+
     /// The need of the first registration in line (0 if none is waiting): what
-    /// [`WaiterList::notify_fitting`] waits for before it wakes anyone.
+    /// [`WaiterList::notify_fitting`] waits for, beyond what it promised, before it wakes
+    /// anyone.
     pub(crate) fn head_need(&self) -> u64 {
         if self.waiting == 0 {
             return 0;

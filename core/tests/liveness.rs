@@ -2,7 +2,9 @@
 //! room is free. Publishes (single or batches), receives, seeks, subscribers and group
 //! members coming and going, cancelled publishes; then every reader reads all it can and
 //! woken publishers are polled until nothing moves. Parked publishers are served in the
-//! order they parked: if the first of them could publish now, its wake-up was lost.
+//! order they parked: once the readers have read everything, the first still waiting must
+//! have been woken if its room is free next to the room promised to those woken before
+//! it; and at the end, if the first of them could publish, its wake-up was lost.
 //!
 //! `PROPTEST_CASES` sets the number of sequences per test (1,000 by default). Random
 //! search: it does not find every interleaving every run (2026-11-30 review runs
@@ -14,7 +16,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use memq_core::{Consumer, Receipt, StartAt, Subscriber, Topic, TopicConfig};
+use memq_core::{
+    AckConfig, AckConsumer, Consumer, Receipt, StartAt, Subscriber, Topic, TopicConfig,
+};
 use proptest::prelude::*;
 
 #[derive(Default)]
@@ -41,6 +45,15 @@ enum Op {
     MemberRecv(usize),
     Join,
     Leave(usize),
+    /// Poll the i-th of the publishers that were woken.
+    ServeOne(usize),
+    /// A member joins the explicit-ack group.
+    AckJoin,
+    /// A member of the explicit-ack group takes one message and acks it (0), nacks it (1)
+    /// or drops its delivery (2).
+    AckRecv(usize, u8),
+    AckLeave(usize),
+    MemberRecvMany(usize, usize),
 }
 
 fn op(largest_batch: usize) -> impl Strategy<Value = Op> {
@@ -56,7 +69,12 @@ fn op(largest_batch: usize) -> impl Strategy<Value = Op> {
         1 => Just(Op::Subscribe),
         2 => i.clone().prop_map(Op::MemberRecv),
         1 => Just(Op::Join),
-        1 => i.prop_map(Op::Leave),
+        1 => i.clone().prop_map(Op::Leave),
+        3 => i.clone().prop_map(Op::ServeOne),
+        1 => Just(Op::AckJoin),
+        2 => (i.clone(), 0u8..3).prop_map(|(m, a)| Op::AckRecv(m, a)),
+        1 => i.clone().prop_map(Op::AckLeave),
+        1 => (i, 1usize..40).prop_map(|(m, n)| Op::MemberRecvMany(m, n)),
     ]
 }
 
@@ -103,6 +121,8 @@ fn run(capacity: usize, release: bool, ops: Vec<Op>) -> Result<(), TestCaseError
     let topic = Topic::<u64>::new(TopicConfig::new(capacity).release_on_read(release)).unwrap();
     let mut subs: Vec<Subscriber<u64>> = vec![topic.subscribe(StartAt::Earliest).unwrap()];
     let mut members: Vec<Consumer<u64>> = Vec::new();
+    let mut acked: Vec<AckConsumer<u64>> = Vec::new();
+    let (mut g_joined, mut a_joined) = (false, false);
     let mut parked: Vec<Parked<'_>> = Vec::new();
     let mut next = 0u64;
     let mut parks = 0u64;
@@ -171,6 +191,7 @@ fn run(capacity: usize, release: bool, ops: Vec<Op>) -> Result<(), TestCaseError
             }
             Op::Join => {
                 if let Ok(m) = topic.group("g", StartAt::Earliest) {
+                    g_joined = true;
                     members.push(m);
                 }
             }
@@ -179,19 +200,97 @@ fn run(capacity: usize, release: bool, ops: Vec<Op>) -> Result<(), TestCaseError
                     members.remove(i);
                 }
             }
+            Op::ServeOne(i) => {
+                let woken: Vec<usize> = (0..parked.len())
+                    .filter(|&k| parked[k].wakes.0.load(Ordering::SeqCst) > 0)
+                    .collect();
+                if let Some(&k) = woken.get(i) {
+                    if parked[k].serve().1 {
+                        parked.remove(k);
+                    }
+                }
+            }
+            Op::AckJoin => {
+                if let Ok(m) = topic.group_acked("a", StartAt::Earliest, AckConfig::new()) {
+                    a_joined = true;
+                    acked.push(m);
+                }
+            }
+            Op::AckRecv(i, how) => {
+                if let Some(m) = acked.get_mut(i) {
+                    if let Ok(d) = m.try_recv() {
+                        match how {
+                            0 => {
+                                let _ = d.ack();
+                            }
+                            1 => {
+                                let _ = d.nack();
+                            }
+                            _ => drop(d),
+                        }
+                    }
+                }
+            }
+            Op::AckLeave(i) => {
+                if i < acked.len() {
+                    acked.remove(i);
+                }
+            }
+            Op::MemberRecvMany(i, n) => {
+                if let Some(m) = members.get_mut(i) {
+                    let _ = m.try_recv_many(&mut Vec::new(), n);
+                }
+            }
         }
     }
     // Every reader reads all it can, woken publishers publish, until nothing moves.
     for _ in 0..1000 {
         let mut moved = false;
         for s in &mut subs {
-            while s.try_recv().is_ok() {
+            while let Ok(_) | Err(memq_core::TryRecvError::Lagged(_)) = s.try_recv() {
                 moved = true;
             }
         }
         for m in &mut members {
-            while m.try_recv().is_ok() {
+            while let Ok(_) | Err(memq_core::TryRecvError::Lagged(_)) = m.try_recv() {
                 moved = true;
+            }
+        }
+        for m in &mut acked {
+            loop {
+                match m.try_recv() {
+                    Ok(d) => {
+                        let _ = d.ack();
+                        moved = true;
+                    }
+                    Err(memq_core::TryRecvError::Lagged(_)) => moved = true,
+                    Err(_) => break,
+                }
+            }
+        }
+        let orphan = (g_joined && members.is_empty()) || (a_joined && acked.is_empty());
+        if !moved && !orphan {
+            // Readers drained (and no group without members holds room back), woken
+            // publishers not served yet: the first publisher still waiting (by park
+            // order) must have been woken if its need fits in the log next to what the
+            // woken ones were promised.
+            let promised: usize = parked
+                .iter()
+                .filter(|p| p.wakes.0.load(Ordering::SeqCst) > 0)
+                .map(|p| p.need)
+                .sum();
+            if let Some(first) = parked
+                .iter()
+                .filter(|p| p.wakes.0.load(Ordering::SeqCst) == 0)
+                .min_by_key(|p| p.since)
+            {
+                let wake_batch = (capacity / 16).clamp(1, 64);
+                prop_assert!(
+                    capacity < promised + first.need.max(wake_batch),
+                    "strict: first waiting (need {}) not woken: capacity {} promised {} parked {:?}",
+                    first.need, capacity, promised,
+                    parked.iter().map(|p| (p.since, p.need, p.wakes.0.load(Ordering::SeqCst))).collect::<Vec<_>>()
+                );
             }
         }
         moved |= serve(&mut parked);

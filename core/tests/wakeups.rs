@@ -453,3 +453,66 @@ fn a_wake_up_handed_on_goes_to_the_first_in_line_once_its_room_is_free() {
     assert_eq!(sub.try_recv().unwrap().into_value(), 3);
     assert_eq!(p3.wakes(), 1);
 }
+
+#[test]
+fn a_batch_behind_a_woken_publisher_is_woken_when_readers_read_to_the_end() {
+    // From review: the wake position that readers handing over without the lock watch
+    // left out the room promised to a publisher woken and not back yet, so a reader got
+    // there, found that the first in line did not fit yet, and never looked again.
+    let topic = Topic::with_capacity(4).unwrap();
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    for i in 0..4 {
+        topic.try_publish(i).unwrap();
+    }
+    let (pa, pb) = (Probe::new(), Probe::new());
+    let mut a = topic.publish(10);
+    let mut b = topic.publish_batch(vec![20, 21]);
+    assert!(pa.poll(&mut a).is_pending());
+    assert!(pb.poll(&mut b).is_pending());
+    // Under the lock: reads 0 and fetches 1..3 ahead; 1 slot free, `a` is woken.
+    assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+    assert_eq!((pa.wakes(), pb.wakes()), (1, 0));
+    // Without the lock: 1, 2, 3. Four slots free, one of them promised to `a`.
+    for i in 1..4 {
+        assert_eq!(sub.try_recv().unwrap().into_value(), i);
+    }
+    assert_eq!(pb.wakes(), 1, "the batch of 2 fits next to `a`'s slot");
+    assert!(matches!(pa.poll(&mut a), Poll::Ready(Ok(r)) if r.offset == 4));
+    assert!(matches!(pb.poll(&mut b), Poll::Ready(Ok(r)) if r.offset == 5));
+}
+
+#[test]
+fn woken_publishers_that_wait_again_keep_their_order() {
+    // From review: a woken publisher that had to wait again (a new publish took its room)
+    // went to the very front, so of two the later went before the earlier.
+    let topic = Topic::with_capacity(4).unwrap();
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    for i in 0..4 {
+        topic.try_publish(i).unwrap();
+    }
+    let (pa, pb, pc) = (Probe::new(), Probe::new(), Probe::new());
+    let mut a = topic.publish(10);
+    let mut b = topic.publish_batch(vec![20, 21]);
+    let mut c = topic.publish(30);
+    assert!(pa.poll(&mut a).is_pending());
+    assert!(pb.poll(&mut b).is_pending());
+    assert!(pc.poll(&mut c).is_pending());
+    assert_eq!(sub.try_recv_many(&mut Vec::new(), 3).unwrap(), 3);
+    assert_eq!((pa.wakes(), pb.wakes(), pc.wakes()), (1, 1, 0));
+    // A new publisher takes the three free slots first; both wait again, in either
+    // order of polls.
+    for i in 4..7 {
+        topic.try_publish(i).unwrap();
+    }
+    assert!(pa.poll(&mut a).is_pending());
+    assert!(pb.poll(&mut b).is_pending());
+    // One slot: `a` (first in line, before `b`) gets it; `c` waits behind `b`.
+    assert_eq!(sub.try_recv_many(&mut Vec::new(), 1).unwrap(), 1);
+    assert_eq!((pa.wakes(), pb.wakes(), pc.wakes()), (2, 1, 0));
+    assert!(matches!(pa.poll(&mut a), Poll::Ready(Ok(r)) if r.offset == 7));
+    assert_eq!(sub.try_recv_many(&mut Vec::new(), 2).unwrap(), 2);
+    assert_eq!((pb.wakes(), pc.wakes()), (2, 0));
+    assert!(matches!(pb.poll(&mut b), Poll::Ready(Ok(r)) if r.offset == 8));
+    assert_eq!(sub.try_recv_many(&mut Vec::new(), 1).unwrap(), 1);
+    assert_eq!(pc.wakes(), 1);
+}
