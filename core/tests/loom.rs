@@ -900,19 +900,26 @@ fn an_ack_racing_lease_expiry_either_commits_or_redelivers() {
 
 // ----- parked batches and single publishers (from review, 2026-11-30) ---------------
 
+/// A full log of 3 (messages 1 to 3) and a subscriber that took 0 and fetched 1 and 2
+/// ahead, to hand over without the lock.
+fn full_log_read_ahead() -> (Topic<u32>, memq_core::Subscriber<u32>) {
+    let topic = Topic::<u32>::with_capacity(3).unwrap();
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    for v in 0..3 {
+        topic.try_publish(v).unwrap();
+    }
+    assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+    topic.try_publish(3).unwrap();
+    (topic, sub)
+}
+
 /// A read-ahead subscriber hands over 1 and 2 without the lock while a batch publisher
 /// (2 slots) and a single publisher park on the full log of 3, in either order. Every
 /// message must arrive; a publisher left parked shows up as a loom deadlock.
 #[test]
 fn a_batch_and_a_single_parked_while_a_reader_hands_over() {
     model(|| {
-        let topic = Topic::<u32>::with_capacity(3).unwrap();
-        let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
-        for v in 0..3 {
-            topic.try_publish(v).unwrap();
-        }
-        assert_eq!(sub.try_recv().unwrap().into_value(), 0);
-        topic.try_publish(3).unwrap();
+        let (topic, mut sub) = full_log_read_ahead();
         let single = {
             let topic = topic.clone();
             thread::spawn(move || block_on(topic.publish(10)).unwrap().offset)
@@ -938,13 +945,7 @@ fn a_batch_and_a_single_parked_while_a_reader_hands_over() {
 #[test]
 fn a_cancelled_batch_lets_the_single_behind_it_on() {
     model(|| {
-        let topic = Topic::<u32>::with_capacity(3).unwrap();
-        let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
-        for v in 0..3 {
-            topic.try_publish(v).unwrap();
-        }
-        assert_eq!(sub.try_recv().unwrap().into_value(), 0);
-        topic.try_publish(3).unwrap();
+        let (topic, mut sub) = full_log_read_ahead();
         let mut batch = topic.publish_batch(vec![20, 21]);
         assert!(poll_once(&mut batch).is_pending());
         let single = {
@@ -971,13 +972,7 @@ fn a_cancelled_batch_lets_the_single_behind_it_on() {
 #[test]
 fn a_dropped_woken_single_hands_its_turn_to_a_batch() {
     model(|| {
-        let topic = Topic::<u32>::with_capacity(3).unwrap();
-        let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
-        for v in 0..3 {
-            topic.try_publish(v).unwrap();
-        }
-        assert_eq!(sub.try_recv().unwrap().into_value(), 0);
-        topic.try_publish(3).unwrap();
+        let (topic, mut sub) = full_log_read_ahead();
         let mut single = topic.publish(10);
         assert!(poll_once(&mut single).is_pending());
         let batch = {

@@ -259,22 +259,36 @@ impl std::task::Wake for CountingWake {
     }
 }
 
-/// A publisher parked on a full `Block` log is woken when the oldest message expires,
-/// although nobody visits the log: expiry frees the slot it waits for. One timer wake-up
-/// per task, however often it parks.
-#[test]
-fn a_parked_publisher_is_woken_when_the_oldest_message_expires() {
+/// A topic of `capacity` slots whose messages live 10 ms on a manual clock, with a
+/// recording timer, a subscriber that never reads (returned, to be kept) and message 0.
+fn expiring(
+    capacity: usize,
+) -> (
+    Arc<ManualClock>,
+    Arc<RecordingTimer>,
+    Topic<u32>,
+    memq_core::Subscriber<u32>,
+) {
     let clock = Arc::new(ManualClock::new());
     let timer = Arc::new(RecordingTimer::default());
     let topic = Topic::<u32>::new(
-        TopicConfig::new(2)
+        TopicConfig::new(capacity)
             .clock(clock.clone())
             .ttl(ms(10))
             .timer(timer.clone()),
     )
     .unwrap();
-    let _idle = topic.subscribe(StartAt::Earliest).unwrap(); // never reads
+    let idle = topic.subscribe(StartAt::Earliest).unwrap();
     topic.try_publish(0).unwrap();
+    (clock, timer, topic, idle)
+}
+
+/// A publisher parked on a full `Block` log is woken when the oldest message expires,
+/// although nobody visits the log: expiry frees the slot it waits for. One timer wake-up
+/// per task, however often it parks.
+#[test]
+fn a_parked_publisher_is_woken_when_the_oldest_message_expires() {
+    let (clock, timer, topic, _idle) = expiring(2);
     clock.advance(ms(4));
     topic.try_publish(1).unwrap();
     let woken = Arc::new(CountingWake::default());
@@ -337,17 +351,7 @@ fn a_blocking_publish_returns_when_the_oldest_message_expires() {
 /// Now a rung alarm is armed again, at least 1 ms out, until the clock catches up.
 #[test]
 fn a_publisher_woken_before_the_clock_shows_the_expiry_is_woken_again() {
-    let clock = Arc::new(ManualClock::new());
-    let timer = Arc::new(RecordingTimer::default());
-    let topic = Topic::<u32>::new(
-        TopicConfig::new(1)
-            .clock(clock.clone())
-            .ttl(ms(10))
-            .timer(timer.clone()),
-    )
-    .unwrap();
-    let _idle = topic.subscribe(StartAt::Earliest).unwrap(); // never reads
-    topic.try_publish(0).unwrap();
+    let (clock, timer, topic, _idle) = expiring(1);
     let woken = Arc::new(CountingWake::default());
     let waker = core::task::Waker::from(woken.clone());
     let mut cx = core::task::Context::from_waker(&waker);
