@@ -592,6 +592,7 @@ impl<T> Log<T> {
     /// the free slots hold (see [`WaiterList::notify_fitting`]). A woken publisher that
     /// finds the room taken by a faster one parks again and is woken by the next such
     /// event.
+    #[inline(never)]
     pub(crate) fn notify_publishers(&mut self, overflow: Overflow, out: &mut WakeList) {
         if self.pubs.waiting() > 0 {
             let need = self.park_need();
