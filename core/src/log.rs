@@ -584,7 +584,8 @@ impl<T> Log<T> {
         (self.high + self.park_need()).saturating_sub(self.capacity)
     }
 
-    /// Collects publishers' wakers once enough room is free (see [`Log::wake_batch`]).
+    /// Collects publishers' wakers once enough room is free (see [`Log::wake_batch`]);
+    /// returns how many it took.
     ///
     /// Called after anything that may free room (a reader moving, a reader leaving, TTL
     /// expiry) and after a publish that left room: as long as publishers wait while the
@@ -593,16 +594,17 @@ impl<T> Log<T> {
     /// finds the room taken by a faster one parks again and is woken by the next such
     /// event.
     #[inline(never)]
-    pub(crate) fn notify_publishers(&mut self, overflow: Overflow, out: &mut WakeList) {
+    pub(crate) fn notify_publishers(&mut self, overflow: Overflow, out: &mut WakeList) -> usize {
         if self.pubs.waiting() > 0 {
             let need = self.park_need();
             // Exact below `need`; at or above it, enough for the first in line at least
             // (`Shared::rearm` comes back for the others if more is free).
             let free = self.free_slots(overflow, need);
             if free >= need {
-                self.pubs.notify_fitting(free, out);
+                return self.pubs.notify_fitting(free, out);
             }
         }
+        0
     }
 
     /// Marks the partition closed and collects every waiter it can.

@@ -332,13 +332,15 @@ impl<T> Shared<T> {
     /// comparison when nobody waits.
     ///
     /// Waking the first publisher in line changes the wake position that readers handing
-    /// over without the lock watch, so it is stored again ([`Shared::rearm`]): left as
-    /// it was, it could stand for a position such a reader has already acted on, and
+    /// over without the lock watch, so it is then stored again ([`Shared::rearm`]): left
+    /// as it was, it could stand for a position such a reader has already acted on, and
     /// that reader would never take the lock for the next publisher. (Also where no
     /// reader reads ahead now: one that starts to later must find the position current.)
+    /// Waking nobody changes nothing it depends on: the first in line, the room promised,
+    /// the end of the log.
     #[inline]
     pub(crate) fn reader_advanced(&self, log: &mut Log<T>, out: &mut WakeList) {
-        if log.pubs.waiting() > 0 {
+        if log.pubs.waiting() > 0 && log.notify_publishers(self.overflow, out) > 0 {
             self.rearm(log.partition, log, out);
         }
     }
