@@ -169,7 +169,8 @@ impl<T> Shared<T> {
         }
     }
 
-    /// Parks a publisher needing `need` slots of partition `p` (its log locked).
+    /// Parks a publisher needing `need` slots of partition `p` (its log locked); wakers
+    /// of other publishers go to `wl`.
     ///
     /// Returns `false` if room appeared meanwhile (the caller retries at once): a reader
     /// may have handed over read-ahead messages without the lock. The wake position is
@@ -177,6 +178,10 @@ impl<T> Shared<T> {
     /// cells after a full fence, paired with the one in [`Shared::ahead_consumed`]:
     /// either this count sees the room, or that reader sees the publisher parked (and
     /// wakes it once enough room is free).
+    ///
+    /// A woken publisher that parks again gives back the room promised to it, and that
+    /// may be all the first in line (parked before it) was waiting for: whoever fits now
+    /// is woken, and the wake position stored again.
     pub(crate) fn park_publisher(
         &self,
         p: usize,
@@ -184,6 +189,7 @@ impl<T> Shared<T> {
         need: u64,
         key: &mut Option<WaitKey>,
         waker: &Waker,
+        wl: &mut WakeList,
     ) -> bool {
         log.pubs.register_needing(key, waker, need);
         self.parts[p]
@@ -191,7 +197,13 @@ impl<T> Shared<T> {
             .0
             .store(encode_wake(log.wake_position()), Ordering::Relaxed);
         crate::sync::fence(Ordering::SeqCst);
-        log.free_slots(self.overflow, need) < need
+        if log.free_slots(self.overflow, need) >= need {
+            return false;
+        }
+        if log.notify_publishers(self.overflow, wl) > 0 {
+            self.rearm(p, log, wl);
+        }
+        true
     }
 
     /// For a publisher (`waker`) that just parked on a full log (`log`, still locked):
@@ -467,7 +479,7 @@ impl<T> Shared<T> {
                     }
                     Err(back) => match waker {
                         Some(w) if self.overflow == Overflow::Block => {
-                            if self.park_publisher(p, &mut log, 1, key, w) {
+                            if self.park_publisher(p, &mut log, 1, key, w, &mut wl) {
                                 let alarm = self.expiry_alarm(&mut log, now, w);
                                 drop(log);
                                 self.arm_expiry_alarm(alarm);
@@ -553,7 +565,7 @@ impl<T> Shared<T> {
                     }
                     None => match waker {
                         Some(w) if self.overflow == Overflow::Block => {
-                            if self.park_publisher(p, &mut log, n as u64, key, w) {
+                            if self.park_publisher(p, &mut log, n as u64, key, w, &mut wl) {
                                 let alarm = self.expiry_alarm(&mut log, now, w);
                                 drop(log);
                                 self.arm_expiry_alarm(alarm);

@@ -516,3 +516,40 @@ fn woken_publishers_that_wait_again_keep_their_order() {
     assert_eq!(sub.try_recv_many(&mut Vec::new(), 1).unwrap(), 1);
     assert_eq!(pc.wakes(), 1);
 }
+
+#[test]
+fn a_woken_batch_that_waits_again_behind_an_earlier_publisher_wakes_it_if_its_room_is_free() {
+    // From review: a woken batch that had to wait again gave back the room promised to
+    // it, which lowered the room the first in line (an earlier single publisher, woken
+    // and waiting again too) was waiting for; but only the batch's own room was counted
+    // again, and the single slept next to two free slots.
+    let topic = Topic::<u32>::new(TopicConfig::new(4)).unwrap();
+    let mut d = topic.subscribe(StartAt::Earliest).unwrap();
+    let mut z = topic.subscribe(StartAt::Earliest).unwrap();
+    for v in 0..4 {
+        topic.try_publish(v).unwrap();
+    }
+    let (ph, pp) = (Probe::new(), Probe::new());
+    let mut h = topic.publish(10);
+    assert!(ph.poll(&mut h).is_pending());
+    let mut p = topic.publish_batch(vec![20, 21, 22]);
+    assert!(pp.poll(&mut p).is_pending());
+    for i in 0..4 {
+        assert_eq!(d.try_recv().unwrap().into_value(), i);
+    }
+    for i in 0..4 {
+        assert_eq!(z.try_recv().unwrap().into_value(), i);
+    }
+    assert_eq!((ph.wakes(), pp.wakes()), (1, 1), "both woken, 4 slots free");
+    // Replays take the room back.
+    d.seek(0).unwrap();
+    z.seek(2).unwrap();
+    assert!(ph.poll(&mut h).is_pending());
+    for i in 0..4 {
+        assert_eq!(d.try_recv().unwrap().into_value(), i);
+    }
+    // Two slots free: not enough for the batch, which waits again behind `h`.
+    assert!(pp.poll(&mut p).is_pending());
+    assert_eq!(ph.wakes(), 2, "`h`, first in line, needs 1 of the 2 free slots");
+    assert!(matches!(ph.poll(&mut h), Poll::Ready(Ok(_))));
+}
