@@ -550,6 +550,10 @@ fn a_woken_batch_that_waits_again_behind_an_earlier_publisher_wakes_it_if_its_ro
     }
     // Two slots free: not enough for the batch, which waits again behind `h`.
     assert!(pp.poll(&mut p).is_pending());
-    assert_eq!(ph.wakes(), 2, "`h`, first in line, needs 1 of the 2 free slots");
+    assert_eq!(
+        ph.wakes(),
+        2,
+        "`h`, first in line, needs 1 of the 2 free slots"
+    );
     assert!(matches!(ph.poll(&mut h), Poll::Ready(Ok(_))));
 }
