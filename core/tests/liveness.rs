@@ -2,9 +2,10 @@
 //! room is free. Publishes (single or batches), receives, seeks, subscribers and group
 //! members coming and going, cancelled publishes; then every reader reads all it can and
 //! woken publishers are polled until nothing moves. Parked publishers are served in the
-//! order they parked: once the readers have read everything, the first still waiting must
-//! have been woken if its room is free next to the room promised to those woken before
-//! it; and at the end, if the first of them could publish, its wake-up was lost.
+//! order they parked: after every operation (a slow reader may still be far behind), and
+//! again once the readers have read everything, the first still waiting must have been
+//! woken if its room is free next to the room promised to those woken before it; and at
+//! the end, if the first of them could publish, its wake-up was lost.
 //!
 //! `PROPTEST_CASES` sets the number of sequences per test (1,000 by default). Random
 //! search: it does not find every interleaving every run (2026-11-30 review runs
@@ -127,6 +128,7 @@ fn run(capacity: usize, release: bool, ops: Vec<Op>) -> Result<(), TestCaseError
     let mut next = 0u64;
     let mut parks = 0u64;
     for op in ops {
+        let last = format!("{op:?}");
         match op {
             Op::Publish(n) => {
                 let values: Vec<u64> = (0..n)
@@ -242,6 +244,7 @@ fn run(capacity: usize, release: bool, ops: Vec<Op>) -> Result<(), TestCaseError
                 }
             }
         }
+        first_in_line_is_woken_if_its_room_is_free(&topic, &parked, capacity, &last)?;
     }
     // Every reader reads all it can, woken publishers publish, until nothing moves.
     for _ in 0..1000 {
@@ -316,6 +319,48 @@ fn run(capacity: usize, release: bool, ops: Vec<Op>) -> Result<(), TestCaseError
             );
         }
     }
+    Ok(())
+}
+
+/// After every operation, whatever it was: if the first publisher still waiting (by park
+/// order) was not woken, the log must not have room for it next to the room promised to
+/// the woken ones (and at least `Overflow::Block`'s wake batch). The room is probed with a
+/// `try_publish_batch` of that size, which takes it if it is free: then the probe has
+/// found a publisher parked next to its room, and the test fails anyway.
+///
+/// This sees what the end-of-run check cannot: a slow reader still behind, a reader that
+/// left or seeked forward and so freed the room, with nobody else left to read.
+fn first_in_line_is_woken_if_its_room_is_free(
+    topic: &Topic<u64>,
+    parked: &[Parked<'_>],
+    capacity: usize,
+    last: &str,
+) -> Result<(), TestCaseError> {
+    let woken = |p: &&Parked<'_>| p.wakes.0.load(Ordering::SeqCst) > 0;
+    let Some(first) = parked.iter().filter(|p| !woken(p)).min_by_key(|p| p.since) else {
+        return Ok(());
+    };
+    let promised: usize = parked.iter().filter(woken).map(|p| p.need).sum();
+    let wake_batch = (capacity / 16).clamp(1, 64);
+    let room = (promised + first.need).max(wake_batch);
+    if room > capacity {
+        return Ok(());
+    }
+    let probe = topic.try_publish_batch(vec![0; room]);
+    prop_assert!(
+        probe.is_err(),
+        "after {}: the first waiting publisher (need {}) was not woken though {} slots were \
+         free (promised {}, capacity {}); parked (since, need, wakes): {:?}",
+        last,
+        first.need,
+        room,
+        promised,
+        capacity,
+        parked
+            .iter()
+            .map(|p| (p.since, p.need, p.wakes.0.load(Ordering::SeqCst)))
+            .collect::<Vec<_>>()
+    );
     Ok(())
 }
 
