@@ -5,7 +5,9 @@
 //! order they parked: after every operation (a slow reader may still be far behind), and
 //! again once the readers have read everything, the first still waiting must have been
 //! woken if its room is free next to the room promised to those woken before it; and at
-//! the end, if the first of them could publish, its wake-up was lost.
+//! the end, if the first of them could publish, its wake-up was lost. On a topic with a
+//! TTL, driven by a manual clock and a timer that may ring late or early, the clock alone
+//! must get every parked publisher through once nobody reads.
 //!
 //! `PROPTEST_CASES` sets the number of sequences per test (1,000 by default). Random
 //! search: it does not find every interleaving every run (2026-11-30 review runs
@@ -17,8 +19,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
+use std::sync::Mutex;
+use std::time::Duration;
+
 use memq_core::{
-    AckConfig, AckConsumer, Consumer, Receipt, StartAt, Subscriber, Topic, TopicConfig,
+    AckConfig, AckConsumer, Clock, Consumer, ManualClock, Receipt, StartAt, Subscriber, Timer,
+    Topic, TopicConfig,
 };
 use proptest::prelude::*;
 
@@ -55,6 +61,48 @@ enum Op {
     AckRecv(usize, u8),
     AckLeave(usize),
     MemberRecvMany(usize, usize),
+    /// Moves the clock this many milliseconds (messages live 10 ms on topics with a TTL)
+    /// and fires the timer wake-ups that are due.
+    Advance(u64),
+    /// On a topic with a TTL: a visit that applies it, then the check of the first in
+    /// line (see `first_in_line_is_woken_if_its_room_is_free`).
+    Probe,
+}
+
+/// A timer on the test's manual clock: keeps each wake-up with its due time, and wakes
+/// those due when the clock is moved; `skew` milliseconds late (positive) or early
+/// (negative, as a timer ahead of a coarse or lagging clock).
+struct TestTimer {
+    clock: Arc<ManualClock>,
+    skew: i64,
+    due: Mutex<Vec<(Duration, Waker)>>,
+}
+
+impl Timer for TestTimer {
+    fn wake_after(&self, delay: Duration, waker: Waker) {
+        let at = self.clock.now().saturating_add(delay);
+        self.due.lock().unwrap().push((at, waker));
+    }
+}
+
+impl TestTimer {
+    /// Moves the clock by `ms` and wakes what is due (outside the timer's lock).
+    fn advance(&self, ms: u64) {
+        self.clock.advance(Duration::from_millis(ms));
+        let skew = Duration::from_millis(self.skew.unsigned_abs());
+        let now = if self.skew >= 0 {
+            self.clock.now().saturating_sub(skew)
+        } else {
+            self.clock.now() + skew
+        };
+        let due: Vec<Waker> = {
+            let mut all = self.due.lock().unwrap();
+            let (due, later) = all.drain(..).partition(|(at, _)| *at <= now);
+            *all = later;
+            due.into_iter().map(|(_, w)| w).collect()
+        };
+        due.into_iter().for_each(Waker::wake);
+    }
 }
 
 fn op(largest_batch: usize) -> impl Strategy<Value = Op> {
@@ -76,6 +124,8 @@ fn op(largest_batch: usize) -> impl Strategy<Value = Op> {
         2 => (i.clone(), 0u8..3).prop_map(|(m, a)| Op::AckRecv(m, a)),
         1 => i.clone().prop_map(Op::AckLeave),
         1 => (i, 1usize..40).prop_map(|(m, n)| Op::MemberRecvMany(m, n)),
+        2 => (0u64..15).prop_map(Op::Advance),
+        1 => Just(Op::Probe),
     ]
 }
 
@@ -118,8 +168,30 @@ fn serve(parked: &mut Vec<Parked<'_>>) -> bool {
     moved
 }
 
-fn run(capacity: usize, release: bool, ops: Vec<Op>) -> Result<(), TestCaseError> {
-    let topic = Topic::<u64>::new(TopicConfig::new(capacity).release_on_read(release)).unwrap();
+/// Runs `ops` on a topic of `capacity` slots under `Block`; with `ttl`, its messages live
+/// 10 ms on a manual clock, and a test timer `skew` ms late (or early, if negative) wakes
+/// parked publishers when they expire.
+fn run(
+    capacity: usize,
+    release: bool,
+    ttl: Option<i64>,
+    ops: Vec<Op>,
+) -> Result<(), TestCaseError> {
+    let clock = Arc::new(ManualClock::new());
+    let timer = Arc::new(TestTimer {
+        clock: clock.clone(),
+        skew: ttl.unwrap_or(0),
+        due: Mutex::new(Vec::new()),
+    });
+    let mut config = TopicConfig::new(capacity).release_on_read(release);
+    let ttl = ttl.is_some();
+    if ttl {
+        config = config
+            .clock(clock.clone())
+            .ttl(Duration::from_millis(10))
+            .timer(timer.clone());
+    }
+    let topic = Topic::<u64>::new(config).unwrap();
     let mut subs: Vec<Subscriber<u64>> = vec![topic.subscribe(StartAt::Earliest).unwrap()];
     let mut members: Vec<Consumer<u64>> = Vec::new();
     let mut acked: Vec<AckConsumer<u64>> = Vec::new();
@@ -243,8 +315,21 @@ fn run(capacity: usize, release: bool, ops: Vec<Op>) -> Result<(), TestCaseError
                     let _ = m.try_recv_many(&mut Vec::new(), n);
                 }
             }
+            Op::Advance(ms) => timer.advance(ms),
+            Op::Probe => {
+                if ttl {
+                    // Expired messages are taken out on a visit (or when a publisher's
+                    // alarm rings): after this one, the room they freed is free.
+                    let _ = topic.stats();
+                    first_in_line_is_woken_if_its_room_is_free(&topic, &parked, capacity, &last)?;
+                }
+            }
         }
-        first_in_line_is_woken_if_its_room_is_free(&topic, &parked, capacity, &last)?;
+        // With a TTL, room is freed by expiry without any operation, and a new publish
+        // (the probe) takes it out first; without one, after every operation.
+        if !ttl {
+            first_in_line_is_woken_if_its_room_is_free(&topic, &parked, capacity, &last)?;
+        }
     }
     // Every reader reads all it can, woken publishers publish, until nothing moves.
     for _ in 0..1000 {
@@ -304,6 +389,28 @@ fn run(capacity: usize, release: bool, ops: Vec<Op>) -> Result<(), TestCaseError
     // The first in line (others may rightly wait behind a batch) must not fit now, unless
     // fewer slots are free than the batch of room a parked publisher is woken for
     // (`Overflow::Block`: capacity / 16, 1 to 64).
+    if ttl {
+        // Nobody reads any more: the clock alone must get every parked publisher through,
+        // each woken by its own alarm when the oldest message expires (woken publishers
+        // are served; whoever publishes makes a new oldest message that expires later).
+        for _ in 0..1000 {
+            if parked.is_empty() {
+                break;
+            }
+            timer.advance(11);
+            serve(&mut parked);
+        }
+        prop_assert!(
+            parked.is_empty(),
+            "publishers left parked on a topic whose every message expired (since, need, \
+             wakes): {:?}; {:?}",
+            parked
+                .iter()
+                .map(|p| (p.since, p.need, p.wakes.0.load(Ordering::SeqCst)))
+                .collect::<Vec<_>>(),
+            topic.stats().partitions[0]
+        );
+    }
     let wake_batch = (capacity / 16).clamp(1, 64);
     if let Some(first) = parked.iter_mut().min_by_key(|p| p.since) {
         prop_assert_eq!(first.wakes.0.load(Ordering::SeqCst), 0);
@@ -385,7 +492,7 @@ proptest! {
         release in any::<bool>(),
         ops in proptest::collection::vec(op(1), 1..150),
     ) {
-        run(capacity, release, ops)?;
+        run(capacity, release, None, ops)?;
     }
 
     #[test]
@@ -394,6 +501,16 @@ proptest! {
         release in any::<bool>(),
         ops in proptest::collection::vec(op(4), 1..150),
     ) {
-        run(capacity, release, ops)?;
+        run(capacity, release, None, ops)?;
+    }
+
+    #[test]
+    fn publishers_parked_on_a_topic_with_a_ttl_are_woken_by_readers_and_by_expiry(
+        capacity in prop_oneof![1usize..6, 30usize..40],
+        release in any::<bool>(),
+        skew in -5i64..=5,
+        ops in proptest::collection::vec(op(4), 1..150),
+    ) {
+        run(capacity, release, Some(skew), ops)?;
     }
 }
