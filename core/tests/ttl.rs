@@ -416,3 +416,63 @@ fn publishing_1_returns(topic: &Topic<u32>) {
     assert_eq!(offset.ok(), Some(1));
     publisher.join().unwrap().unwrap();
 }
+
+/// A user timer that panics while armed to: a panic out of user code inside memq.
+#[derive(Default)]
+struct PanickingTimer(std::sync::atomic::AtomicBool);
+
+impl memq_core::Timer for PanickingTimer {
+    fn wake_after(&self, _: Duration, _: core::task::Waker) {
+        assert!(
+            !self.0.load(std::sync::atomic::Ordering::SeqCst),
+            "the user's timer fails"
+        );
+    }
+}
+
+/// A `publish_blocking_timeout` that a panic (here the user's timer, called while the
+/// publisher waits) ends leaves no wait behind: its place in line was kept, woken, and
+/// then held the room promised to it for ever, so the next parked publisher slept next to
+/// the free slot until its own deadline (from review).
+#[test]
+fn a_panic_in_a_timed_blocking_publish_leaves_no_place_in_line_behind() {
+    use std::sync::atomic::Ordering;
+    use std::time::Instant;
+    let timer = Arc::new(PanickingTimer::default());
+    timer.0.store(true, Ordering::SeqCst);
+    let topic = Topic::<u32>::new(
+        TopicConfig::new(1)
+            .ttl(Duration::from_secs(3600))
+            .clock(Arc::new(ManualClock::new()))
+            .timer(timer.clone()),
+    )
+    .unwrap();
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    topic.try_publish(0).unwrap();
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        topic.publish_blocking_timeout(1, Duration::from_secs(10))
+    }));
+    assert!(failed.is_err());
+    let waiting = || topic.stats().partitions[0].waiting_publishers;
+    let before = waiting();
+    timer.0.store(false, Ordering::SeqCst);
+    let t2 = topic.clone();
+    let next = std::thread::spawn(move || {
+        let start = Instant::now();
+        (
+            t2.publish_blocking_timeout(2, Duration::from_secs(10)),
+            start.elapsed(),
+        )
+    });
+    while waiting() == before {
+        std::thread::sleep(ms(1));
+    }
+    assert_eq!(sub.try_recv().unwrap().into_value(), 0); // the one slot is free now
+    let (published, took) = next.join().unwrap();
+    assert!(published.is_ok());
+    // Woken at once; without the fix it gets in only at its deadline.
+    assert!(
+        took < Duration::from_secs(5),
+        "slept {took:?} next to a free slot"
+    );
+}
