@@ -276,22 +276,27 @@ impl<T> Topic<T> {
         group.epoch.fetch_add(1, Ordering::AcqRel);
         shared.wake_group(&group);
         // The pool first (the lock order is pool, then partition): what it holds moved out
-        // of a releasing log goes back to the log, for the readers to come.
+        // of a releasing log goes back to the log, for the readers to come. Wake-ups and
+        // released values wait until the pool's lock is released too: no waker and no
+        // user `Drop` runs under a lock of memq's.
         let mut pool = group.pool.as_ref().map(|pool| pool.lock());
+        let mut wake = Vec::with_capacity(shared.parts.len());
+        let mut released = Vec::new();
         for (p, part) in shared.parts.iter().enumerate() {
             let mut wl = WakeList::new();
-            let mut released = Vec::new();
-            let waiters = {
-                let mut log = part.log.lock();
-                if let Some(pool) = pool.as_deref_mut() {
-                    log.give_back(&mut pool.buf);
-                }
-                let waiters = log.remove_group(group.ids[p]);
-                // The group may have been the slowest reader, or the only explicit-ack one.
-                log.release_read(&mut released);
-                shared.reader_advanced(&mut log, &mut wl);
-                waiters
-            };
+            let mut log = part.log.lock();
+            if let Some(pool) = pool.as_deref_mut() {
+                log.give_back(&mut pool.buf);
+            }
+            let waiters = log.remove_group(group.ids[p]);
+            // The group may have been the slowest reader, or the only explicit-ack one.
+            log.release_read(&mut released);
+            shared.reader_advanced(&mut log, &mut wl);
+            drop(log);
+            wake.push((wl, waiters));
+        }
+        drop(pool);
+        for (mut wl, waiters) in wake {
             wl.wake_all();
             // Members that registered after `wake_group` passed: all of them, however many.
             if let Some(mut waiters) = waiters {
@@ -301,7 +306,7 @@ impl<T> Topic<T> {
                 wl.wake_all();
             }
         }
-        drop(pool);
+        drop(released);
         Ok(())
     }
 
