@@ -857,8 +857,9 @@ impl<T> AckConsumer<T> {
         self.inner.waiting |= registered;
         if done && !was_done {
             // This visit finished a closed partition (skipping a lag, dropping evicted
-            // unacked messages): members waiting for the group to drain may be done.
-            crate::group::wake_idle(&group);
+            // unacked messages): members waiting on it or for the group to drain may be
+            // done.
+            shared.wake_drained(&group, p);
         }
         (outcome, done, deadline)
     }
@@ -1219,7 +1220,7 @@ fn dead_letter<T: Clone>(
     drop(log);
     if drained {
         // As when the last message of a closed partition is acknowledged.
-        crate::group::wake_idle(group);
+        shared.wake_drained(group, p);
     }
 }
 
@@ -1446,9 +1447,10 @@ impl<T> Delivery<T> {
         shared.reader_advanced(&mut log, &mut wl);
         drop(log);
         if drained {
-            // The last message of a closed partition is settled: members waiting for the
-            // whole group to drain may be done now.
-            crate::group::wake_idle(&lease.group);
+            // The last message of a closed partition is settled: members waiting on it
+            // (one was woken above, as for a message to take) or for the whole group to
+            // drain may be done now, all of them.
+            shared.wake_drained(&lease.group, p);
         }
         if !matches!(action, Settle::Touch) {
             self.lease = None;

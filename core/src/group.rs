@@ -160,6 +160,14 @@ impl<T> Shared<T> {
         }
     }
 
+    /// Wakes the members of `group` that may be done now that partition `p`, closed, is
+    /// drained: those waiting on it (for a message that would only come back if a
+    /// delivery did) and those waiting on no partition (for the whole group to drain).
+    pub(crate) fn wake_drained(&self, group: &GroupShared<T>, p: usize) {
+        self.wake_group_waiters(group, p);
+        wake_idle(group);
+    }
+
     /// Wakes members with no partition (they only wait for a rebalance or close).
     pub(crate) fn wake_idle_members(&self) {
         let groups: Vec<Arc<GroupShared<T>>> = self.groups.lock().clone();

@@ -1214,3 +1214,62 @@ fn an_explicit_groups_stats_count_messages_in_flight_as_lag() {
         (&[3][..], 2, 0)
     );
 }
+
+/// On a one-partition topic, closed, both members of an explicit-ack group wait for the
+/// delivery one of them holds; `settle` ends it, the group is drained, and both are woken
+/// to see `Closed`. Only one was (the settle woke one waiting member, as for a message to
+/// take, and the drain only those waiting on no partition): the other learned it when the
+/// first, returning `Closed`, passed its wake-up on, so with many members one after the
+/// other, each through its own task (found with the reader liveness fuzz).
+fn a_drain_after_close_wakes_every_member_waiting_on_the_partition(
+    cfg: impl Fn() -> AckConfig<u32>,
+    settle: impl FnOnce(memq_core::Delivery<u32>),
+    what: &str,
+) {
+    let topic = Topic::<u32>::with_capacity(4).unwrap();
+    let mut a = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut b = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    topic.try_publish(1).unwrap();
+    topic.close();
+    let held = a.try_recv().unwrap();
+    let ((wa, waker_a), (wb, waker_b)) = (counting_waker(), counting_waker());
+    let mut recv_a = a.recv();
+    let mut recv_b = b.recv();
+    for (recv, waker) in [(&mut recv_a, &waker_a), (&mut recv_b, &waker_b)] {
+        let mut cx = std::task::Context::from_waker(waker);
+        assert!(std::pin::Pin::new(recv).poll(&mut cx).is_pending());
+    }
+    settle(held);
+    let woken = (wa.0.load(Ordering::SeqCst), wb.0.load(Ordering::SeqCst));
+    assert!(
+        woken.0 > 0 && woken.1 > 0,
+        "{what} woke (a, b) {woken:?} times"
+    );
+    for (recv, waker) in [(&mut recv_a, &waker_a), (&mut recv_b, &waker_b)] {
+        let mut cx = std::task::Context::from_waker(waker);
+        match std::pin::Pin::new(recv).poll(&mut cx) {
+            std::task::Poll::Ready(Err(RecvError::Closed)) => {}
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn the_last_ack_after_close_wakes_every_member_waiting_on_the_partition() {
+    a_drain_after_close_wakes_every_member_waiting_on_the_partition(
+        AckConfig::new,
+        |d| d.ack().unwrap(),
+        "the last ack",
+    );
+}
+
+#[test]
+fn the_last_dead_letter_after_close_wakes_every_member_waiting_on_the_partition() {
+    let dlq = Topic::<DeadLetter<u32>>::with_capacity(4).unwrap();
+    let _dead = dlq.subscribe(StartAt::Earliest).unwrap();
+    a_drain_after_close_wakes_every_member_waiting_on_the_partition(
+        || AckConfig::new().dead_letter(dlq.clone()),
+        |d| d.reject().unwrap(),
+        "the last dead letter",
+    );
+}
