@@ -1273,3 +1273,39 @@ fn the_last_dead_letter_after_close_wakes_every_member_waiting_on_the_partition(
         "the last dead letter",
     );
 }
+
+/// A member waiting while `max_in_flight` messages are out is not woken by publishes: it
+/// could take none of them. It was woken by every one, looked, and waited again, so a
+/// thread blocked in `recv_blocking` was kept busy for as long as publishers published
+/// (from review). The ack that frees a slot wakes it, and it takes the next message.
+#[test]
+fn a_member_at_max_in_flight_is_not_woken_by_publishes_only_by_a_freed_slot() {
+    let (_clock, topic) = setup(16);
+    let cfg = || {
+        config()
+            .max_in_flight(1)
+            .timer(Arc::new(RecordingTimer::default()))
+    };
+    let mut holder = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut waiter = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    topic.try_publish(0).unwrap();
+    let held = holder.try_recv().unwrap();
+    let (woken, waker) = counting_waker();
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut recv = waiter.recv();
+    assert!(std::pin::Pin::new(&mut recv).poll(&mut cx).is_pending());
+    for i in 1..=10 {
+        topic.try_publish(i).unwrap();
+    }
+    assert_eq!(woken.0.load(Ordering::SeqCst), 0, "woken by publishes");
+    held.ack().unwrap();
+    assert_eq!(
+        woken.0.load(Ordering::SeqCst),
+        1,
+        "not woken by the freed slot"
+    );
+    match std::pin::Pin::new(&mut recv).poll(&mut cx) {
+        std::task::Poll::Ready(Ok(d)) => assert_eq!(*d.value(), 1),
+        other => panic!("{other:?}"),
+    }
+}

@@ -354,7 +354,9 @@ fn run(
                 }
             }
             Op::AckJoin => {
-                if let Ok(m) = topic.group_acked("a", StartAt::Earliest, AckConfig::new()) {
+                if let Ok(m) =
+                    topic.group_acked("a", StartAt::Earliest, AckConfig::new().max_in_flight(2))
+                {
                     acked.push(Reader::new(m));
                 }
             }
@@ -448,7 +450,7 @@ fn readers_are_woken(
     let taken = RefCell::new(Vec::new());
     let join = || {
         topic
-            .group_acked("a", StartAt::Earliest, AckConfig::new())
+            .group_acked("a", StartAt::Earliest, AckConfig::new().max_in_flight(2))
             .ok()
     };
     let take = |m: &mut AckConsumer<u64>| match m.try_recv() {
