@@ -1309,3 +1309,34 @@ fn a_member_at_max_in_flight_is_not_woken_by_publishes_only_by_a_freed_slot() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A member waiting at `max_in_flight` is brought back by the timer when a lease runs
+/// out (publishes, which no longer wake it there, played no part in that).
+#[test]
+fn a_member_at_max_in_flight_is_woken_by_the_timer_when_a_lease_runs_out() {
+    let (clock, topic) = setup(16);
+    let timer = Arc::new(RecordingTimer::default());
+    let cfg = || config().max_in_flight(1).timer(timer.clone());
+    let mut holder = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut waiter = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    topic.try_publish(0).unwrap();
+    let held = holder.try_recv().unwrap();
+    let (woken, waker) = counting_waker();
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut recv = waiter.recv();
+    assert!(std::pin::Pin::new(&mut recv).poll(&mut cx).is_pending());
+    topic.try_publish(1).unwrap();
+    clock.advance(ms(100));
+    let due = std::mem::take(&mut *timer.0.lock().unwrap());
+    due.into_iter().for_each(std::task::Waker::wake);
+    assert_eq!(
+        woken.0.load(Ordering::SeqCst),
+        1,
+        "the timer did not wake it"
+    );
+    match std::pin::Pin::new(&mut recv).poll(&mut cx) {
+        std::task::Poll::Ready(Ok(d)) => assert_eq!((*d.value(), d.deliveries()), (0, 2)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(held.ack(), Err(AckError::LeaseExpired));
+}
