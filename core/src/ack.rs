@@ -267,7 +267,13 @@ impl<T> AckConfig<T> {
         self
     }
 
-    /// At most this many unacknowledged messages per partition.
+    /// At most this many unacknowledged messages per partition (default 1024; joining
+    /// with 0 fails with [`Error::ZeroInFlight`]).
+    ///
+    /// It is flow control: while a partition has this many out, a receive there waits
+    /// for one of them to be acked, nacked, rejected or to run out its lease (or for a
+    /// redelivery that falls due), and new messages wait in the log. Publishes do not
+    /// wake such a receive: it could take none of them.
     pub fn max_in_flight(mut self, max: usize) -> Self {
         self.max_in_flight = max;
         self
