@@ -272,8 +272,10 @@ impl<T> AckConfig<T> {
     ///
     /// It is flow control: while a partition has this many out, a receive there waits
     /// for one of them to be acked, nacked, rejected or to run out its lease (or for a
-    /// redelivery that falls due), and new messages wait in the log. Publishes do not
-    /// wake such a receive: it could take none of them.
+    /// redelivery that falls due), and new messages wait in the log. Each publish to the
+    /// partition still wakes such a receive, which looks and waits again: while more
+    /// members wait than the limit lets work, a busy topic costs them a wake-up per
+    /// publish.
     pub fn max_in_flight(mut self, max: usize) -> Self {
         self.max_in_flight = max;
         self
@@ -324,18 +326,6 @@ pub(crate) struct AckSettings<T> {
 }
 
 impl<T> AckSettings<T> {
-    /// How many messages in flight on a partition leave its members nothing a publish
-    /// could bring (see [`Acks::takes_nothing_new`]): `max_in_flight`, if a timer wakes
-    /// members when leases and delays run out; otherwise never, as publishes are then
-    /// also what brings a parked member back to look at its deadlines.
-    pub(crate) fn publishes_wake_below(&self) -> usize {
-        if self.timer.is_some() {
-            self.max_in_flight
-        } else {
-            usize::MAX
-        }
-    }
-
     fn resolve(
         config: AckConfig<T>,
         topic_clock: Option<&alloc::sync::Arc<dyn Clock>>,
@@ -421,14 +411,11 @@ pub(crate) struct Acks {
     pub(crate) acked: u64,
     /// Unacknowledged messages evicted (`DropOldest`, TTL) before they were acked.
     pub(crate) evicted_unacked: u64,
-    /// See [`AckSettings::publishes_wake_below`].
-    publishes_wake_below: usize,
 }
 
 impl Acks {
-    pub(crate) fn new(start: u64, publishes_wake_below: usize) -> Self {
+    pub(crate) fn new(start: u64) -> Self {
         Self {
-            publishes_wake_below,
             next: start,
             unacked: BTreeMap::new(),
             ready: VecDeque::new(),
@@ -439,16 +426,6 @@ impl Acks {
             acked: 0,
             evicted_unacked: 0,
         }
-    }
-
-    /// Whether a new message cannot be taken by any member now: `max_in_flight` messages
-    /// are out and none is due again. Publishes then wake nobody in the group (a member
-    /// at the limit, woken by each of them, would look and wait again: a blocked thread
-    /// busy for as long as publishers publish). What frees a slot wakes a member itself:
-    /// an ack, nack or reject, a lease or delay that runs out (the timer), a member
-    /// leaving. `ready` may hold stale entries, which only wakes members for nothing.
-    pub(crate) fn takes_nothing_new(&self) -> bool {
-        self.unacked.len() >= self.publishes_wake_below && self.ready.is_empty()
     }
 
     /// The lowest offset not yet acknowledged: the group's committed position.

@@ -543,20 +543,14 @@ impl<T> Log<T> {
     }
 
     /// Collects the wakers of readers interested in `n` new messages: every subscriber,
-    /// and up to `n` members of each group (none of an explicit-ack group that can take
-    /// nothing new, see [`Acks::takes_nothing_new`](crate::ack::Acks::takes_nothing_new)).
-    /// Returns `true` if some did not fit in `out`.
+    /// and up to `n` members of each group. Returns `true` if some did not fit in `out`.
     pub(crate) fn notify_readers(&mut self, n: usize, out: &mut WakeList) -> bool {
         let mut more = false;
         if self.subs.waiting() > 0 {
             more |= self.subs.notify_all(out);
         }
         for g in self.groups.iter_mut().flatten() {
-            let full = g
-                .acks
-                .as_ref()
-                .is_some_and(crate::ack::Acks::takes_nothing_new);
-            if g.waiters.waiting() > 0 && !full {
+            if g.waiters.waiting() > 0 {
                 let woken = g.waiters.notify_many(n, out);
                 more |= woken < n && g.waiters.waiting() > 0;
             }
@@ -773,16 +767,14 @@ impl<T> Log<T> {
 
     /// Attaches a new group at `start`. Group ids are never reused, so a member of a
     /// deleted group can never reach another group's state.
-    /// `explicit` is `Some` for an explicit-ack group, with its
-    /// [`AckSettings::publishes_wake_below`](crate::ack::AckSettings).
-    pub(crate) fn add_group(&mut self, start: u64, explicit: Option<usize>) -> usize {
+    pub(crate) fn add_group(&mut self, start: u64, explicit: bool) -> usize {
         let cursor = self.add_cursor(start);
-        self.explicit_groups += usize::from(explicit.is_some());
+        self.explicit_groups += usize::from(explicit);
         self.groups.push(Some(GroupPart {
             cursor,
             waiters: WaiterList::new(),
             delivered: 0,
-            acks: explicit.map(|limit| crate::ack::Acks::new(start, limit)),
+            acks: explicit.then(|| crate::ack::Acks::new(start)),
         }));
         self.groups.len() - 1
     }
