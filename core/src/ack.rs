@@ -686,8 +686,10 @@ impl<T> AckConsumer<T> {
         let dead_letters_move = settings.dead_letters_move();
         let member = self.inner.id;
         let mut wl = WakeList::new();
+        // The topic's clock (the user's code) is read before the lock is taken.
+        let topic_now = shared.now();
         let mut log = shared.parts[p].log.lock();
-        shared.expire(&mut log, shared.now(), &mut wl);
+        shared.expire(&mut log, topic_now, &mut wl);
         // The oldest message still in the log: on a releasing topic, messages a reader
         // had fetched ahead before this group attached may be out of it.
         let (low, high, closed) = (log.first(), log.high, log.closed);

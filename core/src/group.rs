@@ -225,6 +225,8 @@ impl<T> Topic<T> {
     ) -> Result<Consumer<T>, Error> {
         let shared = &self.shared;
         let explicit = acks.is_some();
+        // The topic's clock (the user's code) is read before any lock is taken.
+        let now = shared.now();
         let group = {
             let mut registry = shared.groups.lock();
             match registry.iter().find(|g| g.name == name) {
@@ -233,7 +235,7 @@ impl<T> Topic<T> {
                 }
                 Some(g) => g.clone(),
                 None => {
-                    let g = Arc::new(create_group(shared, name, start, acks)?);
+                    let g = Arc::new(create_group(shared, name, start, acks, now)?);
                     registry.push(g.clone());
                     g
                 }
@@ -334,6 +336,7 @@ fn create_group<T>(
     name: &str,
     start: StartAt,
     acks: Option<crate::ack::AckSettings<T>>,
+    now: u64,
 ) -> Result<GroupShared<T>, Error> {
     // Check every partition first so that a failure leaves nothing attached. Offsets
     // only grow, so a start valid now stays valid below.
@@ -342,7 +345,6 @@ fn create_group<T>(
             start_position(&part.log.lock(), p, start)?;
         }
     }
-    let now = shared.now();
     // Members share a pool of messages fetched ahead where they all read one partition
     // and retention can never pass an unread message (see `Pool`).
     let pooled = acks.is_none()

@@ -1413,3 +1413,48 @@ fn a_waiting_member_is_woken_when_the_leases_run_out_after_the_timers_member_gav
     assert!(woken > 0, "w was not woken though both leases ran out");
     drop((held_u, held_h));
 }
+
+/// A topic clock that looks at the topic's stats whenever it is read (once at a time):
+/// user code that calls back into memq, which must not find a lock of memq's held.
+#[derive(Default)]
+struct StatsReadingClock {
+    topic: std::sync::Mutex<Option<Topic<u32>>>,
+    inside: std::sync::atomic::AtomicBool,
+}
+
+impl memq_core::Clock for StatsReadingClock {
+    fn now(&self) -> Duration {
+        if !self.inside.swap(true, Ordering::SeqCst) {
+            let topic = self.topic.lock().unwrap().clone();
+            if let Some(topic) = topic {
+                let _ = topic.stats();
+            }
+            self.inside.store(false, Ordering::SeqCst);
+        }
+        Duration::ZERO
+    }
+}
+
+/// Making a group and a member's receive read the topic's clock outside memq's locks: a
+/// clock that calls back into memq deadlocked both (the receive under the partition's
+/// lock, from review; the group's creation under the topic's list of groups).
+#[test]
+fn a_group_and_a_receive_read_the_topics_clock_outside_memqs_locks() {
+    let clock = Arc::new(StatsReadingClock::default());
+    let topic = Topic::<u32>::new(TopicConfig::new(4).clock(clock.clone())).unwrap();
+    *clock.topic.lock().unwrap() = Some(topic.clone());
+    let (done, finished) = std::sync::mpsc::channel();
+    let t = topic.clone();
+    let receiving = thread::spawn(move || {
+        let mut m = t.group_acked("g", StartAt::Earliest, config()).unwrap();
+        t.try_publish(7).unwrap();
+        let got = m.try_recv().map(|d| *d.value());
+        done.send(()).unwrap();
+        got
+    });
+    let result = finished.recv_timeout(Duration::from_secs(10));
+    // Break the topic -> clock -> topic cycle before anything else can fail.
+    clock.topic.lock().unwrap().take();
+    assert!(result.is_ok(), "deadlocked in the user's clock");
+    assert_eq!(receiving.join().unwrap(), Ok(7));
+}
