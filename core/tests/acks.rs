@@ -1369,15 +1369,28 @@ fn a_member_parked_before_any_lease_is_woken_when_the_leases_run_out() {
     for i in 2..6 {
         topic.try_publish(i).unwrap();
     }
+    w_is_woken_when_the_leases_run_out(&clock, &timer, (&woken_w, &ww), &mut rw);
+    drop((held_u, held_v));
+}
+
+/// Moves the clock past both leases and fires the timer: waiting member w (its wake-up
+/// count and waker, and its receive) must have been woken, and gets a redelivery.
+fn w_is_woken_when_the_leases_run_out<F>(
+    clock: &ManualClock,
+    timer: &RecordingTimer,
+    (woken_w, ww): (&CountingWake, &std::task::Waker),
+    rw: &mut F,
+) where
+    F: Future<Output = Result<memq_core::Delivery<u32>, RecvError>> + Unpin,
+{
     clock.advance(ms(150));
-    fire(&timer);
+    fire(timer);
     let woken = woken_w.0.load(Ordering::SeqCst);
-    match poll_with(&mut rw, &ww) {
+    match poll_with(rw, ww) {
         Poll::Ready(Ok(d)) => assert_eq!(d.deliveries(), 2),
         other => panic!("{other:?}"),
     }
     assert!(woken > 0, "w was not woken though both leases ran out");
-    drop((held_u, held_v));
 }
 
 /// As above, when the member whose wait armed the timer gives up (its receive dropped,
@@ -1409,14 +1422,7 @@ fn a_waiting_member_is_woken_when_the_leases_run_out_after_the_timers_member_gav
         (held_u, held_h)
     }; // v's receive is dropped
     topic.try_publish(2).unwrap();
-    clock.advance(ms(150));
-    fire(&timer);
-    let woken = woken_w.0.load(Ordering::SeqCst);
-    match poll_with(&mut rw, &ww) {
-        Poll::Ready(Ok(d)) => assert_eq!(d.deliveries(), 2),
-        other => panic!("{other:?}"),
-    }
-    assert!(woken > 0, "w was not woken though both leases ran out");
+    w_is_woken_when_the_leases_run_out(&clock, &timer, (&woken_w, &ww), &mut rw);
     drop((held_u, held_h));
 }
 

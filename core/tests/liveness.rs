@@ -15,9 +15,9 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -28,14 +28,8 @@ use memq_core::{
 };
 use proptest::prelude::*;
 
-#[derive(Default)]
-struct Wakes(AtomicUsize);
-
-impl Wake for Wakes {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
+mod fuzz_support;
+use fuzz_support::Wakes;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -471,20 +465,8 @@ fn first_in_line_is_woken_if_its_room_is_free(
     Ok(())
 }
 
-/// Sequences per test: `PROPTEST_CASES`, or 1,000.
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1000)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: cases(),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(fuzz_support::config())]
 
     #[test]
     fn single_publishers_are_woken_once_their_room_is_free(

@@ -18,9 +18,9 @@ use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::{Context, Wake, Waker};
+use std::task::{Context, Waker};
 
 use futures_core::Stream;
 use memq_core::{
@@ -29,14 +29,8 @@ use memq_core::{
 };
 use proptest::prelude::*;
 
-#[derive(Default)]
-struct Wakes(AtomicUsize);
-
-impl Wake for Wakes {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
+mod fuzz_support;
+use fuzz_support::Wakes;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -533,20 +527,8 @@ fn group_is_served<C>(
     Ok(())
 }
 
-/// Sequences per test: `PROPTEST_CASES`, or 1,000.
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1000)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: cases(),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(fuzz_support::config())]
 
     #[test]
     fn waiting_readers_are_woken_once_there_is_something_for_them(
