@@ -29,7 +29,7 @@ use memq_core::{
 use proptest::prelude::*;
 
 mod fuzz_support;
-use fuzz_support::Wakes;
+use fuzz_support::{next_values, settle, Wakes};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -197,12 +197,7 @@ fn run(
         let last = format!("{op:?}");
         match op {
             Op::Publish(n) => {
-                let values: Vec<u64> = (0..n)
-                    .map(|_| {
-                        next += 1;
-                        next
-                    })
-                    .collect();
+                let values = next_values(&mut next, n);
                 let publish: Publishing<'_> = if n == 1 {
                     let f = topic.publish(values[0]);
                     Box::pin(async move { f.await.ok() })
@@ -287,15 +282,7 @@ fn run(
             Op::AckRecv(i, how) => {
                 if let Some(m) = acked.get_mut(i) {
                     if let Ok(d) = m.try_recv() {
-                        match how {
-                            0 => {
-                                let _ = d.ack();
-                            }
-                            1 => {
-                                let _ = d.nack();
-                            }
-                            _ => drop(d),
-                        }
+                        settle(d, how);
                     }
                 }
             }

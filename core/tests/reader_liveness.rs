@@ -30,7 +30,7 @@ use memq_core::{
 use proptest::prelude::*;
 
 mod fuzz_support;
-use fuzz_support::Wakes;
+use fuzz_support::{next_values, settle, Wakes};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -204,18 +204,6 @@ fn ack_recv(r: Rc<RefCell<AckConsumer<u64>>>) -> Receiving {
     })
 }
 
-fn settle(d: Delivery<u64>, how: u8) {
-    match how {
-        0 => {
-            let _ = d.ack();
-        }
-        1 => {
-            let _ = d.nack();
-        }
-        _ => drop(d),
-    }
-}
-
 /// Polls `s` once as a `Stream`, with a waker nobody looks at.
 fn poll_once_as_stream<S: Stream + Unpin>(s: &mut S) {
     let waker = Waker::from(Arc::new(Wakes::default()));
@@ -246,12 +234,7 @@ fn run(
         let last = format!("{op:?}");
         match op {
             Op::Publish(n) => {
-                let values: Vec<u64> = (0..n)
-                    .map(|_| {
-                        next += 1;
-                        next
-                    })
-                    .collect();
+                let values = next_values(&mut next, n);
                 let ok = if n == 1 {
                     topic.try_publish(values[0]).is_ok()
                 } else {

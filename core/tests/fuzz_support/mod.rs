@@ -30,3 +30,26 @@ pub fn config() -> proptest::test_runner::Config {
         ..proptest::test_runner::Config::default()
     }
 }
+
+/// The next `n` message values after `*next` (1, 2, 3, ... over a run), counted on.
+pub fn next_values(next: &mut u64, n: usize) -> Vec<u64> {
+    (0..n)
+        .map(|_| {
+            *next += 1;
+            *next
+        })
+        .collect()
+}
+
+/// Acks a delivery (`how` 0), nacks it (1) or drops it (anything else).
+pub fn settle(d: memq_core::Delivery<u64>, how: u8) {
+    match how {
+        0 => {
+            let _ = d.ack();
+        }
+        1 => {
+            let _ = d.nack();
+        }
+        _ => drop(d),
+    }
+}
