@@ -272,10 +272,12 @@ impl<T> AckConfig<T> {
     ///
     /// It is flow control: while a partition has this many out, a receive there waits
     /// for one of them to be acked, nacked, rejected or to run out its lease (or for a
-    /// redelivery that falls due), and new messages wait in the log. Each publish to the
-    /// partition still wakes such a receive, which looks and waits again: while more
-    /// members wait than the limit lets work, a busy topic costs them a wake-up per
-    /// publish.
+    /// redelivery that falls due), and new messages wait in the log. Publishes to a
+    /// partition at the limit do not wake such a receive once its timer is set for the
+    /// next lease or delay to run out (they wake it once if not, so that it sets one):
+    /// members waiting behind slow work cost no CPU however busy the topic. Without a
+    /// timer (possible only without `std`), publishes wake them as for any group, as
+    /// they are then what brings a member back to look at its deadlines.
     pub fn max_in_flight(mut self, max: usize) -> Self {
         self.max_in_flight = max;
         self
@@ -317,7 +319,7 @@ pub(crate) struct AckSettings<T> {
     ack_wait: u64,
     max_deliveries: Option<u32>,
     backoff: Backoff,
-    max_in_flight: usize,
+    pub(crate) max_in_flight: usize,
     dead_letter: Option<alloc::sync::Arc<dyn DeadLetterSink<T> + Send + Sync>>,
     /// 1 once a publish to the dead-letter topic found it closed (it never reopens).
     dead_letter_closed: crate::sync::AtomicUsize,
@@ -411,11 +413,14 @@ pub(crate) struct Acks {
     pub(crate) acked: u64,
     /// Unacknowledged messages evicted (`DropOldest`, TTL) before they were acked.
     pub(crate) evicted_unacked: u64,
+    /// The group's `max_in_flight`.
+    max_in_flight: usize,
 }
 
 impl Acks {
-    pub(crate) fn new(start: u64) -> Self {
+    pub(crate) fn new(start: u64, max_in_flight: usize) -> Self {
         Self {
+            max_in_flight,
             next: start,
             unacked: BTreeMap::new(),
             ready: VecDeque::new(),
@@ -425,6 +430,20 @@ impl Acks {
             dead_lettered: 0,
             acked: 0,
             evicted_unacked: 0,
+        }
+    }
+
+    /// While no member can take anything here (`max_in_flight` messages are out, none
+    /// is ready to be delivered again), the clock time by which something will be: the
+    /// earliest lease end or redelivery time. `None` while a member can take something,
+    /// or nothing is timed (every message out is on its way to the dead-letter topic;
+    /// the member moving it wakes another when done). `ready` may hold stale entries,
+    /// which only make this `None` for a while.
+    pub(crate) fn full_until(&self) -> Option<u64> {
+        if self.unacked.len() >= self.max_in_flight && self.ready.is_empty() {
+            self.next_deadline()
+        } else {
+            None
         }
     }
 
@@ -684,6 +703,7 @@ impl<T> AckConsumer<T> {
         );
         let backoff = &settings.backoff;
         let dead_letters_move = settings.dead_letters_move();
+        let timed = settings.timer.is_some();
         let member = self.inner.id;
         let mut wl = WakeList::new();
         // The topic's clock (the user's code) is read before the lock is taken.
@@ -853,7 +873,10 @@ impl<T> AckConsumer<T> {
             }
             Ok(None) => {
                 if let (Some(w), false) = (waker, done) {
-                    g.waiters.register(key, w);
+                    // With a timer, the caller arms this member's alarm for the earliest
+                    // deadline of its partitions, this one's or sooner (`schedule`).
+                    let alarm = if timed { deadline } else { None };
+                    g.waiters.register_timed(key, w, alarm);
                     registered = true;
                 }
                 Take::Nothing

@@ -361,7 +361,7 @@ fn create_group<T>(
         // A new group never sees what every reader attached so far has read.
         log.release_read(&mut released);
         let pos = start_position(&log, p, start).unwrap_or(log.high);
-        let id = log.add_group(pos, acks.is_some());
+        let id = log.add_group(pos, acks.as_ref().map(|a| a.max_in_flight));
         if pooled {
             if let Some(cursor) = log.group_ref(id).map(|g| g.cursor) {
                 log.attach_ahead(cursor, cell.clone());

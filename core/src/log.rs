@@ -544,6 +544,13 @@ impl<T> Log<T> {
 
     /// Collects the wakers of readers interested in `n` new messages: every subscriber,
     /// and up to `n` members of each group. Returns `true` if some did not fit in `out`.
+    ///
+    /// An explicit-ack group with `max_in_flight` messages out here and none due again
+    /// ([`Acks::full_until`](crate::ack::Acks::full_until)) can take nothing new: only
+    /// those of its waiting members whose own timer will not wake them for the next lease
+    /// or delay to run out are woken (to look, and arm one). The others would look and
+    /// wait again, once per publish, for as long as the partition stays full; an ack,
+    /// nack or reject, a member leaving, or their timer wakes them.
     pub(crate) fn notify_readers(&mut self, n: usize, out: &mut WakeList) -> bool {
         let mut more = false;
         if self.subs.waiting() > 0 {
@@ -551,8 +558,16 @@ impl<T> Log<T> {
         }
         for g in self.groups.iter_mut().flatten() {
             if g.waiters.waiting() > 0 {
-                let woken = g.waiters.notify_many(n, out);
-                more |= woken < n && g.waiters.waiting() > 0;
+                match g.acks.as_ref().and_then(crate::ack::Acks::full_until) {
+                    Some(by) => {
+                        let woken = g.waiters.notify_uncovered(n, by, out);
+                        more |= woken < n && out.is_full();
+                    }
+                    None => {
+                        let woken = g.waiters.notify_many(n, out);
+                        more |= woken < n && g.waiters.waiting() > 0;
+                    }
+                }
             }
         }
         more
@@ -766,15 +781,16 @@ impl<T> Log<T> {
     // ----- groups -------------------------------------------------------------------
 
     /// Attaches a new group at `start`. Group ids are never reused, so a member of a
-    /// deleted group can never reach another group's state.
-    pub(crate) fn add_group(&mut self, start: u64, explicit: bool) -> usize {
+    /// deleted group can never reach another group's state. `explicit` is `Some` for an
+    /// explicit-ack group, with its `max_in_flight`.
+    pub(crate) fn add_group(&mut self, start: u64, explicit: Option<usize>) -> usize {
         let cursor = self.add_cursor(start);
-        self.explicit_groups += usize::from(explicit);
+        self.explicit_groups += usize::from(explicit.is_some());
         self.groups.push(Some(GroupPart {
             cursor,
             waiters: WaiterList::new(),
             delivered: 0,
-            acks: explicit.then(|| crate::ack::Acks::new(start)),
+            acks: explicit.map(|max_in_flight| crate::ack::Acks::new(start, max_in_flight)),
         }));
         self.groups.len() - 1
     }

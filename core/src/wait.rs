@@ -46,6 +46,9 @@ struct Slot {
     /// When it started waiting, in the list's count of waits: its place in line, which it
     /// keeps when woken and waiting again.
     since: u64,
+    /// The clock time by which a timer of its own wakes the waiter, if it has one (see
+    /// [`WaiterList::register_timed`]).
+    alarm: Option<u64>,
 }
 
 impl Slot {
@@ -97,13 +100,26 @@ impl WaiterList {
     /// place in the queue.
     #[inline]
     pub(crate) fn register(&mut self, key: &mut Option<WaitKey>, waker: &Waker) {
-        self.register_as(key, waker, false, 1);
+        self.register_as(key, waker, false, 1, None);
+    }
+
+    /// [`WaiterList::register`] for a waiter that its own timer wakes by clock time
+    /// `alarm` (if `Some`), whatever happens on the list: an explicit-ack group member
+    /// waiting on a partition at its `max_in_flight`, whose lease deadlines its timer
+    /// covers. [`WaiterList::notify_uncovered`] passes over it.
+    pub(crate) fn register_timed(
+        &mut self,
+        key: &mut Option<WaitKey>,
+        waker: &Waker,
+        alarm: Option<u64>,
+    ) {
+        self.register_as(key, waker, false, 1, alarm);
     }
 
     /// [`WaiterList::register`] for a waiter that waits for `need` of something (a
     /// publisher for `need` free slots): see [`WaiterList::notify_fitting`].
     pub(crate) fn register_needing(&mut self, key: &mut Option<WaitKey>, waker: &Waker, need: u64) {
-        self.register_as(key, waker, false, need);
+        self.register_as(key, waker, false, need, None);
     }
 
     /// [`WaiterList::register`] for a waiter that may stop waiting without telling: a
@@ -115,10 +131,17 @@ impl WaiterList {
     /// for one member never ends with one that is no longer listening. Once woken it is
     /// [`SlotState::Idle`], holding no notification to pass on.
     pub(crate) fn register_extra(&mut self, key: &mut Option<WaitKey>, waker: &Waker) {
-        self.register_as(key, waker, true, 1);
+        self.register_as(key, waker, true, 1, None);
     }
 
-    fn register_as(&mut self, key: &mut Option<WaitKey>, waker: &Waker, extra: bool, need: u64) {
+    fn register_as(
+        &mut self,
+        key: &mut Option<WaitKey>,
+        waker: &Waker,
+        extra: bool,
+        need: u64,
+        alarm: Option<u64>,
+    ) {
         let index = match *key {
             Some(WaitKey(i)) => i,
             None => {
@@ -132,6 +155,7 @@ impl WaiterList {
                             need: 1,
                             turn: 0,
                             since: 0,
+                            alarm: None,
                         });
                         self.slots.len() - 1
                     }
@@ -148,6 +172,7 @@ impl WaiterList {
         }
         slot.extra = extra;
         slot.need = need;
+        slot.alarm = alarm;
         match &slot.waker {
             Some(w) if w.will_wake(waker) => {}
             _ => slot.waker = Some(waker.clone()),
@@ -323,6 +348,41 @@ impl WaiterList {
             .iter()
             .find(|&&(i, turn)| self.slots[i].is_queued(turn))
             .map_or(0, |&(i, _)| self.slots[i].need)
+    }
+
+    /// [`WaiterList::notify_many`] for waiters that nothing but a deadline can serve now:
+    /// wakes up to `n` of those whose own timer does not wake them by clock time `by`
+    /// (registered without an alarm, or with a later one), in FIFO order, and leaves the
+    /// others in their places. Returns how many were taken (extras, woken as by
+    /// [`WaiterList::notify_one`], do not count).
+    pub(crate) fn notify_uncovered(&mut self, n: usize, by: u64, out: &mut WakeList) -> usize {
+        let mut done = 0;
+        let mut j = 0;
+        while done < n && j < self.queue.len() && !out.is_full() {
+            let (i, turn) = self.queue[j];
+            let slot = &mut self.slots[i];
+            if !slot.is_queued(turn) {
+                self.queue.remove(j);
+                continue;
+            }
+            if slot.alarm.is_some_and(|at| at <= by) || (slot.extra && out.room() < 2) {
+                j += 1;
+                continue;
+            }
+            self.queue.remove(j);
+            self.waiting -= 1;
+            if slot.extra {
+                slot.state = SlotState::Idle;
+            } else {
+                slot.state = SlotState::Notified;
+                self.promised += slot.need;
+                done += 1;
+            }
+            if let Some(w) = slot.waker.take() {
+                out.push(w);
+            }
+        }
+        done
     }
 
     /// Wakes up to `n` waiters in FIFO order; returns how many were taken.

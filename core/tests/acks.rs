@@ -1470,3 +1470,79 @@ fn a_group_and_a_receive_read_the_topics_clock_outside_memqs_locks() {
     assert!(result.is_ok(), "deadlocked in the user's clock");
     assert_eq!(receiving.join().unwrap(), Ok(7));
 }
+
+/// A member waiting while `max_in_flight` messages are out, with its timer set for the
+/// next lease to run out, is not woken by publishes: it could take none of them. Before,
+/// it was woken by every one, looked, and waited again, so a thread blocked in
+/// `recv_blocking` stayed busy for as long as publishers published (from review). The
+/// ack that frees a slot wakes it, and it takes the next message.
+#[test]
+fn a_member_at_max_in_flight_is_not_woken_by_publishes_only_by_a_freed_slot() {
+    let (clock, topic) = setup(16);
+    let timer = Arc::new(RecordingTimer::default());
+    let cfg = limited(&clock, &timer);
+    let mut u = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut w = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    topic.try_publish_batch(vec![0, 1]).unwrap();
+    let held = (u.try_recv().unwrap(), u.try_recv().unwrap());
+    let (woken, waker) = counting_waker();
+    let mut recv = w.recv();
+    assert!(poll_with(&mut recv, &waker).is_pending());
+    assert_eq!(timer.0.lock().unwrap().len(), 1, "w set no timer");
+    for i in 2..12 {
+        topic.try_publish(i).unwrap();
+    }
+    assert_eq!(woken.0.load(Ordering::SeqCst), 0, "woken by publishes");
+    let (first, second) = held;
+    first.ack().unwrap();
+    assert_eq!(woken.0.load(Ordering::SeqCst), 1, "not woken by the ack");
+    match poll_with(&mut recv, &waker) {
+        Poll::Ready(Ok(d)) => assert_eq!((*d.value(), d.deliveries()), (2, 1)),
+        other => panic!("{other:?}"),
+    }
+    drop(second);
+}
+
+/// A member that waited before any lease existed has no timer for the leases: when the
+/// partition is full, the first publish it cannot take wakes it once, so that it sets
+/// one, and later publishes leave it alone. When the leases run out, its timer brings it
+/// back. (u, v and w wait; u and v take the two messages `max_in_flight` allows.)
+#[test]
+fn a_member_without_a_timer_is_woken_once_at_max_in_flight_to_set_one() {
+    let (clock, topic) = setup(16);
+    let timer = Arc::new(RecordingTimer::default());
+    let cfg = limited(&clock, &timer);
+    let mut u = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut v = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut w = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let ((_, wu), (_, wv), (woken_w, ww)) = (counting_waker(), counting_waker(), counting_waker());
+    let (mut ru, mut rv, mut rw) = (u.recv(), v.recv(), w.recv());
+    assert!(poll_with(&mut ru, &wu).is_pending());
+    assert!(poll_with(&mut rv, &wv).is_pending());
+    assert!(poll_with(&mut rw, &ww).is_pending());
+    topic.try_publish(0).unwrap();
+    let Poll::Ready(Ok(held_u)) = poll_with(&mut ru, &wu) else {
+        panic!("u takes message 0")
+    };
+    assert!(poll_with(&mut rv, &wv).is_pending());
+    topic.try_publish(1).unwrap();
+    let Poll::Ready(Ok(held_v)) = poll_with(&mut rv, &wv) else {
+        panic!("v takes message 1")
+    };
+    assert_eq!(woken_w.0.load(Ordering::SeqCst), 0);
+    topic.try_publish(2).unwrap();
+    assert_eq!(
+        woken_w.0.load(Ordering::SeqCst),
+        1,
+        "w has no timer: wake it"
+    );
+    let timers = timer.0.lock().unwrap().len();
+    assert!(poll_with(&mut rw, &ww).is_pending());
+    assert_eq!(timer.0.lock().unwrap().len(), timers + 1, "w set no timer");
+    for i in 3..13 {
+        topic.try_publish(i).unwrap();
+    }
+    assert_eq!(woken_w.0.load(Ordering::SeqCst), 1, "woken by publishes");
+    w_is_woken_when_the_leases_run_out(&clock, &timer, (&woken_w, &ww), &mut rw);
+    drop((held_u, held_v));
+}
