@@ -1546,3 +1546,77 @@ fn a_member_without_a_timer_is_woken_once_at_max_in_flight_to_set_one() {
     w_is_woken_when_the_leases_run_out(&clock, &timer, (&woken_w, &ww), &mut rw);
     drop((held_u, held_v));
 }
+
+/// 4 threads blocked in `recv_blocking` on a group that lets 2 messages out at a time,
+/// while 2 publishers publish: most of the time the members wait at `max_in_flight`,
+/// where publishes leave alone those whose timer is set. Now and then a member holds a
+/// delivery past its 20 ms lease, so that the others must be brought back by their
+/// timers (the process-wide one) to take it again. Every message ends acked exactly
+/// once (a late ack of an expired lease fails and is not counted), none is lost, and
+/// nobody hangs.
+#[test]
+#[cfg_attr(miri, ignore = "threads, sleeps and the process-wide timer")]
+fn stress_members_at_max_in_flight_with_leases_running_out() {
+    const PER_PUBLISHER: u32 = 2_000;
+    let topic = Topic::<u32>::with_capacity(32).unwrap();
+    let cfg = || AckConfig::new().ack_wait(ms(20)).max_in_flight(2);
+    let members: Vec<_> = (0..4)
+        .map(|_| topic.group_acked("g", StartAt::Earliest, cfg()).unwrap())
+        .collect();
+    let workers: Vec<_> = members
+        .into_iter()
+        .enumerate()
+        .map(|(w, mut m)| {
+            thread::spawn(move || {
+                let mut acked = Vec::new();
+                let mut held = 0u64;
+                loop {
+                    let d = match m.recv_blocking() {
+                        Ok(d) => d,
+                        Err(RecvError::Closed) => break,
+                        Err(e) => panic!("worker {w}: {e}"),
+                    };
+                    held += 1;
+                    let v = *d.value();
+                    // About one delivery in 150 outlives its lease.
+                    if (u64::from(v) * 2_654_435_761 + held + w as u64) % 150 == 0 {
+                        thread::sleep(ms(30));
+                    }
+                    if d.ack().is_ok() {
+                        acked.push(v);
+                    }
+                }
+                acked
+            })
+        })
+        .collect();
+    let publishers: Vec<_> = (0..2u32)
+        .map(|p| {
+            let topic = topic.clone();
+            thread::spawn(move || {
+                for i in 0..PER_PUBLISHER {
+                    topic.publish_blocking(p * PER_PUBLISHER + i).unwrap();
+                }
+            })
+        })
+        .collect();
+    for p in publishers {
+        p.join().unwrap();
+    }
+    topic.close();
+    let mut outcome: HashMap<u32, u32> = HashMap::new();
+    for w in workers {
+        for v in w.join().unwrap() {
+            *outcome.entry(v).or_default() += 1;
+        }
+    }
+    let total = 2 * PER_PUBLISHER;
+    let twice: Vec<_> = outcome.iter().filter(|(_, &n)| n > 1).collect();
+    assert!(twice.is_empty(), "acked more than once: {twice:?}");
+    assert_eq!(outcome.len() as u32, total, "lost some");
+    let stats = topic.stats();
+    let g = &stats.groups[0];
+    assert_eq!((g.acked, g.in_flight), (u64::from(total), 0));
+    assert!(g.redelivered > 0, "no lease ran out");
+    eprintln!("acked {} redelivered {}", g.acked, g.redelivered);
+}
