@@ -1579,7 +1579,7 @@ fn stress_members_at_max_in_flight_with_leases_running_out() {
                     held += 1;
                     let v = *d.value();
                     // About one delivery in 150 outlives its lease.
-                    if (u64::from(v) * 2_654_435_761 + held + w as u64) % 150 == 0 {
+                    if (u64::from(v) * 2_654_435_761 + held + w as u64).is_multiple_of(150) {
                         thread::sleep(ms(30));
                     }
                     if d.ack().is_ok() {
