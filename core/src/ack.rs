@@ -35,7 +35,7 @@ use crate::message::Message;
 use crate::subscriber::to_message;
 use crate::sync::Arc;
 use crate::topic::{Shared, Topic};
-use crate::wait::WakeList;
+use crate::wait::{WaiterList, WakeList};
 
 // ----- configuration -------------------------------------------------------------------
 
@@ -275,9 +275,13 @@ impl<T> AckConfig<T> {
     /// redelivery that falls due), and new messages wait in the log. Publishes to a
     /// partition at the limit do not wake such a receive once its timer is set for the
     /// next lease or delay to run out (they wake it once if not, so that it sets one):
-    /// members waiting behind slow work cost no CPU however busy the topic. Without a
-    /// timer (possible only without `std`), publishes wake them as for any group, as
-    /// they are then what brings a member back to look at its deadlines.
+    /// members waiting behind slow work cost no CPU however busy the topic. While
+    /// members wait, one of them always has its timer set for that deadline. With the
+    /// topic's clock (the default), a publish made after a deadline passed by that clock
+    /// wakes a member even if no timer has rung yet; a group with a clock of its own
+    /// counts on its timer to keep time with that clock. Without a timer (possible only
+    /// without `std`), publishes wake them as for any group, as they are then what
+    /// brings a member back to look at its deadlines.
     pub fn max_in_flight(mut self, max: usize) -> Self {
         self.max_in_flight = max;
         self
@@ -319,7 +323,7 @@ pub(crate) struct AckSettings<T> {
     ack_wait: u64,
     max_deliveries: Option<u32>,
     backoff: Backoff,
-    pub(crate) max_in_flight: usize,
+    max_in_flight: usize,
     dead_letter: Option<alloc::sync::Arc<dyn DeadLetterSink<T> + Send + Sync>>,
     /// 1 once a publish to the dead-letter topic found it closed (it never reopens).
     dead_letter_closed: crate::sync::AtomicUsize,
@@ -363,6 +367,20 @@ impl<T> AckSettings<T> {
 
     fn now(&self) -> u64 {
         as_nanos(self.clock.now())
+    }
+
+    /// What each partition keeps of these settings; `topic_clock` is the topic's clock.
+    pub(crate) fn part(&self, topic_clock: Option<&alloc::sync::Arc<dyn Clock>>) -> AckPart {
+        AckPart {
+            max_in_flight: self.max_in_flight,
+            timed: self.timer.is_some(),
+            topic_clock: topic_clock.is_some_and(|c| {
+                core::ptr::addr_eq(
+                    alloc::sync::Arc::as_ptr(c),
+                    alloc::sync::Arc::as_ptr(&self.clock),
+                )
+            }),
+        }
     }
 
     /// Whether messages that reach `max_deliveries` are still moved out of the group:
@@ -413,14 +431,27 @@ pub(crate) struct Acks {
     pub(crate) acked: u64,
     /// Unacknowledged messages evicted (`DropOldest`, TTL) before they were acked.
     pub(crate) evicted_unacked: u64,
+    /// What the partition needs to know of the group's settings.
+    part: AckPart,
+}
+
+/// What a partition's [`Acks`] keeps of its group's settings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AckPart {
     /// The group's `max_in_flight`.
     max_in_flight: usize,
+    /// Whether the group has a timer: its waiting members then set alarms for the
+    /// partition's deadlines (see [`Acks::keep_a_timer`]).
+    timed: bool,
+    /// Whether leases are measured with the topic's own clock, whose reading a publish
+    /// has at hand (see [`Acks::full_until`]).
+    topic_clock: bool,
 }
 
 impl Acks {
-    pub(crate) fn new(start: u64, max_in_flight: usize) -> Self {
+    pub(crate) fn new(start: u64, part: AckPart) -> Self {
         Self {
-            max_in_flight,
+            part,
             next: start,
             unacked: BTreeMap::new(),
             ready: VecDeque::new(),
@@ -439,11 +470,36 @@ impl Acks {
     /// or nothing is timed (every message out is on its way to the dead-letter topic;
     /// the member moving it wakes another when done). `ready` may hold stale entries,
     /// which only make this `None` for a while.
-    pub(crate) fn full_until(&self) -> Option<u64> {
-        if self.unacked.len() >= self.max_in_flight && self.ready.is_empty() {
-            self.next_deadline()
-        } else {
-            None
+    ///
+    /// `now` is the topic's clock reading, if the publish that asks read one: when leases
+    /// are measured with that clock and a deadline has passed by it, the partition is
+    /// not full any more (the next member to look takes the message again), whether or
+    /// not a timer has rung yet. A group with a clock of its own counts on its timer to
+    /// keep time with it.
+    pub(crate) fn full_until(&self, now: u64) -> Option<u64> {
+        if self.unacked.len() < self.part.max_in_flight || !self.ready.is_empty() {
+            return None;
+        }
+        let by = self.next_deadline()?;
+        if self.part.topic_clock && by <= now {
+            return None;
+        }
+        Some(by)
+    }
+
+    /// Makes sure that, while members wait on this partition and a lease or delay here
+    /// will run out, one of them will look when it does: one has its timer set for it,
+    /// or was woken and has not looked yet. If none has (the member whose timer it was
+    /// took a message, gave up or moved, or the lease is new), the first of the others is
+    /// woken into `out`, to look and set one. Groups without a timer rely on publishes.
+    pub(crate) fn keep_a_timer(&self, waiters: &mut WaiterList, out: &mut WakeList) {
+        if !self.part.timed || waiters.waiting() == 0 {
+            return;
+        }
+        if let Some(by) = self.next_deadline() {
+            if !waiters.has_timer_by(by) {
+                waiters.notify_uncovered(1, by, out);
+            }
         }
     }
 
@@ -842,12 +898,10 @@ impl<T> AckConsumer<T> {
             Ok(Some((offset, attempt))) => {
                 g.delivered += 1;
                 g.waiters.settle(*key);
-                // The partition's first lease: members that parked while it had none
-                // have no timer for any deadline here, so one waiting member is woken to
-                // look (it arms its timer and parks again). Otherwise, if this member
-                // never settles, the message would wait for a publish to wake someone.
-                // Members that parked while leases existed track their deadlines.
-                if unleased {
+                // Without a timer, the partition's first lease wakes one waiting member
+                // to look (with one, every visit that ends waiting here is followed by
+                // `keep_a_timer` below).
+                if unleased && !timed {
                     g.waiters.notify_one(&mut wl);
                 }
                 log.delivered += 1;
@@ -882,6 +936,13 @@ impl<T> AckConsumer<T> {
                 Take::Nothing
             }
         };
+        if !registered {
+            // This member no longer waits here: if its timer was the one the others
+            // counted on for a deadline here, another sets one.
+            if let Some(g) = log.group(group.ids[p]) {
+                g.keep_a_timer(&mut wl);
+            }
+        }
         log.set_cursor(cursor, committed);
         shared.reader_advanced(&mut log, &mut wl);
         drop(log);

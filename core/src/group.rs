@@ -361,7 +361,7 @@ fn create_group<T>(
         // A new group never sees what every reader attached so far has read.
         log.release_read(&mut released);
         let pos = start_position(&log, p, start).unwrap_or(log.high);
-        let id = log.add_group(pos, acks.as_ref().map(|a| a.max_in_flight));
+        let id = log.add_group(pos, acks.as_ref().map(|a| a.part(shared.clock.as_ref())));
         if pooled {
             if let Some(cursor) = log.group_ref(id).map(|g| g.cursor) {
                 log.attach_ahead(cursor, cell.clone());
@@ -493,6 +493,7 @@ impl<T> Consumer<T> {
         let mut log = self.shared.parts[p].log.lock();
         if let Some(g) = log.group(self.group.ids[p]) {
             Log::<T>::unregister(&mut g.waiters, &mut self.keys[p], &mut wl);
+            g.keep_a_timer(&mut wl);
         } else {
             self.keys[p] = None;
         }
@@ -946,6 +947,7 @@ impl<T> Consumer<T> {
                     if g.waiters.settle(self.keys[p]) {
                         g.waiters.notify_one(&mut wl);
                     }
+                    g.keep_a_timer(&mut wl);
                 }
             }
         }

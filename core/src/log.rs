@@ -35,6 +35,16 @@ pub(crate) struct GroupPart {
     pub(crate) acks: Option<crate::ack::Acks>,
 }
 
+impl GroupPart {
+    /// For an explicit-ack group, [`Acks::keep_a_timer`](crate::ack::Acks::keep_a_timer)
+    /// after a member stopped waiting here.
+    pub(crate) fn keep_a_timer(&mut self, out: &mut WakeList) {
+        if let Some(acks) = self.acks.as_ref() {
+            acks.keep_a_timer(&mut self.waiters, out);
+        }
+    }
+}
+
 /// What a reader found at its position.
 #[derive(Debug)]
 pub(crate) enum Read<T> {
@@ -551,14 +561,16 @@ impl<T> Log<T> {
     /// or delay to run out are woken (to look, and arm one). The others would look and
     /// wait again, once per publish, for as long as the partition stays full; an ack,
     /// nack or reject, a member leaving, or their timer wakes them.
-    pub(crate) fn notify_readers(&mut self, n: usize, out: &mut WakeList) -> bool {
+    ///
+    /// `now` is the topic's clock reading (0 without a clock), taken before the lock.
+    pub(crate) fn notify_readers(&mut self, n: usize, now: u64, out: &mut WakeList) -> bool {
         let mut more = false;
         if self.subs.waiting() > 0 {
             more |= self.subs.notify_all(out);
         }
         for g in self.groups.iter_mut().flatten() {
             if g.waiters.waiting() > 0 {
-                match g.acks.as_ref().and_then(crate::ack::Acks::full_until) {
+                match g.acks.as_ref().and_then(|a| a.full_until(now)) {
                     Some(by) => {
                         let woken = g.waiters.notify_uncovered(n, by, out);
                         more |= woken < n && out.is_full();
@@ -782,15 +794,15 @@ impl<T> Log<T> {
 
     /// Attaches a new group at `start`. Group ids are never reused, so a member of a
     /// deleted group can never reach another group's state. `explicit` is `Some` for an
-    /// explicit-ack group, with its `max_in_flight`.
-    pub(crate) fn add_group(&mut self, start: u64, explicit: Option<usize>) -> usize {
+    /// explicit-ack group, with what its partitions keep of its settings.
+    pub(crate) fn add_group(&mut self, start: u64, explicit: Option<crate::ack::AckPart>) -> usize {
         let cursor = self.add_cursor(start);
         self.explicit_groups += usize::from(explicit.is_some());
         self.groups.push(Some(GroupPart {
             cursor,
             waiters: WaiterList::new(),
             delivered: 0,
-            acks: explicit.map(|max_in_flight| crate::ack::Acks::new(start, max_in_flight)),
+            acks: explicit.map(|part| crate::ack::Acks::new(start, part)),
         }));
         self.groups.len() - 1
     }

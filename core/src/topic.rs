@@ -154,13 +154,14 @@ impl<T> Shared<T> {
         }
     }
 
-    /// Wakes the readers that did not fit into the first [`WakeList`] of a publish.
-    pub(crate) fn wake_remaining_readers(&self, p: usize, n: usize) {
+    /// Wakes the readers that did not fit into the first [`WakeList`] of a publish made
+    /// at clock reading `now`.
+    pub(crate) fn wake_remaining_readers(&self, p: usize, n: usize, now: u64) {
         loop {
             let mut wl = WakeList::new();
             let more = {
                 let mut log = self.parts[p].log.lock();
-                log.notify_readers(n, &mut wl)
+                log.notify_readers(n, now, &mut wl)
             };
             wl.wake_all();
             if !more {
@@ -474,7 +475,7 @@ impl<T> Shared<T> {
                         // is left, the next waiting publisher gets its turn.
                         self.leave_publishers(p, &mut log, key);
                         self.after_publish(p, &mut log, &mut wl);
-                        let more = log.notify_readers(1, &mut wl);
+                        let more = log.notify_readers(1, now, &mut wl);
                         break (offset, old, more);
                     }
                     Err(back) => match waker {
@@ -498,7 +499,7 @@ impl<T> Shared<T> {
         wl.wake_all();
         drop(old);
         if more {
-            self.wake_remaining_readers(p, 1);
+            self.wake_remaining_readers(p, 1, now);
         }
         Attempt::Done(Ok(Receipt {
             partition: p as u32,
@@ -560,7 +561,7 @@ impl<T> Shared<T> {
                     Some(first) => {
                         self.leave_publishers(p, &mut log, key);
                         self.after_publish(p, &mut log, &mut wl);
-                        let more = log.notify_readers(n, &mut wl);
+                        let more = log.notify_readers(n, now, &mut wl);
                         break (first, more);
                     }
                     None => match waker {
@@ -583,7 +584,7 @@ impl<T> Shared<T> {
         wl.wake_all();
         drop(olds);
         if more {
-            self.wake_remaining_readers(p, n);
+            self.wake_remaining_readers(p, n, now);
         }
         Attempt::Done(Ok(Receipt {
             partition: p as u32,

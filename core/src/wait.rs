@@ -385,6 +385,17 @@ impl WaiterList {
         done
     }
 
+    /// Whether some waiter will look by clock time `by` without being notified: its own
+    /// timer wakes it by then (see [`WaiterList::register_timed`]), or it was notified
+    /// already and has not come back.
+    pub(crate) fn has_timer_by(&self, by: u64) -> bool {
+        self.slots.iter().any(|s| match s.state {
+            SlotState::Notified => true,
+            SlotState::Waiting => s.alarm.is_some_and(|at| at <= by),
+            SlotState::Free | SlotState::Idle => false,
+        })
+    }
+
     /// Wakes up to `n` waiters in FIFO order; returns how many were taken.
     pub(crate) fn notify_many(&mut self, n: usize, out: &mut WakeList) -> usize {
         let mut done = 0;

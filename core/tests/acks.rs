@@ -1503,47 +1503,61 @@ fn a_member_at_max_in_flight_is_not_woken_by_publishes_only_by_a_freed_slot() {
     drop(second);
 }
 
-/// A member that waited before any lease existed has no timer for the leases: when the
-/// partition is full, the first publish it cannot take wakes it once, so that it sets
-/// one, and later publishes leave it alone. When the leases run out, its timer brings it
-/// back. (u, v and w wait; u and v take the two messages `max_in_flight` allows.)
+/// Members that waited before any lease existed have no timer for the leases. Whenever
+/// the member whose timer the others count on stops waiting, one of them is woken to
+/// set its own; and when the partition is full, a publish wakes any other that has none,
+/// once, so that it sets one. Later publishes leave them alone, and when the leases run
+/// out, their timers bring them back. (u, v, w and y wait; u and v take the two
+/// messages `max_in_flight` allows.)
 #[test]
-fn a_member_without_a_timer_is_woken_once_at_max_in_flight_to_set_one() {
+fn members_without_a_timer_are_woken_once_to_set_one() {
     let (clock, topic) = setup(16);
     let timer = Arc::new(RecordingTimer::default());
     let cfg = limited(&clock, &timer);
     let mut u = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
     let mut v = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
     let mut w = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
-    let ((_, wu), (_, wv), (woken_w, ww)) = (counting_waker(), counting_waker(), counting_waker());
-    let (mut ru, mut rv, mut rw) = (u.recv(), v.recv(), w.recv());
-    assert!(poll_with(&mut ru, &wu).is_pending());
-    assert!(poll_with(&mut rv, &wv).is_pending());
-    assert!(poll_with(&mut rw, &ww).is_pending());
+    let mut y = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let (wu, wv) = (counting_waker().1, counting_waker().1);
+    let ((woken_w, ww), (woken_y, wy)) = (counting_waker(), counting_waker());
+    let (mut ru, mut rv, mut rw, mut ry) = (u.recv(), v.recv(), w.recv(), y.recv());
+    for (r, wk) in [
+        (&mut ru, &wu),
+        (&mut rv, &wv),
+        (&mut rw, &ww),
+        (&mut ry, &wy),
+    ] {
+        assert!(poll_with(r, wk).is_pending()); // nothing out: no timer
+    }
+    assert!(timer.0.lock().unwrap().is_empty());
     topic.try_publish(0).unwrap();
     let Poll::Ready(Ok(held_u)) = poll_with(&mut ru, &wu) else {
         panic!("u takes message 0")
     };
-    assert!(poll_with(&mut rv, &wv).is_pending());
+    assert!(poll_with(&mut rv, &wv).is_pending()); // woken by u's take: sets a timer
+    assert_eq!(timer.0.lock().unwrap().len(), 1);
+    let counts = || {
+        (
+            woken_w.0.load(Ordering::SeqCst),
+            woken_y.0.load(Ordering::SeqCst),
+        )
+    };
+    assert_eq!(counts(), (0, 0), "v's timer covers the lease");
     topic.try_publish(1).unwrap();
     let Poll::Ready(Ok(held_v)) = poll_with(&mut rv, &wv) else {
         panic!("v takes message 1")
     };
-    assert_eq!(woken_w.0.load(Ordering::SeqCst), 0);
+    assert_eq!(counts(), (1, 0), "v's timer is gone: w must set one");
     topic.try_publish(2).unwrap();
-    assert_eq!(
-        woken_w.0.load(Ordering::SeqCst),
-        1,
-        "w has no timer: wake it"
-    );
-    let timers = timer.0.lock().unwrap().len();
+    assert_eq!(counts(), (1, 1), "the partition is full and y has no timer");
     assert!(poll_with(&mut rw, &ww).is_pending());
-    assert_eq!(timer.0.lock().unwrap().len(), timers + 1, "w set no timer");
+    assert!(poll_with(&mut ry, &wy).is_pending());
+    assert_eq!(timer.0.lock().unwrap().len(), 3, "w and y set no timer");
     for i in 3..13 {
         topic.try_publish(i).unwrap();
     }
-    assert_eq!(woken_w.0.load(Ordering::SeqCst), 1, "woken by publishes");
-    w_is_woken_when_the_leases_run_out(&clock, &timer, (&woken_w, &ww), &mut rw);
+    assert_eq!(counts(), (1, 1), "woken by publishes");
+    w_is_woken_when_the_leases_run_out(&clock, &timer, (&woken_y, &wy), &mut ry);
     drop((held_u, held_v));
 }
 
@@ -1619,4 +1633,117 @@ fn stress_members_at_max_in_flight_with_leases_running_out() {
     assert_eq!((g.acked, g.in_flight), (u64::from(total), 0));
     assert!(g.redelivered > 0, "no lease ran out");
     eprintln!("acked {} redelivered {}", g.acked, g.redelivered);
+}
+
+/// w waits at `max_in_flight` with its timer set for the leases' deadline. The group's
+/// clock (the topic's) passes that deadline before the timer goes off (a manual or
+/// simulated clock, or any clock running ahead of the timer), and a message is
+/// published: the partition is no longer full by the clock the publish read, so w is
+/// woken and takes the redelivery, timer or not (from review: a first version of the
+/// rule that spares covered members left w parked until its timer).
+#[test]
+fn a_publish_after_the_leases_ran_out_on_the_clock_wakes_a_member_at_the_limit() {
+    let (clock, topic) = setup(16);
+    let timer = Arc::new(RecordingTimer::default());
+    let cfg = limited(&clock, &timer);
+    let mut u = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut w = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    topic.try_publish_batch(vec![0, 1]).unwrap();
+    let held = (u.try_recv().unwrap(), u.try_recv().unwrap());
+    let (woken, waker) = counting_waker();
+    let mut recv = w.recv();
+    assert!(poll_with(&mut recv, &waker).is_pending());
+    clock.advance(ms(150)); // both leases ran out on the group's clock; no timer went off
+    topic.try_publish(2).unwrap();
+    assert!(
+        woken.0.load(Ordering::SeqCst) > 0,
+        "w not woken by a publish after its leases ran out"
+    );
+    match poll_with(&mut recv, &waker) {
+        Poll::Ready(Ok(d)) => assert_eq!(d.deliveries(), 2),
+        other => panic!("{other:?}"),
+    }
+    drop(held);
+}
+
+/// The same with the default (process-wide) timer and a `ManualClock`, as a simulation
+/// would run: the clock is moved 60 s past a 30 s lease and messages are published. The
+/// member blocked at `max_in_flight` takes the redelivery then, not when the real-time
+/// timer goes off 30 s later (from review).
+#[test]
+#[cfg_attr(miri, ignore = "threads, sleeps and the process-wide timer")]
+fn a_member_blocked_at_the_limit_sees_publishes_after_a_manual_clock_passed_its_leases() {
+    let (clock, topic) = setup(16);
+    let cfg = || {
+        AckConfig::new()
+            .ack_wait(Duration::from_secs(30))
+            .max_in_flight(1)
+            .clock(clock.clone())
+    };
+    let mut u = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut w = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    topic.try_publish(0).unwrap();
+    let held = u.try_recv().unwrap();
+    let waiting = thread::spawn(move || {
+        let d = w.recv_blocking().unwrap();
+        (d.deliveries(), std::time::Instant::now())
+    });
+    thread::sleep(ms(300)); // w parks
+    clock.advance(Duration::from_secs(60));
+    let published = std::time::Instant::now();
+    for i in 1..5 {
+        topic.try_publish(i).unwrap();
+        thread::sleep(ms(20));
+    }
+    let (deliveries, got_at) = waiting.join().unwrap();
+    assert_eq!(deliveries, 2);
+    let waited = got_at.duration_since(published);
+    assert!(
+        waited < Duration::from_secs(2),
+        "w stayed parked {waited:?} after the publishes"
+    );
+    drop(held);
+}
+
+/// m3, m1 and m0 wait on an empty partition (no lease, so no timer). m3 takes message 1
+/// (the first lease: m1 is woken, looks and sets its timer for it); message 2 is
+/// published and m1 takes it. m1 no longer waits, so m0 is woken to set a timer of its
+/// own, and looks when message 1's lease runs out. Before, nobody was left with a timer
+/// for it, and m0 slept until some later publish (from review; older than the rule that
+/// spares covered members).
+#[test]
+fn a_member_whose_timer_the_others_counted_on_takes_a_message_and_another_sets_one() {
+    let (clock, topic) = setup(16);
+    let timer = Arc::new(RecordingTimer::default());
+    let cfg = || {
+        AckConfig::new()
+            .ack_wait(ms(10))
+            .max_in_flight(3)
+            .clock(clock.clone())
+            .timer(timer.clone())
+    };
+    let mut m3 = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut m1 = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut m0 = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let ((_, w3), (_, w1), (woken0, w0)) = (counting_waker(), counting_waker(), counting_waker());
+    let (mut r3, mut r1, mut r0) = (m3.recv(), m1.recv(), m0.recv());
+    assert!(poll_with(&mut r3, &w3).is_pending());
+    assert!(poll_with(&mut r1, &w1).is_pending());
+    assert!(poll_with(&mut r0, &w0).is_pending());
+    topic.try_publish(1).unwrap();
+    let Poll::Ready(Ok(held_3)) = poll_with(&mut r3, &w3) else {
+        panic!("m3 takes 1")
+    };
+    assert!(poll_with(&mut r1, &w1).is_pending()); // arms its timer for the lease
+    topic.try_publish(2).unwrap();
+    let Poll::Ready(Ok(held_1)) = poll_with(&mut r1, &w1) else {
+        panic!("m1 takes 2")
+    };
+    clock.advance(ms(20));
+    fire(&timer);
+    assert!(
+        woken0.0.load(Ordering::SeqCst) > 0,
+        "m0 not woken though message 1's lease ran out"
+    );
+    drop((held_3, held_1));
 }

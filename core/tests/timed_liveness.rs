@@ -1,0 +1,261 @@
+//! Liveness of explicit-ack members under `max_in_flight` when time moves: four members
+//! of one group wait, hold deliveries, settle them (ack, nack, drop, touch, nack after a
+//! delay), give up waiting, while messages are published and a manual clock moves, with
+//! a timer that rings exactly when the clock reaches its time. At the end nothing is
+//! published or settled any more, and the clock alone runs on for 100 ms: then, if a
+//! member still waits without having been woken, a probe member of the same group (which
+//! never waits) must not find more to take than the woken members will take. A member
+//! left asleep next to a message it could take (a lease that ran out, a delay that
+//! passed, a slot that opened) fails the case.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Waker};
+use std::time::Duration;
+
+use memq_core::{
+    AckConfig, AckConsumer, Clock, Delivery, ManualClock, StartAt, Timer, Topic, TopicConfig,
+};
+use proptest::prelude::*;
+
+mod fuzz_support;
+use fuzz_support::{next_values, settle, Wakes};
+
+/// A timer on the manual clock: wakes each waker once the clock reaches its time.
+struct ExactTimer {
+    clock: Arc<ManualClock>,
+    due: Mutex<Vec<(Duration, Waker)>>,
+}
+impl Timer for ExactTimer {
+    fn wake_after(&self, delay: Duration, waker: Waker) {
+        let at = self.clock.now().saturating_add(delay);
+        self.due.lock().unwrap().push((at, waker));
+    }
+}
+impl ExactTimer {
+    fn advance(&self, ms: u64) {
+        self.clock.advance(Duration::from_millis(ms));
+        let now = self.clock.now();
+        let due: Vec<Waker> = {
+            let mut all = self.due.lock().unwrap();
+            let (due, later): (Vec<_>, Vec<_>) = all.drain(..).partition(|(at, _)| *at <= now);
+            *all = later;
+            due.into_iter().map(|(_, w)| w).collect()
+        };
+        due.into_iter().for_each(Waker::wake);
+    }
+}
+
+/// What the case does next.
+#[derive(Debug, Clone)]
+enum Op {
+    /// Publishes 1 to 3 messages.
+    Publish(usize),
+    /// Member i starts a receive (if it has none) and polls it once.
+    Wait(usize),
+    /// Polls every receive that was woken.
+    Serve,
+    /// Member i drops its receive.
+    Cancel(usize),
+    /// A member takes one without waiting and holds it.
+    Hold(usize),
+    /// A held delivery: ack 0, nack 1, drop 2, touch 3, nack_after(1..4 ms) 4.
+    Settle(usize, u8),
+    /// Moves the clock this many milliseconds and rings what is due.
+    Advance(u64),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let i = 0usize..4;
+    prop_oneof![
+        3 => (1usize..=3).prop_map(Op::Publish),
+        4 => i.clone().prop_map(Op::Wait),
+        3 => Just(Op::Serve),
+        1 => i.clone().prop_map(Op::Cancel),
+        3 => i.clone().prop_map(Op::Hold),
+        3 => (0usize..6, 0u8..5).prop_map(|(h, a)| Op::Settle(h, a)),
+        3 => (1u64..12).prop_map(Op::Advance),
+    ]
+}
+
+type Receiving = Pin<Box<dyn Future<Output = ()>>>;
+struct Wait {
+    fut: Receiving,
+    wakes: Arc<Wakes>,
+    waker: Waker,
+}
+struct Member {
+    r: Rc<RefCell<AckConsumer<u64>>>,
+    wait: Option<Wait>,
+}
+
+#[allow(clippy::await_holding_refcell_ref)]
+fn recv(r: Rc<RefCell<AckConsumer<u64>>>, held: Rc<RefCell<Vec<Delivery<u64>>>>) -> Receiving {
+    Box::pin(async move {
+        let mut m = r.borrow_mut();
+        if let Ok(d) = m.recv().await {
+            held.borrow_mut().push(d);
+        }
+    })
+}
+
+fn run(max_in_flight: usize, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let clock = Arc::new(ManualClock::new());
+    let timer = Arc::new(ExactTimer {
+        clock: clock.clone(),
+        due: Mutex::new(Vec::new()),
+    });
+    let topic = Topic::<u64>::new(TopicConfig::new(1024).clock(clock.clone())).unwrap();
+    let cfg = || {
+        AckConfig::new()
+            .ack_wait(Duration::from_millis(10))
+            .max_in_flight(max_in_flight)
+            .clock(clock.clone())
+            .timer(timer.clone())
+    };
+    let held: Rc<RefCell<Vec<Delivery<u64>>>> = Rc::new(RefCell::new(Vec::new()));
+    let mut members: Vec<Member> = (0..4)
+        .map(|_| Member {
+            r: Rc::new(RefCell::new(
+                topic.group_acked("a", StartAt::Earliest, cfg()).unwrap(),
+            )),
+            wait: None,
+        })
+        .collect();
+    let mut probe = topic.group_acked("a", StartAt::Earliest, cfg()).unwrap();
+    let mut next = 0u64;
+    let mut log: Vec<String> = Vec::new();
+    for op in ops {
+        log.push(format!("{op:?}"));
+        match op {
+            Op::Publish(n) => {
+                for v in next_values(&mut next, n) {
+                    let _ = topic.try_publish(v);
+                }
+            }
+            Op::Wait(i) => {
+                let m = &mut members[i];
+                if m.wait.is_none() {
+                    let wakes = Arc::new(Wakes::default());
+                    let mut w = Wait {
+                        fut: recv(m.r.clone(), held.clone()),
+                        waker: Waker::from(wakes.clone()),
+                        wakes,
+                    };
+                    if w.fut
+                        .as_mut()
+                        .poll(&mut Context::from_waker(&w.waker))
+                        .is_pending()
+                    {
+                        m.wait = Some(w);
+                    }
+                }
+            }
+            Op::Serve => {
+                for m in &mut members {
+                    if let Some(w) = m.wait.as_mut() {
+                        if w.wakes.0.swap(0, Ordering::SeqCst) > 0
+                            && w.fut
+                                .as_mut()
+                                .poll(&mut Context::from_waker(&w.waker))
+                                .is_ready()
+                        {
+                            m.wait = None;
+                        }
+                    }
+                }
+            }
+            Op::Cancel(i) => members[i].wait = None,
+            Op::Hold(i) => {
+                if members[i].wait.is_none() {
+                    if let Ok(d) = members[i].r.borrow_mut().try_recv() {
+                        held.borrow_mut().push(d);
+                    }
+                }
+            }
+            Op::Settle(h, how) => {
+                let mut hl = held.borrow_mut();
+                if h < hl.len() {
+                    if how == 3 {
+                        let _ = hl[h].touch();
+                    } else {
+                        let d = hl.remove(h);
+                        drop(hl);
+                        if how == 4 {
+                            let _ = d.nack_after(Duration::from_millis(1 + h as u64 % 4));
+                        } else {
+                            settle(d, how);
+                        }
+                    }
+                }
+            }
+            Op::Advance(ms) => timer.advance(ms),
+        }
+    }
+    // No more publishes or settles: the clock alone (and the wake-ups it brings) must get
+    // every waiting member to what it can take.
+    for _ in 0..100 {
+        timer.advance(1);
+        for m in &mut members {
+            if let Some(w) = m.wait.as_mut() {
+                if w.wakes.0.swap(0, Ordering::SeqCst) > 0
+                    && w.fut
+                        .as_mut()
+                        .poll(&mut Context::from_waker(&w.waker))
+                        .is_ready()
+                {
+                    m.wait = None;
+                }
+            }
+        }
+    }
+    let asleep = members
+        .iter()
+        .filter(|m| {
+            m.wait
+                .as_ref()
+                .is_some_and(|w| w.wakes.0.load(Ordering::SeqCst) == 0)
+        })
+        .count();
+    if asleep > 0 {
+        let woken = members
+            .iter()
+            .filter(|m| {
+                m.wait
+                    .as_ref()
+                    .is_some_and(|w| w.wakes.0.load(Ordering::SeqCst) > 0)
+            })
+            .count();
+        let mut taken = Vec::new();
+        while taken.len() <= woken {
+            match probe.try_recv() {
+                Ok(d) => taken.push(d),
+                Err(_) => break,
+            }
+        }
+        prop_assert!(
+            taken.len() <= woken,
+            "{} asleep, {} woken, probe got {}; ops {:?}",
+            asleep,
+            woken,
+            taken.len(),
+            log
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(fuzz_support::config())]
+    #[test]
+    fn members_at_the_limit_are_woken_when_something_is_there(
+        max_in_flight in 1usize..4,
+        ops in proptest::collection::vec(op(), 1..120),
+    ) {
+        run(max_in_flight, ops)?;
+    }
+}
