@@ -5,7 +5,7 @@ use std::thread;
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use memq_core::{RecvError, StartAt, Topic};
+use memq_core::{AckConfig, RecvError, StartAt, Topic};
 
 /// User + system CPU time of the whole process.
 fn cpu_time() -> Duration {
@@ -85,5 +85,67 @@ fn idle_group_members_and_blocked_publisher_use_no_cpu() {
         let _ = r.join().unwrap();
     }
     eprintln!("20 idle members + 1 blocked publisher for 1 s used {used:?} of CPU");
+    assert!(used < Duration::from_millis(50), "burned {used:?}");
+}
+
+/// CPU time of the calling thread.
+fn thread_cpu_time() -> Duration {
+    // SAFETY: `clock_gettime` writes into the zeroed struct we own; the clock id is valid.
+    let ts = unsafe {
+        let mut ts: libc::timespec = std::mem::zeroed();
+        assert_eq!(
+            libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts),
+            0
+        );
+        ts
+    };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Members of an explicit-ack group blocked at `max_in_flight` (one message out, held
+/// by another member) while 50,000 messages are published: they could take none of
+/// them, and their threads stay asleep until the ack frees the slot. Before, each
+/// publish woke one of them to look and wait again.
+#[test]
+#[cfg_attr(miri, ignore = "threads, sleeps and the process-wide timer")]
+fn members_waiting_at_max_in_flight_use_no_cpu_while_messages_pour_in() {
+    const MESSAGES: u64 = 50_000;
+    let topic = Topic::<u64>::with_capacity(1 << 16).unwrap();
+    let cfg = || AckConfig::new().max_in_flight(1);
+    let mut holder = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    topic.try_publish(0).unwrap();
+    let held = holder.try_recv().unwrap();
+    let waiters: Vec<_> = (0..2)
+        .map(|_| {
+            let mut m = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+            thread::spawn(move || {
+                let before = thread_cpu_time();
+                let got = m.recv_blocking().map(|d| {
+                    let v = *d.value();
+                    d.ack().unwrap();
+                    v
+                });
+                (got, thread_cpu_time() - before)
+            })
+        })
+        .collect();
+    thread::sleep(Duration::from_millis(200)); // both wait at the limit
+    for i in 1..=MESSAGES {
+        topic.try_publish(i).unwrap();
+    }
+    thread::sleep(Duration::from_millis(100));
+    held.ack().unwrap(); // one of them takes message 1, then the other message 2
+    let mut used = Duration::ZERO;
+    let mut got = Vec::new();
+    for w in waiters {
+        let (v, cpu) = w.join().unwrap();
+        got.push(v.unwrap());
+        used += cpu;
+    }
+    got.sort_unstable();
+    assert_eq!(got, [1, 2]);
+    eprintln!(
+        "2 members waiting at max_in_flight through {MESSAGES} publishes used {used:?} of CPU"
+    );
     assert!(used < Duration::from_millis(50), "burned {used:?}");
 }
