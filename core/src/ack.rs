@@ -487,13 +487,24 @@ impl Acks {
         Some(by)
     }
 
-    /// Makes sure that, while members wait on this partition and a lease or delay here
-    /// will run out, one of them will look when it does: one has its timer set for it,
-    /// or was woken and has not looked yet. If none has (the member whose timer it was
-    /// took a message, gave up or moved, or the lease is new), the first of the others is
-    /// woken into `out`, to look and set one. Groups without a timer rely on publishes.
+    /// Makes sure that, while members wait on this partition, one of them looks when
+    /// there is something to take: a message ready to be delivered again now (one that a
+    /// member's visit found due, next to the one it took), or else the next lease or
+    /// delay to run out, for which one of them has its timer set. A member woken and not
+    /// back yet counts for both. If none is (the member whose timer it was took a
+    /// message, gave up or moved, or the lease is new), the first waiting member (for a
+    /// deadline: the first without a timer for it) is woken into `out`, to look. Without
+    /// a timer, only the ready messages are seen to; publishes do the rest.
     pub(crate) fn keep_a_timer(&self, waiters: &mut WaiterList, out: &mut WakeList) {
-        if !self.part.timed || waiters.waiting() == 0 {
+        if waiters.waiting() == 0 || waiters.any_notified() {
+            return;
+        }
+        if !self.ready.is_empty() {
+            // May be stale entries: a wake-up for nothing at worst.
+            waiters.notify_one(out);
+            return;
+        }
+        if !self.part.timed {
             return;
         }
         if let Some(by) = self.next_deadline() {

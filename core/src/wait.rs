@@ -385,6 +385,12 @@ impl WaiterList {
         done
     }
 
+    /// Whether some registration was woken and has not come back yet, on a list whose
+    /// registrations each need at least 1 (group members always need 1).
+    pub(crate) fn any_notified(&self) -> bool {
+        self.promised > 0
+    }
+
     /// Whether some waiter will look by clock time `by` without being notified: its own
     /// timer wakes it by then (see [`WaiterList::register_timed`]), or it was notified
     /// already and has not come back.

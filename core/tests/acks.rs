@@ -9,6 +9,11 @@ use std::task::Poll;
 use std::thread;
 use std::time::Duration;
 
+/// The fuzz tests' helpers; the tests here use only the manual clock's exact timer.
+#[allow(dead_code)]
+mod fuzz_support;
+use fuzz_support::ExactTimer;
+
 use memq_core::{
     AckConfig, AckError, Backoff, Broker, DeadLetter, DeadLetterReason, ManualClock, Overflow,
     PublishError, RecvError, RecvTimeoutError, StartAt, Topic, TopicConfig, TryRecvError,
@@ -1746,4 +1751,62 @@ fn a_member_whose_timer_the_others_counted_on_takes_a_message_and_another_sets_o
         "m0 not woken though message 1's lease ran out"
     );
     drop((held_3, held_1));
+}
+
+/// Messages x and y could take fall due together while both wait: the held deliveries
+/// are nacked with a 20 ms delay while x and y wait with timers for the 100 ms leases
+/// (each nack wakes x, first in line, which sets its timer for 20 ms; y keeps its
+/// 100 ms one). At 20 ms x takes one of them; the other is ready to be delivered again,
+/// and y must be woken for it rather than sleep until its timer at 100 ms (from review).
+/// `extra_lease`: a third message stays leased meanwhile.
+fn a_ready_message_left_after_a_take_wakes_a_waiting_member(extra_lease: bool) {
+    let (clock, topic) = setup(16);
+    let timer = Arc::new(ExactTimer::new(clock.clone()));
+    let max = if extra_lease { 3 } else { 2 };
+    let cfg = || {
+        AckConfig::new()
+            .ack_wait(ms(100))
+            .max_in_flight(max)
+            .clock(clock.clone())
+            .timer(timer.clone())
+    };
+    let mut u = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut x = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut y = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    topic.try_publish_batch(vec![0, 1, 2]).unwrap();
+    let d0 = u.try_recv().unwrap();
+    let d1 = u.try_recv().unwrap();
+    let d2 = extra_lease.then(|| u.try_recv().unwrap());
+    let ((_, wx), (woken_y, wy)) = (counting_waker(), counting_waker());
+    let (mut rx, mut ry) = (x.recv(), y.recv());
+    assert!(poll_with(&mut rx, &wx).is_pending());
+    assert!(poll_with(&mut ry, &wy).is_pending());
+    d0.nack_after(ms(20)).unwrap();
+    assert!(poll_with(&mut rx, &wx).is_pending());
+    d1.nack_after(ms(20)).unwrap();
+    assert!(poll_with(&mut rx, &wx).is_pending());
+    let before = woken_y.0.load(Ordering::SeqCst);
+    timer.advance(ms(20));
+    let Poll::Ready(Ok(got_x)) = poll_with(&mut rx, &wx) else {
+        panic!("x takes a message that fell due")
+    };
+    assert!(
+        woken_y.0.load(Ordering::SeqCst) > before,
+        "y left asleep next to a ready message (until its timer at 100 ms)"
+    );
+    match poll_with(&mut ry, &wy) {
+        Poll::Ready(Ok(d)) => assert_ne!(*d.value(), *got_x.value()),
+        other => panic!("{other:?}"),
+    }
+    drop(d2);
+}
+
+#[test]
+fn a_ready_message_left_after_a_take_wakes_a_waiting_member_with_nothing_else_out() {
+    a_ready_message_left_after_a_take_wakes_a_waiting_member(false);
+}
+
+#[test]
+fn a_ready_message_left_after_a_take_wakes_a_waiting_member_with_a_lease_out() {
+    a_ready_message_left_after_a_take_wakes_a_waiting_member(true);
 }

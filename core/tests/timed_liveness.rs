@@ -13,42 +13,15 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Waker};
 use std::time::Duration;
 
-use memq_core::{
-    AckConfig, AckConsumer, Clock, Delivery, ManualClock, StartAt, Timer, Topic, TopicConfig,
-};
+use memq_core::{AckConfig, AckConsumer, Delivery, ManualClock, StartAt, Topic, TopicConfig};
 use proptest::prelude::*;
 
 mod fuzz_support;
-use fuzz_support::{next_values, settle, Wakes};
-
-/// A timer on the manual clock: wakes each waker once the clock reaches its time.
-struct ExactTimer {
-    clock: Arc<ManualClock>,
-    due: Mutex<Vec<(Duration, Waker)>>,
-}
-impl Timer for ExactTimer {
-    fn wake_after(&self, delay: Duration, waker: Waker) {
-        let at = self.clock.now().saturating_add(delay);
-        self.due.lock().unwrap().push((at, waker));
-    }
-}
-impl ExactTimer {
-    fn advance(&self, ms: u64) {
-        self.clock.advance(Duration::from_millis(ms));
-        let now = self.clock.now();
-        let due: Vec<Waker> = {
-            let mut all = self.due.lock().unwrap();
-            let (due, later): (Vec<_>, Vec<_>) = all.drain(..).partition(|(at, _)| *at <= now);
-            *all = later;
-            due.into_iter().map(|(_, w)| w).collect()
-        };
-        due.into_iter().for_each(Waker::wake);
-    }
-}
+use fuzz_support::{next_values, settle, ExactTimer, Wakes};
 
 /// What the case does next.
 #[derive(Debug, Clone)]
@@ -105,10 +78,7 @@ fn recv(r: Rc<RefCell<AckConsumer<u64>>>, held: Rc<RefCell<Vec<Delivery<u64>>>>)
 
 fn run(max_in_flight: usize, ops: Vec<Op>) -> Result<(), TestCaseError> {
     let clock = Arc::new(ManualClock::new());
-    let timer = Arc::new(ExactTimer {
-        clock: clock.clone(),
-        due: Mutex::new(Vec::new()),
-    });
+    let timer = Arc::new(ExactTimer::new(clock.clone()));
     let topic = Topic::<u64>::new(TopicConfig::new(1024).clock(clock.clone())).unwrap();
     let cfg = || {
         AckConfig::new()
@@ -156,18 +126,7 @@ fn run(max_in_flight: usize, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 }
             }
             Op::Serve => {
-                for m in &mut members {
-                    if let Some(w) = m.wait.as_mut() {
-                        if w.wakes.0.swap(0, Ordering::SeqCst) > 0
-                            && w.fut
-                                .as_mut()
-                                .poll(&mut Context::from_waker(&w.waker))
-                                .is_ready()
-                        {
-                            m.wait = None;
-                        }
-                    }
-                }
+                serve(&mut members);
             }
             Op::Cancel(i) => members[i].wait = None,
             Op::Hold(i) => {
@@ -193,59 +152,83 @@ fn run(max_in_flight: usize, ops: Vec<Op>) -> Result<(), TestCaseError> {
                     }
                 }
             }
-            Op::Advance(ms) => timer.advance(ms),
+            Op::Advance(ms) => {
+                timer.advance(Duration::from_millis(ms));
+                nothing_left_beside_sleepers(&mut members, &mut probe, &log)?;
+            }
         }
     }
     // No more publishes or settles: the clock alone (and the wake-ups it brings) must get
     // every waiting member to what it can take.
     for _ in 0..100 {
-        timer.advance(1);
-        for m in &mut members {
-            if let Some(w) = m.wait.as_mut() {
-                if w.wakes.0.swap(0, Ordering::SeqCst) > 0
-                    && w.fut
-                        .as_mut()
-                        .poll(&mut Context::from_waker(&w.waker))
-                        .is_ready()
+        timer.advance(Duration::from_millis(1));
+        serve(&mut members);
+    }
+    nothing_left_beside_sleepers(&mut members, &mut probe, &log)
+}
+
+/// Polls every receive that was woken since it was last polled; returns how many.
+fn serve(members: &mut [Member]) -> usize {
+    let mut served = 0;
+    for m in members {
+        if let Some(w) = m.wait.as_mut() {
+            if w.wakes.0.swap(0, Ordering::SeqCst) > 0 {
+                served += 1;
+                if w.fut
+                    .as_mut()
+                    .poll(&mut Context::from_waker(&w.waker))
+                    .is_ready()
                 {
                     m.wait = None;
                 }
             }
         }
     }
-    let asleep = members
+    served
+}
+
+/// Serves woken members until none is left woken, then: if some member still waits, a
+/// probe member of the group must find nothing to take (a member asleep next to
+/// something it could take fails), and its look must wake nobody (the members left
+/// waiting had a timer set for every deadline, or a member that took a message would
+/// have woken one of them to set it).
+fn nothing_left_beside_sleepers(
+    members: &mut [Member],
+    probe: &mut AckConsumer<u64>,
+    log: &[String],
+) -> Result<(), TestCaseError> {
+    let mut rounds = 0;
+    while serve(members) > 0 {
+        rounds += 1;
+        prop_assert!(rounds < 100, "members woken over and over; ops {:?}", log);
+    }
+    let asleep = members.iter().filter(|m| m.wait.is_some()).count();
+    if asleep == 0 {
+        return Ok(());
+    }
+    let got = probe.try_recv();
+    prop_assert!(
+        got.is_err(),
+        "{} members asleep, and the probe took {:?}; ops {:?}",
+        asleep,
+        got.map(|d| *d.value()),
+        log
+    );
+    let woken = members
         .iter()
         .filter(|m| {
             m.wait
                 .as_ref()
-                .is_some_and(|w| w.wakes.0.load(Ordering::SeqCst) == 0)
+                .is_some_and(|w| w.wakes.0.load(Ordering::SeqCst) > 0)
         })
         .count();
-    if asleep > 0 {
-        let woken = members
-            .iter()
-            .filter(|m| {
-                m.wait
-                    .as_ref()
-                    .is_some_and(|w| w.wakes.0.load(Ordering::SeqCst) > 0)
-            })
-            .count();
-        let mut taken = Vec::new();
-        while taken.len() <= woken {
-            match probe.try_recv() {
-                Ok(d) => taken.push(d),
-                Err(_) => break,
-            }
-        }
-        prop_assert!(
-            taken.len() <= woken,
-            "{} asleep, {} woken, probe got {}; ops {:?}",
-            asleep,
-            woken,
-            taken.len(),
-            log
-        );
-    }
+    prop_assert!(
+        woken == 0,
+        "the probe's look woke {} of {} waiting members: none had a timer for a deadline; ops {:?}",
+        woken,
+        asleep,
+        log
+    );
     Ok(())
 }
 

@@ -53,3 +53,45 @@ pub fn settle(d: memq_core::Delivery<u64>, how: u8) {
         _ => drop(d),
     }
 }
+
+/// A timer on a manual clock that rings each waker once the clock reaches its time, and
+/// not before: the timer of a program whose clock and timer agree. (Not every test that
+/// includes this module uses it.)
+#[allow(dead_code)]
+pub struct ExactTimer {
+    clock: std::sync::Arc<memq_core::ManualClock>,
+    due: std::sync::Mutex<Vec<(std::time::Duration, std::task::Waker)>>,
+}
+
+#[allow(dead_code)]
+impl ExactTimer {
+    /// A timer on `clock`.
+    pub fn new(clock: std::sync::Arc<memq_core::ManualClock>) -> Self {
+        Self {
+            clock,
+            due: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Moves the clock on by `by` and rings every waker whose time has come.
+    pub fn advance(&self, by: std::time::Duration) {
+        use memq_core::Clock;
+        self.clock.advance(by);
+        let now = self.clock.now();
+        let due: Vec<std::task::Waker> = {
+            let mut all = self.due.lock().unwrap();
+            let (due, later): (Vec<_>, Vec<_>) = all.drain(..).partition(|(at, _)| *at <= now);
+            *all = later;
+            due.into_iter().map(|(_, w)| w).collect()
+        };
+        due.into_iter().for_each(std::task::Waker::wake);
+    }
+}
+
+impl memq_core::Timer for ExactTimer {
+    fn wake_after(&self, delay: std::time::Duration, waker: std::task::Waker) {
+        use memq_core::Clock;
+        let at = self.clock.now().saturating_add(delay);
+        self.due.lock().unwrap().push((at, waker));
+    }
+}
