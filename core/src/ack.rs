@@ -441,7 +441,7 @@ pub(crate) struct AckPart {
     /// The group's `max_in_flight`.
     max_in_flight: usize,
     /// Whether the group has a timer: its waiting members then set alarms for the
-    /// partition's deadlines (see [`Acks::keep_a_timer`]).
+    /// partition's deadlines (see [`Acks::keep_watch`]).
     timed: bool,
     /// Whether leases are measured with the topic's own clock, whose reading a publish
     /// has at hand (see [`Acks::full_until`]).
@@ -488,19 +488,22 @@ impl Acks {
     }
 
     /// Makes sure that, while members wait on this partition, one of them looks when
-    /// there is something to take: a message ready to be delivered again now (one that a
-    /// member's visit found due, next to the one it took), or else the next lease or
+    /// there is something to take: now, a message ready to be delivered again (one that
+    /// a member's visit found due, next to the one it took) or a new one (below `high`,
+    /// the log's end) with a slot free under `max_in_flight`; later, the next lease or
     /// delay to run out, for which one of them has its timer set. A member woken and not
-    /// back yet counts for both. If none is (the member whose timer it was took a
-    /// message, gave up or moved, or the lease is new), the first waiting member (for a
-    /// deadline: the first without a timer for it) is woken into `out`, to look. Without
-    /// a timer, only the ready messages are seen to; publishes do the rest.
-    pub(crate) fn keep_a_timer(&self, waiters: &mut WaiterList, out: &mut WakeList) {
+    /// back yet counts for all of these. If none is (the member woken for it used the
+    /// wake-up on something else; the member whose timer it was took a message, gave up
+    /// or moved; the lease is new), the first waiting member (for a deadline: the first
+    /// without a timer for it) is woken into `out`, to look. Without a timer, deadlines
+    /// are left to publishes.
+    pub(crate) fn keep_watch(&self, waiters: &mut WaiterList, high: u64, out: &mut WakeList) {
         if waiters.waiting() == 0 || waiters.any_notified() {
             return;
         }
-        if !self.ready.is_empty() {
-            // May be stale entries: a wake-up for nothing at worst.
+        let fresh = self.next < high && self.unacked.len() < self.part.max_in_flight;
+        if fresh || !self.ready.is_empty() {
+            // `ready` may hold stale entries: a wake-up for nothing at worst.
             waiters.notify_one(out);
             return;
         }
@@ -910,8 +913,8 @@ impl<T> AckConsumer<T> {
                 g.delivered += 1;
                 g.waiters.settle(*key);
                 // Without a timer, the partition's first lease wakes one waiting member
-                // to look (with one, every visit that ends waiting here is followed by
-                // `keep_a_timer` below).
+                // to look (with one, every visit that does not end waiting here is
+                // followed by `keep_watch` below).
                 if unleased && !timed {
                     g.waiters.notify_one(&mut wl);
                 }
@@ -948,10 +951,10 @@ impl<T> AckConsumer<T> {
             }
         };
         if !registered {
-            // This member no longer waits here: if its timer was the one the others
-            // counted on for a deadline here, another sets one.
+            // This member no longer waits here: if it was the one the others counted on
+            // to look (woken, or with its timer set), another does.
             if let Some(g) = log.group(group.ids[p]) {
-                g.keep_a_timer(&mut wl);
+                g.keep_watch(high, &mut wl);
             }
         }
         log.set_cursor(cursor, committed);

@@ -491,9 +491,10 @@ impl<T> Consumer<T> {
     fn unregister(&mut self, p: usize) {
         let mut wl = WakeList::new();
         let mut log = self.shared.parts[p].log.lock();
+        let high = log.high;
         if let Some(g) = log.group(self.group.ids[p]) {
             Log::<T>::unregister(&mut g.waiters, &mut self.keys[p], &mut wl);
-            g.keep_a_timer(&mut wl);
+            g.keep_watch(high, &mut wl);
         } else {
             self.keys[p] = None;
         }
@@ -943,11 +944,12 @@ impl<T> Consumer<T> {
             if self.keys[p].is_some() && settled != Some(p) {
                 let mut wl = WakeList::new();
                 let mut log = self.shared.parts[p].log.lock();
+                let high = log.high;
                 if let Some(g) = log.group(self.group.ids[p]) {
                     if g.waiters.settle(self.keys[p]) {
                         g.waiters.notify_one(&mut wl);
                     }
-                    g.keep_a_timer(&mut wl);
+                    g.keep_watch(high, &mut wl);
                 }
             }
         }

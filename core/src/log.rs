@@ -36,11 +36,11 @@ pub(crate) struct GroupPart {
 }
 
 impl GroupPart {
-    /// For an explicit-ack group, [`Acks::keep_a_timer`](crate::ack::Acks::keep_a_timer)
-    /// after a member stopped waiting here.
-    pub(crate) fn keep_a_timer(&mut self, out: &mut WakeList) {
+    /// For an explicit-ack group, [`Acks::keep_watch`](crate::ack::Acks::keep_watch)
+    /// after a member stopped waiting here; `high` is the log's end.
+    pub(crate) fn keep_watch(&mut self, high: u64, out: &mut WakeList) {
         if let Some(acks) = self.acks.as_ref() {
-            acks.keep_a_timer(&mut self.waiters, out);
+            acks.keep_watch(&mut self.waiters, high, out);
         }
     }
 }

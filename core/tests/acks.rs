@@ -1810,3 +1810,47 @@ fn a_ready_message_left_after_a_take_wakes_a_waiting_member_with_nothing_else_ou
 fn a_ready_message_left_after_a_take_wakes_a_waiting_member_with_a_lease_out() {
     a_ready_message_left_after_a_take_wakes_a_waiting_member(true);
 }
+
+/// A member woken for a freed slot may use the wake-up on something else: x, woken by
+/// the ack that frees a slot, takes instead a message whose delay ran out meanwhile. A
+/// new message is still there with a slot free, and y, waiting with a timer only for the
+/// next lease, must be woken for it (found by the timed liveness fuzz).
+#[test]
+fn a_member_that_used_its_wake_up_on_a_redelivery_leaves_the_next_message_to_another() {
+    let (clock, topic) = setup(16);
+    let timer = Arc::new(ExactTimer::new(clock.clone()));
+    let cfg = || {
+        AckConfig::new()
+            .ack_wait(ms(100))
+            .max_in_flight(2)
+            .clock(clock.clone())
+            .timer(timer.clone())
+    };
+    let mut u = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut x = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut y = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    topic.try_publish_batch(vec![1, 2, 3]).unwrap();
+    let (d1, d2) = (u.try_recv().unwrap(), u.try_recv().unwrap());
+    let ((_, wx), (woken_y, wy)) = (counting_waker(), counting_waker());
+    let (mut rx, mut ry) = (x.recv(), y.recv());
+    assert!(poll_with(&mut rx, &wx).is_pending());
+    assert!(poll_with(&mut ry, &wy).is_pending());
+    d1.nack_after(ms(10)).unwrap(); // wakes x
+    assert!(poll_with(&mut rx, &wx).is_pending()); // x's timer: 10 ms
+    d2.ack().unwrap(); // a slot opens: wakes x, first in line
+    timer.advance(ms(10));
+    let before = woken_y.0.load(Ordering::SeqCst);
+    let Poll::Ready(Ok(got_x)) = poll_with(&mut rx, &wx) else {
+        panic!("x takes message 1 again")
+    };
+    assert_eq!((*got_x.value(), got_x.deliveries()), (1, 2));
+    assert!(
+        woken_y.0.load(Ordering::SeqCst) > before,
+        "y left asleep next to message 3 with a slot free"
+    );
+    match poll_with(&mut ry, &wy) {
+        Poll::Ready(Ok(d)) => assert_eq!(*d.value(), 3),
+        other => panic!("{other:?}"),
+    }
+    drop(got_x);
+}
