@@ -776,6 +776,8 @@ impl<T> AckConsumer<T> {
         let timed = settings.timer.is_some();
         let member = self.inner.id;
         let mut wl = WakeList::new();
+        // Wake-ups of other members, kept apart: `expire` may fill `wl` with publishers.
+        let mut watch = WakeList::new();
         // The topic's clock (the user's code) is read before the lock is taken.
         let topic_now = shared.now();
         let mut log = shared.parts[p].log.lock();
@@ -916,7 +918,7 @@ impl<T> AckConsumer<T> {
                 // to look (with one, every visit that does not end waiting here is
                 // followed by `keep_watch` below).
                 if unleased && !timed {
-                    g.waiters.notify_one(&mut wl);
+                    g.waiters.notify_one(&mut watch);
                 }
                 log.delivered += 1;
                 match value {
@@ -935,7 +937,7 @@ impl<T> AckConsumer<T> {
                 // A wake-up this member used goes on to the next waiting one when
                 // messages remain past the lag.
                 if g.waiters.settle(*key) && acks.next < high {
-                    g.waiters.notify_one(&mut wl);
+                    g.waiters.notify_one(&mut watch);
                 }
                 Take::Lagged(lagged)
             }
@@ -954,7 +956,7 @@ impl<T> AckConsumer<T> {
             // This member no longer waits here: if it was the one the others counted on
             // to look (woken, or with its timer set), another does.
             if let Some(g) = log.group(group.ids[p]) {
-                g.keep_watch(high, &mut wl);
+                g.keep_watch(high, &mut watch);
             }
         }
         log.set_cursor(cursor, committed);
