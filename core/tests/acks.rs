@@ -453,26 +453,9 @@ fn stress_random_settlement_every_message_acked_once_or_dead_lettered() {
             })
         })
         .collect();
-    let publishers: Vec<_> = (0..4u32)
-        .map(|p| {
-            let topic = topic.clone();
-            thread::spawn(move || {
-                for i in 0..PER_PUBLISHER {
-                    topic.publish_blocking(p * PER_PUBLISHER + i).unwrap();
-                }
-            })
-        })
-        .collect();
-    for p in publishers {
-        p.join().unwrap();
-    }
+    publish_from_threads(&topic, 4, PER_PUBLISHER);
     topic.close();
-    let mut outcome: HashMap<u32, u32> = HashMap::new();
-    for w in workers {
-        for v in w.join().unwrap() {
-            *outcome.entry(v).or_default() += 1;
-        }
-    }
+    let mut outcome = count_values(workers);
     let stats = topic.stats();
     drop(topic);
     drop(dlq);
@@ -1483,17 +1466,12 @@ fn a_group_and_a_receive_read_the_topics_clock_outside_memqs_locks() {
 /// ack that frees a slot wakes it, and it takes the next message.
 #[test]
 fn a_member_at_max_in_flight_is_not_woken_by_publishes_only_by_a_freed_slot() {
-    let (clock, topic) = setup(16);
-    let timer = Arc::new(RecordingTimer::default());
-    let cfg = limited(&clock, &timer);
-    let mut u = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
-    let mut w = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
-    topic.try_publish_batch(vec![0, 1]).unwrap();
-    let held = (u.try_recv().unwrap(), u.try_recv().unwrap());
+    let mut f = full();
+    let (topic, held) = (f.topic.clone(), f.held.take().unwrap());
     let (woken, waker) = counting_waker();
-    let mut recv = w.recv();
+    let mut recv = f.w.recv();
     assert!(poll_with(&mut recv, &waker).is_pending());
-    assert_eq!(timer.0.lock().unwrap().len(), 1, "w set no timer");
+    assert_eq!(f.timer.0.lock().unwrap().len(), 1, "w set no timer");
     for i in 2..12 {
         topic.try_publish(i).unwrap();
     }
@@ -1609,26 +1587,9 @@ fn stress_members_at_max_in_flight_with_leases_running_out() {
             })
         })
         .collect();
-    let publishers: Vec<_> = (0..2u32)
-        .map(|p| {
-            let topic = topic.clone();
-            thread::spawn(move || {
-                for i in 0..PER_PUBLISHER {
-                    topic.publish_blocking(p * PER_PUBLISHER + i).unwrap();
-                }
-            })
-        })
-        .collect();
-    for p in publishers {
-        p.join().unwrap();
-    }
+    publish_from_threads(&topic, 2, PER_PUBLISHER);
     topic.close();
-    let mut outcome: HashMap<u32, u32> = HashMap::new();
-    for w in workers {
-        for v in w.join().unwrap() {
-            *outcome.entry(v).or_default() += 1;
-        }
-    }
+    let outcome = count_values(workers);
     let total = 2 * PER_PUBLISHER;
     let twice: Vec<_> = outcome.iter().filter(|(_, &n)| n > 1).collect();
     assert!(twice.is_empty(), "acked more than once: {twice:?}");
@@ -1648,17 +1609,12 @@ fn stress_members_at_max_in_flight_with_leases_running_out() {
 /// rule that spares covered members left w parked until its timer).
 #[test]
 fn a_publish_after_the_leases_ran_out_on_the_clock_wakes_a_member_at_the_limit() {
-    let (clock, topic) = setup(16);
-    let timer = Arc::new(RecordingTimer::default());
-    let cfg = limited(&clock, &timer);
-    let mut u = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
-    let mut w = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
-    topic.try_publish_batch(vec![0, 1]).unwrap();
-    let held = (u.try_recv().unwrap(), u.try_recv().unwrap());
+    let mut f = full();
+    let (topic, held) = (f.topic.clone(), f.held.take().unwrap());
     let (woken, waker) = counting_waker();
-    let mut recv = w.recv();
+    let mut recv = f.w.recv();
     assert!(poll_with(&mut recv, &waker).is_pending());
-    clock.advance(ms(150)); // both leases ran out on the group's clock; no timer went off
+    f.clock.advance(ms(150)); // both leases ran out on the group's clock; no timer went off
     topic.try_publish(2).unwrap();
     assert!(
         woken.0.load(Ordering::SeqCst) > 0,
@@ -1853,4 +1809,63 @@ fn a_member_that_used_its_wake_up_on_a_redelivery_leaves_the_next_message_to_ano
         other => panic!("{other:?}"),
     }
     drop(got_x);
+}
+
+/// Publishes `per` values from each of `threads` threads (thread `p` publishes
+/// `p * per ..`, blocking while the topic is full) and waits for them.
+fn publish_from_threads(topic: &Topic<u32>, threads: u32, per: u32) {
+    let publishers: Vec<_> = (0..threads)
+        .map(|p| {
+            let topic = topic.clone();
+            thread::spawn(move || {
+                for i in 0..per {
+                    topic.publish_blocking(p * per + i).unwrap();
+                }
+            })
+        })
+        .collect();
+    for p in publishers {
+        p.join().unwrap();
+    }
+}
+
+/// How many times each value appears in what the worker threads return.
+fn count_values(workers: Vec<thread::JoinHandle<Vec<u32>>>) -> HashMap<u32, u32> {
+    let mut outcome = HashMap::new();
+    for w in workers {
+        for v in w.join().unwrap() {
+            *outcome.entry(v).or_default() += 1;
+        }
+    }
+    outcome
+}
+
+/// A group at its `max_in_flight` (2, see [`limited`]): member u holds both messages
+/// out (`held`), and w is there to wait.
+struct Full {
+    clock: Arc<ManualClock>,
+    topic: Topic<u32>,
+    timer: Arc<RecordingTimer>,
+    /// Holds the leases (dropping it would return them).
+    _u: memq_core::AckConsumer<u32>,
+    held: Option<(memq_core::Delivery<u32>, memq_core::Delivery<u32>)>,
+    w: memq_core::AckConsumer<u32>,
+}
+
+fn full() -> Full {
+    let (clock, topic) = setup(16);
+    let timer = Arc::new(RecordingTimer::default());
+    let cfg = limited(&clock, &timer);
+    let mut u = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let w = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    topic.try_publish_batch(vec![0, 1]).unwrap();
+    let held = (u.try_recv().unwrap(), u.try_recv().unwrap());
+    Full {
+        clock,
+        topic,
+        timer,
+        _u: u,
+        held: Some(held),
+        w,
+    }
 }
