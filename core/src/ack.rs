@@ -497,6 +497,9 @@ impl Acks {
     /// or moved; the lease is new), the first waiting member (for a deadline: the first
     /// without a timer for it) is woken into `out`, to look. Without a timer, deadlines
     /// are left to publishes.
+    // Out of line: it runs on every receive of an explicit-ack member, and must not grow
+    // the paths of other readers it is reached from.
+    #[inline(never)]
     pub(crate) fn keep_watch(&self, waiters: &mut WaiterList, high: u64, out: &mut WakeList) {
         if waiters.waiting() == 0 || waiters.any_notified() {
             return;
