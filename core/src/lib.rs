@@ -30,7 +30,16 @@
 //! # Features
 //!
 //! - `std` (default): OS mutexes, `*_blocking` methods, [`StdClock`], `std::error::Error`.
-//! - `serde`: the [`codec::Codec`] trait; `postcard`: the postcard codec.
+// The codec module exists only with `serde`: link to it only then, so that the docs build
+// without warnings with any set of features.
+#![cfg_attr(
+    feature = "serde",
+    doc = "- `serde`: the [`codec::Codec`] trait; `postcard`: the postcard codec."
+)]
+#![cfg_attr(
+    not(feature = "serde"),
+    doc = "- `serde`: the `codec::Codec` trait; `postcard`: the postcard codec."
+)]
 #![cfg_attr(not(feature = "std"), no_std)]
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
