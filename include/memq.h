@@ -946,6 +946,28 @@ memq_status memq_topic_publish_batch_to(const struct memq_topic *topic,
                                         struct memq_receipt *receipt_out);
 
 /**
+ * `memq_topic_publish_batch` to the partition `key` routes to (as
+ * `memq_topic_publish_keyed`): every message of the batch goes there under that one key,
+ * in order, with contiguous offsets, or none does. `key` may be NULL when `key_len` is 0
+ * (the empty key).
+ *
+ * Returns as `memq_topic_publish_batch`.
+ *
+ * Thread safety: as `memq_topic_publish`.
+ *
+ * # Safety
+ *
+ * As `memq_topic_publish_batch`; `key` is NULL or points to `key_len` readable bytes.
+ */
+memq_status memq_topic_publish_batch_keyed(const struct memq_topic *topic,
+                                           const uint8_t *key,
+                                           size_t key_len,
+                                           const struct memq_slice *items,
+                                           size_t count,
+                                           int64_t timeout_ms,
+                                           struct memq_receipt *receipt_out);
+
+/**
  * Writes the partition `key` is routed to on a topic with `partitions` partitions to
  * `*partition_out`: 64-bit FNV-1a over the key's bytes (offset basis
  * 0xcbf29ce484222325, prime 0x100000001b3) modulo `partitions`. Stable across versions,

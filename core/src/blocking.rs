@@ -210,6 +210,32 @@ impl<T> Topic<T> {
         block_on(self.publish_batch(batch))
     }
 
+    /// [`Topic::publish_batch_keyed`] for plain threads.
+    ///
+    /// # Errors
+    ///
+    /// As [`Topic::publish_batch_keyed`].
+    pub fn publish_batch_keyed_blocking(
+        &self,
+        key: impl AsRef<[u8]>,
+        batch: alloc::vec::Vec<T>,
+    ) -> Result<Receipt, PublishError<alloc::vec::Vec<T>>> {
+        block_on(self.publish_batch_keyed(key, batch))
+    }
+
+    /// [`Topic::publish_batch_to`] for plain threads.
+    ///
+    /// # Errors
+    ///
+    /// As [`Topic::publish_batch_to`].
+    pub fn publish_batch_to_blocking(
+        &self,
+        partition: u32,
+        batch: alloc::vec::Vec<T>,
+    ) -> Result<Receipt, PublishError<alloc::vec::Vec<T>>> {
+        block_on(self.publish_batch_to(partition, batch))
+    }
+
     /// [`Topic::publish`] for plain threads, giving up after `timeout`.
     ///
     /// # Errors

@@ -928,13 +928,87 @@ impl<T> Topic<T> {
         }
     }
 
+    /// [`Topic::publish_batch`] to the partition `key` routes to (as
+    /// [`Topic::publish_keyed`]): every value of `batch` goes there under that one key, in
+    /// order, with contiguous offsets, or none does. One visit to the partition for the
+    /// whole batch: a keyed producer that gathers a key's messages (Kafka's producers batch
+    /// per partition) publishes at batch speed. To batch messages with different keys, group
+    /// them by [`key_partition`] (on a topic with the default router) and use
+    /// [`Topic::publish_batch_to`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Topic::publish_batch`], and [`PublishError::InvalidPartition`] if a user router
+    /// returns a partition that does not exist. The batch is handed back whole.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Topic::publish_batch`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use memq_core::{key_partition, StartAt, Topic, TopicConfig};
+    /// # futures_executor::block_on(async {
+    /// let topic = Topic::new(TopicConfig::new(64).partitions(4))?;
+    /// let mut orders = topic.subscribe(StartAt::Earliest)?;
+    /// let receipt = topic.publish_batch_keyed("order-17", vec!["placed", "paid", "shipped"]).await?;
+    /// assert_eq!(receipt.partition, key_partition(b"order-17", 4));
+    /// let got: Vec<_> = (0..3).map(|_| *orders.try_recv().unwrap().value()).collect();
+    /// assert_eq!(got, ["placed", "paid", "shipped"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn publish_batch_keyed(&self, key: impl AsRef<[u8]>, batch: Vec<T>) -> PublishBatch<'_, T> {
+        PublishBatch {
+            topic: self,
+            route: self.route(None, Some(key.as_ref())),
+            values: Some(batch),
+            key: None,
+        }
+    }
+
     /// [`Topic::publish_batch`] without waiting.
     ///
     /// # Errors
     ///
     /// [`PublishError::Full`] if the whole batch does not fit now.
     pub fn try_publish_batch(&self, batch: Vec<T>) -> Result<Receipt, PublishError<Vec<T>>> {
-        let Route::Partition(p) = self.route(None, None) else {
+        self.try_route_batch(self.route(None, None), batch)
+    }
+
+    /// [`Topic::publish_batch_keyed`] without waiting.
+    ///
+    /// # Errors
+    ///
+    /// As [`Topic::try_publish_batch`] and [`Topic::publish_batch_keyed`].
+    pub fn try_publish_batch_keyed(
+        &self,
+        key: impl AsRef<[u8]>,
+        batch: Vec<T>,
+    ) -> Result<Receipt, PublishError<Vec<T>>> {
+        self.try_route_batch(self.route(None, Some(key.as_ref())), batch)
+    }
+
+    /// [`Topic::publish_batch_to`] without waiting.
+    ///
+    /// # Errors
+    ///
+    /// As [`Topic::try_publish_batch`] and [`Topic::publish_batch_to`].
+    pub fn try_publish_batch_to(
+        &self,
+        partition: u32,
+        batch: Vec<T>,
+    ) -> Result<Receipt, PublishError<Vec<T>>> {
+        self.try_route_batch(self.route(Some(partition), None), batch)
+    }
+
+    fn try_route_batch(
+        &self,
+        route: Route,
+        batch: Vec<T>,
+    ) -> Result<Receipt, PublishError<Vec<T>>> {
+        let Route::Partition(p) = route else {
             return Err(PublishError::InvalidPartition(batch));
         };
         match self.shared.attempt_publish_batch(p, batch, &mut None, None) {
@@ -1030,7 +1104,8 @@ impl<T> Drop for Publish<'_, T> {
     }
 }
 
-/// Future of [`Topic::publish_batch`].
+/// Future of [`Topic::publish_batch`], [`Topic::publish_batch_keyed`] and
+/// [`Topic::publish_batch_to`].
 #[must_use = "futures do nothing unless polled"]
 pub struct PublishBatch<'a, T> {
     topic: &'a Topic<T>,

@@ -442,3 +442,117 @@ fn a_batch_whose_clone_panics_keeps_the_groups_count_in_step() {
         assert_eq!((stats.groups[0].delivered, stats.groups[0].lag), (6, 0));
     }
 }
+
+#[test]
+fn keyed_batches_land_whole_on_the_keys_partition_in_order() {
+    let t = partitioned::<u32>(4);
+    let mut readers: Vec<_> = (0..4)
+        .map(|p| t.subscribe_partition(p, StartAt::Earliest).unwrap())
+        .collect();
+    // Single keyed publishes and keyed batches of the same keys, interleaved, in every
+    // mode: each key's messages keep their order in its one partition.
+    let keys: [&[u8]; 4] = [b"alpha", b"beta", b"gamma", b"delta"];
+    let mut expected: Vec<Vec<(usize, u32)>> = vec![Vec::new(); 4];
+    let mut next = 0u32;
+    for round in 0..6 {
+        for (k, key) in keys.iter().enumerate() {
+            let batch: Vec<u32> = (next..next + 3).collect();
+            next += 3;
+            let p = key_partition(key, 4);
+            let receipt = match round % 3 {
+                0 => block_on(t.publish_batch_keyed(key, batch.clone())).unwrap(),
+                1 => t.try_publish_batch_keyed(key, batch.clone()).unwrap(),
+                _ => t.publish_batch_keyed_blocking(key, batch.clone()).unwrap(),
+            };
+            assert_eq!(receipt.partition, p);
+            let single = t.try_publish_keyed(key, next).unwrap();
+            // The batch's offsets are contiguous, and the next publish follows them.
+            assert_eq!((single.partition, single.offset), (p, receipt.offset + 3));
+            expected[p as usize].extend(batch.into_iter().map(|v| (k, v)));
+            expected[p as usize].push((k, next));
+            next += 1;
+        }
+    }
+    for (p, reader) in readers.iter_mut().enumerate() {
+        let got: Vec<u32> = core::iter::from_fn(|| reader.try_recv().ok())
+            .map(|m| {
+                assert_eq!(m.partition() as usize, p);
+                m.into_value()
+            })
+            .collect();
+        let want: Vec<u32> = expected[p].iter().map(|&(_, v)| v).collect();
+        assert_eq!(got, want, "partition {p}");
+    }
+    assert_eq!(t.stats().published, u64::from(next));
+}
+
+#[test]
+fn keyed_batches_follow_a_user_router_and_its_mistakes_hand_the_batch_back() {
+    // Routes by the first byte of the key; a key starting with 0xff goes nowhere.
+    let router = Router::new(|key: &[u8], n: u32| match key.first() {
+        Some(0xff) => n,
+        Some(&b) => u32::from(b) % n,
+        None => 0,
+    });
+    let t: Topic<u8> = Topic::new(TopicConfig::new(8).partitions(5).router(router)).unwrap();
+    assert_eq!(
+        t.try_publish_batch_keyed([3u8], vec![1, 2])
+            .unwrap()
+            .partition,
+        3
+    );
+    assert_eq!(
+        block_on(t.publish_batch_keyed([7u8], vec![1]))
+            .unwrap()
+            .partition,
+        2
+    );
+    assert_eq!(
+        t.publish_batch_keyed_blocking([9u8], vec![1])
+            .unwrap()
+            .partition,
+        4
+    );
+    let e = t
+        .try_publish_batch_keyed([0xffu8], vec![1, 2, 3])
+        .unwrap_err();
+    assert!(matches!(&e, PublishError::InvalidPartition(b) if b == &[1, 2, 3]));
+    let e = block_on(t.publish_batch_keyed([0xffu8], vec![4])).unwrap_err();
+    assert_eq!(e.into_inner(), [4]);
+    let e = t
+        .publish_batch_keyed_blocking([0xffu8], vec![5])
+        .unwrap_err();
+    assert!(matches!(e, PublishError::InvalidPartition(_)));
+    assert_eq!(t.stats().published, 4);
+}
+
+#[test]
+fn batches_to_a_partition_without_waiting_or_from_a_thread() {
+    let t: Topic<u32> = Topic::new(TopicConfig::new(4).partitions(2)).unwrap();
+    let mut p1 = t.subscribe_partition(1, StartAt::Earliest).unwrap();
+    assert_eq!(t.try_publish_batch_to(1, vec![0, 1, 2]).unwrap().offset, 0);
+    // No room for two more in partition 1 (capacity 4, `Block`): handed back whole.
+    let e = t.try_publish_batch_to(1, vec![3, 4]).unwrap_err();
+    assert!(matches!(&e, PublishError::Full(b) if b == &[3, 4]));
+    // Partition 0 has room: capacity is per partition.
+    assert_eq!(t.try_publish_batch_to(0, vec![9, 9]).unwrap().partition, 0);
+    let e = t.try_publish_batch_to(2, vec![5]).unwrap_err();
+    assert!(matches!(e, PublishError::InvalidPartition(_)));
+    let e = t.try_publish_batch_to(1, vec![0; 5]).unwrap_err();
+    assert!(e.is_full(), "larger than the capacity: it could never fit");
+    // A blocking batch waits for room for all of it, which the reader makes.
+    std::thread::scope(|s| {
+        let publisher = s.spawn(|| t.publish_batch_to_blocking(1, vec![3, 4]).unwrap());
+        let mut got = Vec::new();
+        while got.len() < 5 {
+            got.push(p1.recv_blocking().unwrap().into_value());
+        }
+        assert_eq!(got, [0, 1, 2, 3, 4]);
+        assert_eq!(publisher.join().unwrap().offset, 3);
+    });
+    let e = t.publish_batch_to_blocking(7, vec![1]).unwrap_err();
+    assert!(matches!(e, PublishError::InvalidPartition(_)));
+    t.close();
+    let e = t.publish_batch_to_blocking(0, vec![1]).unwrap_err();
+    assert!(e.is_closed());
+}

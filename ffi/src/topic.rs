@@ -456,7 +456,7 @@ fn publish(
 
 fn publish_batch(
     topic: &Topic<Bytes>,
-    partition: Option<u32>,
+    route: Route<'_>,
     values: Vec<Bytes>,
     wait: Wait,
 ) -> Result<Receipt, memq_status> {
@@ -464,9 +464,10 @@ fn publish_batch(
         // It could never fit.
         return Err(memq_status::InvalidArgument);
     }
-    let publishing = match partition {
-        None => topic.publish_batch(values),
-        Some(p) => topic.publish_batch_to(p, values),
+    let publishing = match route {
+        Route::Next => topic.publish_batch(values),
+        Route::Key(key) => topic.publish_batch_keyed(key, values),
+        Route::Partition(p) => topic.publish_batch_to(p, values),
     };
     match block_on(publishing, wait) {
         Some(result) => Ok(result?),
@@ -733,7 +734,7 @@ pub unsafe extern "C" fn memq_topic_publish_batch(
         let topic = unsafe { borrow(topic) }?;
         // SAFETY: the caller passes NULL or valid items.
         let values = unsafe { copy_batch(items, count) }?;
-        let receipt = publish_batch(&topic.topic, None, values, Wait::from_ms(timeout_ms))?;
+        let receipt = publish_batch(&topic.topic, Route::Next, values, Wait::from_ms(timeout_ms))?;
         // SAFETY: the caller passes NULL or a pointer valid for writes.
         unsafe { give_receipt(receipt_out, receipt) };
         Ok(())
@@ -765,7 +766,44 @@ pub unsafe extern "C" fn memq_topic_publish_batch_to(
         // SAFETY: the caller passes NULL or valid items.
         let values = unsafe { copy_batch(items, count) }?;
         let wait = Wait::from_ms(timeout_ms);
-        let receipt = publish_batch(&topic.topic, Some(partition), values, wait)?;
+        let receipt = publish_batch(&topic.topic, Route::Partition(partition), values, wait)?;
+        // SAFETY: the caller passes NULL or a pointer valid for writes.
+        unsafe { give_receipt(receipt_out, receipt) };
+        Ok(())
+    })
+}
+
+/// `memq_topic_publish_batch` to the partition `key` routes to (as
+/// `memq_topic_publish_keyed`): every message of the batch goes there under that one key,
+/// in order, with contiguous offsets, or none does. `key` may be NULL when `key_len` is 0
+/// (the empty key).
+///
+/// Returns as `memq_topic_publish_batch`.
+///
+/// Thread safety: as `memq_topic_publish`.
+///
+/// # Safety
+///
+/// As `memq_topic_publish_batch`; `key` is NULL or points to `key_len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn memq_topic_publish_batch_keyed(
+    topic: *const memq_topic,
+    key: *const u8,
+    key_len: usize,
+    items: *const memq_slice,
+    count: usize,
+    timeout_ms: i64,
+    receipt_out: *mut memq_receipt,
+) -> memq_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        let topic = unsafe { borrow(topic) }?;
+        // SAFETY: the caller passes NULL or `key_len` readable bytes.
+        let key = unsafe { bytes(key, key_len) }?;
+        // SAFETY: the caller passes NULL or valid items.
+        let values = unsafe { copy_batch(items, count) }?;
+        let wait = Wait::from_ms(timeout_ms);
+        let receipt = publish_batch(&topic.topic, Route::Key(key), values, wait)?;
         // SAFETY: the caller passes NULL or a pointer valid for writes.
         unsafe { give_receipt(receipt_out, receipt) };
         Ok(())

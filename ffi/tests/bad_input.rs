@@ -39,6 +39,7 @@ fn null_handles_are_null_pointer() {
             memq_topic_publish_owned(null(), data.as_ptr(), 1, None, null_mut(), 0, &mut receipt),
             memq_topic_publish_batch(null(), null(), 0, 0, &mut receipt),
             memq_topic_publish_batch_to(null(), 0, null(), 0, 0, &mut receipt),
+            memq_topic_publish_batch_keyed(null(), null(), 0, null(), 0, 0, &mut receipt),
             memq_topic_close(null()),
             memq_topic_is_closed(null(), &mut flag),
             memq_topic_get_stats(null(), &mut stats),

@@ -256,6 +256,90 @@ fn keyed_and_partitioned_publishing() {
 }
 
 #[test]
+fn keyed_batches_land_whole_on_the_keys_partition() {
+    let t = topic_with(&config(8, 4, memq_overflow::Block));
+    let key = b"order-17";
+    let want = memq_core::key_partition(key, 4);
+    // A reader on the key's partition, so that it fills up (`Block`).
+    let s = {
+        let mut s = null_mut();
+        // SAFETY: live topic, valid out-pointer.
+        let st = unsafe { memq_subscriber_new_partition(t, want, 0, 0, &mut s) };
+        assert_eq!(st, OK);
+        s
+    };
+    let payloads: [&[u8]; 3] = [b"placed", b"paid", b"shipped"];
+    let items: Vec<memq_slice> = payloads
+        .iter()
+        .map(|p| memq_slice {
+            data: p.as_ptr(),
+            len: p.len(),
+        })
+        .collect();
+    let mut r = memq_receipt::default();
+    // SAFETY: live topic, readable key and items, valid receipt.
+    unsafe {
+        for round in 0..2u64 {
+            let st = memq_topic_publish_batch_keyed(
+                t,
+                key.as_ptr(),
+                key.len(),
+                items.as_ptr(),
+                3,
+                0,
+                &mut r,
+            );
+            assert_eq!(st, OK);
+            assert_eq!((r.partition, r.offset), (want, 3 * round));
+        }
+        // Two more do not fit in the key's partition (capacity 8): all or nothing.
+        assert_eq!(
+            memq_topic_publish_batch_keyed(
+                t,
+                key.as_ptr(),
+                key.len(),
+                items.as_ptr(),
+                3,
+                0,
+                &mut r
+            ),
+            memq_status::Full
+        );
+        // More than the capacity could never fit; a NULL key needs length 0.
+        let many = [items[0]; 9];
+        assert_eq!(
+            memq_topic_publish_batch_keyed(t, key.as_ptr(), key.len(), many.as_ptr(), 9, 0, &mut r),
+            memq_status::InvalidArgument
+        );
+        assert_eq!(
+            memq_topic_publish_batch_keyed(t, null(), 1, items.as_ptr(), 1, 0, &mut r),
+            memq_status::NullPointer
+        );
+        assert_eq!(
+            memq_topic_publish_batch_keyed(t, null(), 0, items.as_ptr(), 1, 0, &mut r),
+            OK
+        );
+        assert_eq!(r.partition, memq_core::key_partition(b"", 4));
+        assert_ne!(r.partition, want, "the test needs the empty key elsewhere");
+    }
+    let mut got = Vec::new();
+    while let Ok(m) = recv(s, 0) {
+        got.push(m);
+    }
+    let want_payloads: Vec<Vec<u8>> = payloads
+        .iter()
+        .chain(&payloads)
+        .map(|p| p.to_vec())
+        .collect();
+    assert_eq!(got, want_payloads, "in order, in the key's partition only");
+    // SAFETY: live handles, freed once.
+    unsafe {
+        memq_subscriber_free(s);
+        memq_topic_free(t);
+    }
+}
+
+#[test]
 fn batches_in_and_out() {
     let t = topic(64);
     let s = subscribe(t, memq_start::Earliest);

@@ -988,7 +988,7 @@ impl State {
         let TopicH { p, t } = self.topic_h[i];
         let (capacity, partitions) = (self.topics[t].capacity, self.topics[t].partitions);
         let bad = faulty(u)?;
-        let fault = if bad { u.int_in_range(0..=4u8)? } else { 255 };
+        let fault = if bad { u.int_in_range(0..=5u8)? } else { 255 };
         let count = if fault == 3 {
             capacity + 1
         } else {
@@ -1005,7 +1005,14 @@ impl State {
                 len: v.len(),
             })
             .collect();
-        let to = u.arbitrary::<bool>()? || fault == 4;
+        // 0: the next partition in turn; 1: an explicit one; 2: the key's.
+        let route = match fault {
+            4 => 1,
+            5 => 2,
+            _ => u.int_in_range(0..=2u8)?,
+        };
+        let key = if route == 2 { payload(u)? } else { Vec::new() };
+        let mut key_ptr = data_ptr(u, &key)?;
         let mut partition = u.int_in_range(0..=partitions - 1)?;
         let mut topic: *const memq_topic = p;
         let mut items_ptr = if count == 0 && u.arbitrary()? {
@@ -1037,16 +1044,31 @@ impl State {
                 partition = u.int_in_range(partitions..=u32::MAX)?;
                 allowed = &[St::OutOfRange];
             }
+            5 if !key.is_empty() => {
+                key_ptr = null();
+                allowed = &[St::NullPointer];
+            }
             _ => {}
         }
         let mut receipt = NO_RECEIPT;
         // SAFETY: NULL or a live handle; `items_ptr` NULL or `count` slices, each NULL or
-        // readable for its length; a writable receipt.
+        // readable for its length; the key NULL or readable for its length; a writable
+        // receipt.
         let st = unsafe {
-            if to {
-                memq_topic_publish_batch_to(topic, partition, items_ptr, count, 0, &mut receipt)
-            } else {
-                memq_topic_publish_batch(topic, items_ptr, count, 0, &mut receipt)
+            match route {
+                0 => memq_topic_publish_batch(topic, items_ptr, count, 0, &mut receipt),
+                1 => {
+                    memq_topic_publish_batch_to(topic, partition, items_ptr, count, 0, &mut receipt)
+                }
+                _ => memq_topic_publish_batch_keyed(
+                    topic,
+                    key_ptr,
+                    key.len(),
+                    items_ptr,
+                    count,
+                    0,
+                    &mut receipt,
+                ),
             }
         };
         expect(st, allowed, "publish_batch");
@@ -1054,8 +1076,14 @@ impl State {
             assert_eq!(receipt.offset, u64::MAX, "receipt written on failure");
             return Ok(());
         }
-        if to {
-            assert_eq!(receipt.partition, partition);
+        match route {
+            1 => assert_eq!(receipt.partition, partition),
+            2 => assert_eq!(
+                u64::from(receipt.partition),
+                fnv1a(&key) % u64::from(partitions),
+                "keyed batch routed elsewhere"
+            ),
+            _ => {}
         }
         let values: Vec<_> = values.into_iter().map(|v| (v, None)).collect();
         self.topics[t].published(receipt, &values);
