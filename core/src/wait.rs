@@ -74,6 +74,12 @@ pub(crate) struct WaiterList {
     promised: u64,
     /// Waits started so far (see `Slot::since`).
     waits: u64,
+    /// At least the latest alarm of any waiting registration (`u64::MAX` for one without
+    /// an alarm): raised by every registration, made exact again by a scan of
+    /// [`WaiterList::notify_uncovered`] that saw the whole queue. While it is at or
+    /// before a deadline, every waiter is covered, and the scan is skipped: a publish to
+    /// a partition at its `max_in_flight` costs the same however many members wait there.
+    alarm_bound: u64,
 }
 
 impl WaiterList {
@@ -85,6 +91,7 @@ impl WaiterList {
             waiting: 0,
             promised: 0,
             waits: 0,
+            alarm_bound: 0,
         }
     }
 
@@ -173,6 +180,7 @@ impl WaiterList {
         slot.extra = extra;
         slot.need = need;
         slot.alarm = alarm;
+        self.alarm_bound = self.alarm_bound.max(alarm.unwrap_or(u64::MAX));
         match &slot.waker {
             Some(w) if w.will_wake(waker) => {}
             _ => slot.waker = Some(waker.clone()),
@@ -356,8 +364,13 @@ impl WaiterList {
     /// others in their places. Returns how many were taken (extras, woken as by
     /// [`WaiterList::notify_one`], do not count).
     pub(crate) fn notify_uncovered(&mut self, n: usize, by: u64, out: &mut WakeList) -> usize {
+        if self.alarm_bound <= by || self.waiting == 0 {
+            return 0;
+        }
         let mut done = 0;
         let mut j = 0;
+        // The latest alarm among those passed over and left in line.
+        let mut kept = 0;
         while done < n && j < self.queue.len() && !out.is_full() {
             let (i, turn) = self.queue[j];
             let slot = &mut self.slots[i];
@@ -366,6 +379,7 @@ impl WaiterList {
                 continue;
             }
             if slot.alarm.is_some_and(|at| at <= by) || (slot.extra && out.room() < 2) {
+                kept = kept.max(slot.alarm.unwrap_or(u64::MAX));
                 j += 1;
                 continue;
             }
@@ -381,6 +395,10 @@ impl WaiterList {
             if let Some(w) = slot.waker.take() {
                 out.push(w);
             }
+        }
+        if j >= self.queue.len() {
+            // Every registration still in line was seen.
+            self.alarm_bound = kept;
         }
         done
     }
@@ -481,5 +499,94 @@ impl WakeList {
 impl Drop for WakeList {
     fn drop(&mut self) {
         self.wake_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::sync::Arc;
+    use alloc::task::Wake;
+    use core::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A waker that counts its wake-ups.
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn waiter() -> (Arc<Count>, Waker, Option<WaitKey>) {
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(count.clone());
+        (count, waker, None)
+    }
+
+    fn woken(c: &Count) -> usize {
+        c.0.load(Ordering::Relaxed)
+    }
+
+    /// `notify_uncovered` after `by`: how many it took.
+    fn uncovered(list: &mut WaiterList, by: u64) -> usize {
+        let mut wl = WakeList::new();
+        let n = list.notify_uncovered(usize::MAX, by, &mut wl);
+        wl.wake_all();
+        n
+    }
+
+    #[test]
+    fn notify_uncovered_wakes_exactly_the_waiters_whose_timers_come_too_late() {
+        let mut list = WaiterList::new();
+        let (a, wa, mut ka) = waiter();
+        let (b, wb, mut kb) = waiter();
+        list.register_timed(&mut ka, &wa, Some(10));
+        list.register_timed(&mut kb, &wb, Some(20));
+        // Both timers ring by 20: nobody is woken, however often it is asked.
+        for _ in 0..3 {
+            assert_eq!(uncovered(&mut list, 20), 0);
+        }
+        assert_eq!((woken(&a), woken(&b)), (0, 0));
+        // By 15, b's timer is too late.
+        assert_eq!(uncovered(&mut list, 15), 1);
+        assert_eq!((woken(&a), woken(&b)), (0, 1));
+        // That scan saw everyone, so the bound is a's 10 now. b comes back with a later
+        // timer, and a without one: each raises it, and each is woken.
+        assert!(list.settle(kb));
+        list.register_timed(&mut kb, &wb, Some(30));
+        assert_eq!(uncovered(&mut list, 25), 1);
+        assert_eq!((woken(&a), woken(&b)), (0, 2));
+        list.register_timed(&mut ka, &wa, None);
+        assert_eq!(uncovered(&mut list, u64::MAX - 1), 1);
+        assert_eq!((woken(&a), woken(&b)), (1, 2));
+        assert_eq!(list.waiting(), 0);
+        assert_eq!(uncovered(&mut list, 0), 0);
+        // A waiter that leaves takes nothing with it: the bound only ever errs high.
+        list.settle(ka);
+        list.settle(kb);
+        list.register_timed(&mut ka, &wa, Some(5));
+        list.register_timed(&mut kb, &wb, Some(50));
+        list.remove(&mut kb);
+        assert_eq!(uncovered(&mut list, 10), 0);
+        assert_eq!(uncovered(&mut list, 4), 1);
+        assert_eq!((woken(&a), woken(&b)), (2, 2));
+    }
+
+    #[test]
+    fn notify_uncovered_stopped_early_keeps_its_bound() {
+        let mut list = WaiterList::new();
+        let ws: Vec<_> = (0..3).map(|_| waiter()).collect();
+        let mut keys: Vec<Option<WaitKey>> = vec![None; 3];
+        for (k, (_, w, _)) in keys.iter_mut().zip(&ws) {
+            list.register_timed(k, w, None);
+        }
+        // Asked for one: the scan stops before it has seen the others.
+        let mut wl = WakeList::new();
+        assert_eq!(list.notify_uncovered(1, 0, &mut wl), 1);
+        wl.wake_all();
+        assert_eq!(uncovered(&mut list, 0), 2);
+        let counts: Vec<usize> = ws.iter().map(|(c, _, _)| woken(c)).collect();
+        assert_eq!(counts, [1, 1, 1]);
     }
 }
