@@ -1,5 +1,5 @@
 //! Partitions: keyed messages always land on the same partition (a fixed, documented
-//! hash), so per-key order holds; a group assigns partitions to its members and
+//! hash), so per-key order holds, for single messages and keyed batches alike; a group assigns partitions to its members and
 //! rebalances when one leaves. Exits non-zero if order or assignment is broken.
 //!
 //! Run it with `cargo run --example partitions`.
@@ -49,16 +49,37 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
 
     let mut seq = BTreeMap::new();
-    for n in 0..EVENTS {
+    let mut published = 0;
+    for n in 0.. {
+        if published == EVENTS {
+            break;
+        }
         let user = format!("user-{}", (n * 7) % USERS);
         let s = seq.entry(user.clone()).or_insert(0u32);
-        *s += 1;
-        let receipt = topic.publish_keyed_blocking(&user, (user.clone(), *s))?;
+        // Every other turn a user has a burst of events: published as one keyed batch,
+        // one visit to the partition, all or nothing, in order.
+        let burst = if n % 2 == 0 {
+            1
+        } else {
+            5.min(EVENTS - published)
+        };
+        let mut events: Vec<_> = (0..burst)
+            .map(|_| {
+                *s += 1;
+                (user.clone(), *s)
+            })
+            .collect();
+        let receipt = if burst == 1 {
+            topic.publish_keyed_blocking(&user, events.remove(0))?
+        } else {
+            topic.publish_batch_keyed_blocking(&user, events)?
+        };
         // The same key, the same partition, in every process and every language binding.
         assert_eq!(
             receipt.partition,
             key_partition(user.as_bytes(), PARTITIONS)
         );
+        published += burst;
     }
     topic.close();
 
