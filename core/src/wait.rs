@@ -364,7 +364,9 @@ impl WaiterList {
     /// others in their places. Returns how many were taken (extras, woken as by
     /// [`WaiterList::notify_one`], do not count).
     pub(crate) fn notify_uncovered(&mut self, n: usize, by: u64, out: &mut WakeList) -> usize {
-        if self.alarm_bound <= by || self.waiting == 0 {
+        // A bound of `u64::MAX` may stand for a waiter without an alarm, which no
+        // deadline covers: then the scan decides.
+        if (self.alarm_bound <= by && self.alarm_bound < u64::MAX) || self.waiting == 0 {
             return 0;
         }
         let mut done = 0;
@@ -571,6 +573,17 @@ mod tests {
         assert_eq!(uncovered(&mut list, 10), 0);
         assert_eq!(uncovered(&mut list, 4), 1);
         assert_eq!((woken(&a), woken(&b)), (2, 2));
+    }
+
+    #[test]
+    fn a_waiter_without_an_alarm_is_uncovered_even_by_the_last_deadline() {
+        let mut list = WaiterList::new();
+        let (a, wa, mut ka) = waiter();
+        let (b, wb, mut kb) = waiter();
+        list.register_timed(&mut ka, &wa, Some(u64::MAX));
+        list.register_timed(&mut kb, &wb, None);
+        assert_eq!(uncovered(&mut list, u64::MAX), 1);
+        assert_eq!((woken(&a), woken(&b)), (0, 1));
     }
 
     #[test]

@@ -3,6 +3,8 @@ run cargo fmt --all -- --check
 (cd checks/no_std && run cargo fmt -- --check)
 run cargo clippy --workspace --all-targets --all-features --profile "$MEMQ_PROFILE" -- -D warnings
 RUSTDOCFLAGS="-D warnings" run cargo doc --workspace --no-deps --all-features --profile "$MEMQ_PROFILE"
-# memq-core alone, with its default features only (no `serde`): links to feature-gated
-# items must not break there either.
+# memq-core alone, with its default features only (no `serde`), and without `std` (the
+# no_std build): links to feature-gated items must not break there either.
 RUSTDOCFLAGS="-D warnings" run cargo doc -p memq-core --no-deps --profile "$MEMQ_PROFILE"
+RUSTDOCFLAGS="-D warnings" run cargo doc -p memq-core --no-deps --no-default-features \
+    --profile "$MEMQ_PROFILE"
