@@ -476,6 +476,47 @@ fn publish_batch(
     }
 }
 
+/// Where a message or a batch goes, as the caller of an export gave it.
+#[derive(Debug, Clone, Copy)]
+enum RawRoute {
+    Next,
+    /// The key's bytes: NULL or readable for the length.
+    Key(*const u8, usize),
+    Partition(u32),
+}
+
+/// The body the copying publish exports share: borrows the topic, reads the route's key,
+/// runs `publish_with` (which copies the caller's data and publishes it), and writes the
+/// receipt, all under [`guard`]. The topic and the key are checked before the data, so
+/// every export reports the same error for the same bad argument.
+///
+/// # Safety
+///
+/// `topic` is NULL or a live topic handle; a [`RawRoute::Key`]'s pointer is NULL or points
+/// to that many readable bytes; `receipt_out` is NULL or valid for writing a
+/// `memq_receipt`; `publish_with` may be run once (it reads the caller's data).
+unsafe fn publish_export(
+    topic: *const memq_topic,
+    route: RawRoute,
+    receipt_out: *mut memq_receipt,
+    publish_with: impl FnOnce(&Topic<Bytes>, Route<'_>) -> Result<Receipt, memq_status>,
+) -> memq_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        let topic = unsafe { borrow(topic) }?;
+        let route = match route {
+            RawRoute::Next => Route::Next,
+            // SAFETY: the caller passes NULL or `len` readable bytes.
+            RawRoute::Key(key, len) => Route::Key(unsafe { bytes(key, len) }?),
+            RawRoute::Partition(p) => Route::Partition(p),
+        };
+        let receipt = publish_with(&topic.topic, route)?;
+        // SAFETY: the caller passes NULL or a pointer valid for writes.
+        unsafe { give_receipt(receipt_out, receipt) };
+        Ok(())
+    })
+}
+
 /// Writes a receipt if the caller asked for one.
 ///
 /// # Safety
@@ -513,16 +554,14 @@ pub unsafe extern "C" fn memq_topic_publish(
     timeout_ms: i64,
     receipt_out: *mut memq_receipt,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
-        // SAFETY: the caller passes NULL or `len` readable bytes.
-        let value = Bytes::copy_from_slice(unsafe { bytes(data, len) }?);
-        let receipt = publish(&topic.topic, Route::Next, value, Wait::from_ms(timeout_ms))?;
-        // SAFETY: the caller passes NULL or a pointer valid for writes.
-        unsafe { give_receipt(receipt_out, receipt) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, `data` NULL or `len` readable
+    // bytes, and `receipt_out` NULL or valid for writes.
+    unsafe {
+        publish_export(topic, RawRoute::Next, receipt_out, |topic, route| {
+            let value = Bytes::copy_from_slice(bytes(data, len)?);
+            publish(topic, route, value, Wait::from_ms(timeout_ms))
+        })
+    }
 }
 
 /// Publishes a copy of the message to the partition `key` routes to: 64-bit FNV-1a of the
@@ -547,19 +586,20 @@ pub unsafe extern "C" fn memq_topic_publish_keyed(
     timeout_ms: i64,
     receipt_out: *mut memq_receipt,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
-        // SAFETY: the caller passes NULL or `key_len` readable bytes.
-        let key = unsafe { bytes(key, key_len) }?;
-        // SAFETY: the caller passes NULL or `len` readable bytes.
-        let value = Bytes::copy_from_slice(unsafe { bytes(data, len) }?);
-        let wait = Wait::from_ms(timeout_ms);
-        let receipt = publish(&topic.topic, Route::Key(key), value, wait)?;
-        // SAFETY: the caller passes NULL or a pointer valid for writes.
-        unsafe { give_receipt(receipt_out, receipt) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, `key` NULL or `key_len` readable
+    // bytes, `data` NULL or `len` readable bytes, and `receipt_out` NULL or valid for
+    // writes.
+    unsafe {
+        publish_export(
+            topic,
+            RawRoute::Key(key, key_len),
+            receipt_out,
+            |topic, route| {
+                let value = Bytes::copy_from_slice(bytes(data, len)?);
+                publish(topic, route, value, Wait::from_ms(timeout_ms))
+            },
+        )
+    }
 }
 
 /// Publishes a copy of the message to `partition`.
@@ -581,17 +621,19 @@ pub unsafe extern "C" fn memq_topic_publish_to(
     timeout_ms: i64,
     receipt_out: *mut memq_receipt,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
-        // SAFETY: the caller passes NULL or `len` readable bytes.
-        let value = Bytes::copy_from_slice(unsafe { bytes(data, len) }?);
-        let wait = Wait::from_ms(timeout_ms);
-        let receipt = publish(&topic.topic, Route::Partition(partition), value, wait)?;
-        // SAFETY: the caller passes NULL or a pointer valid for writes.
-        unsafe { give_receipt(receipt_out, receipt) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, `data` NULL or `len` readable
+    // bytes, and `receipt_out` NULL or valid for writes.
+    unsafe {
+        publish_export(
+            topic,
+            RawRoute::Partition(partition),
+            receipt_out,
+            |topic, route| {
+                let value = Bytes::copy_from_slice(bytes(data, len)?);
+                publish(topic, route, value, Wait::from_ms(timeout_ms))
+            },
+        )
+    }
 }
 
 /// A caller's buffer handed over to memq without a copy. `free_fn` runs when it drops.
@@ -729,16 +771,14 @@ pub unsafe extern "C" fn memq_topic_publish_batch(
     timeout_ms: i64,
     receipt_out: *mut memq_receipt,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
-        // SAFETY: the caller passes NULL or valid items.
-        let values = unsafe { copy_batch(items, count) }?;
-        let receipt = publish_batch(&topic.topic, Route::Next, values, Wait::from_ms(timeout_ms))?;
-        // SAFETY: the caller passes NULL or a pointer valid for writes.
-        unsafe { give_receipt(receipt_out, receipt) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, NULL or valid items, and
+    // `receipt_out` NULL or valid for writes.
+    unsafe {
+        publish_export(topic, RawRoute::Next, receipt_out, |topic, route| {
+            let values = copy_batch(items, count)?;
+            publish_batch(topic, route, values, Wait::from_ms(timeout_ms))
+        })
+    }
 }
 
 /// `memq_topic_publish_batch` to an explicit partition.
@@ -760,17 +800,19 @@ pub unsafe extern "C" fn memq_topic_publish_batch_to(
     timeout_ms: i64,
     receipt_out: *mut memq_receipt,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
-        // SAFETY: the caller passes NULL or valid items.
-        let values = unsafe { copy_batch(items, count) }?;
-        let wait = Wait::from_ms(timeout_ms);
-        let receipt = publish_batch(&topic.topic, Route::Partition(partition), values, wait)?;
-        // SAFETY: the caller passes NULL or a pointer valid for writes.
-        unsafe { give_receipt(receipt_out, receipt) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, NULL or valid items, and
+    // `receipt_out` NULL or valid for writes.
+    unsafe {
+        publish_export(
+            topic,
+            RawRoute::Partition(partition),
+            receipt_out,
+            |topic, route| {
+                let values = copy_batch(items, count)?;
+                publish_batch(topic, route, values, Wait::from_ms(timeout_ms))
+            },
+        )
+    }
 }
 
 /// `memq_topic_publish_batch` to the partition `key` routes to (as
@@ -795,19 +837,19 @@ pub unsafe extern "C" fn memq_topic_publish_batch_keyed(
     timeout_ms: i64,
     receipt_out: *mut memq_receipt,
 ) -> memq_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
-        // SAFETY: the caller passes NULL or `key_len` readable bytes.
-        let key = unsafe { bytes(key, key_len) }?;
-        // SAFETY: the caller passes NULL or valid items.
-        let values = unsafe { copy_batch(items, count) }?;
-        let wait = Wait::from_ms(timeout_ms);
-        let receipt = publish_batch(&topic.topic, Route::Key(key), values, wait)?;
-        // SAFETY: the caller passes NULL or a pointer valid for writes.
-        unsafe { give_receipt(receipt_out, receipt) };
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live handle, `key` NULL or `key_len` readable
+    // bytes, NULL or valid items, and `receipt_out` NULL or valid for writes.
+    unsafe {
+        publish_export(
+            topic,
+            RawRoute::Key(key, key_len),
+            receipt_out,
+            |topic, route| {
+                let values = copy_batch(items, count)?;
+                publish_batch(topic, route, values, Wait::from_ms(timeout_ms))
+            },
+        )
+    }
 }
 
 /// Writes the partition `key` is routed to on a topic with `partitions` partitions to

@@ -269,13 +269,7 @@ fn keyed_batches_land_whole_on_the_keys_partition() {
         s
     };
     let payloads: [&[u8]; 3] = [b"placed", b"paid", b"shipped"];
-    let items: Vec<memq_slice> = payloads
-        .iter()
-        .map(|p| memq_slice {
-            data: p.as_ptr(),
-            len: p.len(),
-        })
-        .collect();
+    let items = slices(&payloads);
     let mut r = memq_receipt::default();
     // SAFETY: live topic, readable key and items, valid receipt.
     unsafe {
@@ -344,13 +338,7 @@ fn batches_in_and_out() {
     let t = topic(64);
     let s = subscribe(t, memq_start::Earliest);
     let payloads: Vec<Vec<u8>> = (0..40u8).map(|i| vec![i; usize::from(i) + 1]).collect();
-    let items: Vec<memq_slice> = payloads
-        .iter()
-        .map(|p| memq_slice {
-            data: p.as_ptr(),
-            len: p.len(),
-        })
-        .collect();
+    let items = slices(&payloads);
     let mut r = memq_receipt::default();
     // SAFETY: live topic, `items` of readable payloads, valid receipt.
     unsafe {

@@ -58,6 +58,18 @@ pub fn publish(t: *const memq_topic, payload: &[u8]) -> memq_receipt {
     r
 }
 
+/// The `memq_slice`s of `payloads`, for the batch exports (borrowing: keep `payloads`
+/// alive while they are used).
+pub fn slices<P: AsRef<[u8]>>(payloads: &[P]) -> Vec<memq_slice> {
+    payloads
+        .iter()
+        .map(|p| memq_slice {
+            data: p.as_ref().as_ptr(),
+            len: p.as_ref().len(),
+        })
+        .collect()
+}
+
 /// The payload and metadata of a message handle, which is then freed.
 pub fn take(m: *mut memq_message) -> (Vec<u8>, memq_message_meta) {
     let mut data = ptr::null();
