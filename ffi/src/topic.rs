@@ -517,6 +517,54 @@ unsafe fn publish_export(
     })
 }
 
+/// The body of `memq_topic_publish`, `_keyed` and `_to`: publishes a copy of `len` bytes
+/// at `data` along `route`.
+///
+/// # Safety
+///
+/// As [`publish_export`]; `data` is NULL or points to `len` readable bytes.
+unsafe fn publish_copy(
+    topic: *const memq_topic,
+    route: RawRoute,
+    data: *const u8,
+    len: usize,
+    timeout_ms: i64,
+    receipt_out: *mut memq_receipt,
+) -> memq_status {
+    // SAFETY: this function's contract is `publish_export`'s, and `data` is NULL or
+    // readable for `len` bytes.
+    unsafe {
+        publish_export(topic, route, receipt_out, |topic, route| {
+            let value = Bytes::copy_from_slice(bytes(data, len)?);
+            publish(topic, route, value, Wait::from_ms(timeout_ms))
+        })
+    }
+}
+
+/// The body of `memq_topic_publish_batch`, `_batch_to` and `_batch_keyed`: publishes
+/// copies of `count` items along `route`.
+///
+/// # Safety
+///
+/// As [`publish_export`]; `items` is NULL or points to `count` `memq_slice`s, each of
+/// whose `data` is NULL or points to `len` readable bytes.
+unsafe fn publish_batch_copy(
+    topic: *const memq_topic,
+    route: RawRoute,
+    items: *const memq_slice,
+    count: usize,
+    timeout_ms: i64,
+    receipt_out: *mut memq_receipt,
+) -> memq_status {
+    // SAFETY: this function's contract is `publish_export`'s, and the items are valid.
+    unsafe {
+        publish_export(topic, route, receipt_out, |topic, route| {
+            let values = copy_batch(items, count)?;
+            publish_batch(topic, route, values, Wait::from_ms(timeout_ms))
+        })
+    }
+}
+
 /// Writes a receipt if the caller asked for one.
 ///
 /// # Safety
@@ -554,14 +602,8 @@ pub unsafe extern "C" fn memq_topic_publish(
     timeout_ms: i64,
     receipt_out: *mut memq_receipt,
 ) -> memq_status {
-    // SAFETY: the caller passes NULL or a live handle, `data` NULL or `len` readable
-    // bytes, and `receipt_out` NULL or valid for writes.
-    unsafe {
-        publish_export(topic, RawRoute::Next, receipt_out, |topic, route| {
-            let value = Bytes::copy_from_slice(bytes(data, len)?);
-            publish(topic, route, value, Wait::from_ms(timeout_ms))
-        })
-    }
+    // SAFETY: passed on from this function's caller, under the same contract.
+    unsafe { publish_copy(topic, RawRoute::Next, data, len, timeout_ms, receipt_out) }
 }
 
 /// Publishes a copy of the message to the partition `key` routes to: 64-bit FNV-1a of the
@@ -586,18 +628,15 @@ pub unsafe extern "C" fn memq_topic_publish_keyed(
     timeout_ms: i64,
     receipt_out: *mut memq_receipt,
 ) -> memq_status {
-    // SAFETY: the caller passes NULL or a live handle, `key` NULL or `key_len` readable
-    // bytes, `data` NULL or `len` readable bytes, and `receipt_out` NULL or valid for
-    // writes.
+    // SAFETY: passed on from this function's caller, under the same contract.
     unsafe {
-        publish_export(
+        publish_copy(
             topic,
             RawRoute::Key(key, key_len),
+            data,
+            len,
+            timeout_ms,
             receipt_out,
-            |topic, route| {
-                let value = Bytes::copy_from_slice(bytes(data, len)?);
-                publish(topic, route, value, Wait::from_ms(timeout_ms))
-            },
         )
     }
 }
@@ -621,17 +660,15 @@ pub unsafe extern "C" fn memq_topic_publish_to(
     timeout_ms: i64,
     receipt_out: *mut memq_receipt,
 ) -> memq_status {
-    // SAFETY: the caller passes NULL or a live handle, `data` NULL or `len` readable
-    // bytes, and `receipt_out` NULL or valid for writes.
+    // SAFETY: passed on from this function's caller, under the same contract.
     unsafe {
-        publish_export(
+        publish_copy(
             topic,
             RawRoute::Partition(partition),
+            data,
+            len,
+            timeout_ms,
             receipt_out,
-            |topic, route| {
-                let value = Bytes::copy_from_slice(bytes(data, len)?);
-                publish(topic, route, value, Wait::from_ms(timeout_ms))
-            },
         )
     }
 }
@@ -771,14 +808,8 @@ pub unsafe extern "C" fn memq_topic_publish_batch(
     timeout_ms: i64,
     receipt_out: *mut memq_receipt,
 ) -> memq_status {
-    // SAFETY: the caller passes NULL or a live handle, NULL or valid items, and
-    // `receipt_out` NULL or valid for writes.
-    unsafe {
-        publish_export(topic, RawRoute::Next, receipt_out, |topic, route| {
-            let values = copy_batch(items, count)?;
-            publish_batch(topic, route, values, Wait::from_ms(timeout_ms))
-        })
-    }
+    // SAFETY: passed on from this function's caller, under the same contract.
+    unsafe { publish_batch_copy(topic, RawRoute::Next, items, count, timeout_ms, receipt_out) }
 }
 
 /// `memq_topic_publish_batch` to an explicit partition.
@@ -800,17 +831,15 @@ pub unsafe extern "C" fn memq_topic_publish_batch_to(
     timeout_ms: i64,
     receipt_out: *mut memq_receipt,
 ) -> memq_status {
-    // SAFETY: the caller passes NULL or a live handle, NULL or valid items, and
-    // `receipt_out` NULL or valid for writes.
+    // SAFETY: passed on from this function's caller, under the same contract.
     unsafe {
-        publish_export(
+        publish_batch_copy(
             topic,
             RawRoute::Partition(partition),
+            items,
+            count,
+            timeout_ms,
             receipt_out,
-            |topic, route| {
-                let values = copy_batch(items, count)?;
-                publish_batch(topic, route, values, Wait::from_ms(timeout_ms))
-            },
         )
     }
 }
@@ -837,17 +866,15 @@ pub unsafe extern "C" fn memq_topic_publish_batch_keyed(
     timeout_ms: i64,
     receipt_out: *mut memq_receipt,
 ) -> memq_status {
-    // SAFETY: the caller passes NULL or a live handle, `key` NULL or `key_len` readable
-    // bytes, NULL or valid items, and `receipt_out` NULL or valid for writes.
+    // SAFETY: passed on from this function's caller, under the same contract.
     unsafe {
-        publish_export(
+        publish_batch_copy(
             topic,
             RawRoute::Key(key, key_len),
+            items,
+            count,
+            timeout_ms,
             receipt_out,
-            |topic, route| {
-                let values = copy_batch(items, count)?;
-                publish_batch(topic, route, values, Wait::from_ms(timeout_ms))
-            },
         )
     }
 }
