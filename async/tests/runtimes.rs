@@ -17,7 +17,8 @@ use futures_util::future::{select, Either};
 use futures_util::FutureExt;
 use memq::pool::{Mode, PoolError, PoolStats, Shutdown, WorkResult, WorkerPool};
 use memq::rt::{
-    AsyncStd, PublishTimeoutExt, RecvManyTimeoutExt, RecvTimeoutExt, Runtime, Smol, Threads, Tokio,
+    AsyncStd, CancelPublish, PublishTimeoutExt, RecvManyTimeoutExt, RecvTimeoutExt, Runtime, Smol,
+    Threads, Tokio,
 };
 use memq::{
     key_partition, AckConfig, Message, Overflow, PublishError, RecvError, RecvTimeoutError,
@@ -318,6 +319,70 @@ async fn partitions<F: Flavor>(rt: F::Rt) {
     }
     assert_eq!(assigned_all, (0..P).collect());
     assert_eq!(delivered, N as usize);
+}
+
+/// Keyed and explicit-partition publishes, single and batched, with a time limit
+/// (`CancelPublish::with_timeout`, awaited on every flavor): one that finds no room in
+/// time hands back its message or its whole batch; one that gets room in time is
+/// published.
+async fn routed_publish_timeouts<F: Flavor>(rt: F::Rt) {
+    let topic = Topic::<u32>::new(TopicConfig::new(4).partitions(2)).unwrap();
+    let key = b"k";
+    let p = key_partition(key, 2);
+    let mut sub = topic.subscribe_partition(p, StartAt::Earliest).unwrap();
+    let mut other = topic.subscribe_partition(1 - p, StartAt::Earliest).unwrap();
+    let first = topic
+        .publish_batch_keyed(key, vec![1, 2, 3])
+        .with_timeout(ms(10), &rt)
+        .await
+        .unwrap();
+    assert_eq!((first.partition, first.offset), (p, 0));
+    // One slot is left in the key's partition: two do not fit, and come back whole.
+    let err = topic
+        .publish_batch_keyed(key, vec![4, 5])
+        .with_timeout(ms(10), &rt)
+        .await
+        .unwrap_err();
+    assert!(err.is_full());
+    assert_eq!(err.into_inner(), [4, 5]);
+    topic
+        .publish_keyed(key, 4)
+        .with_timeout(ms(10), &rt)
+        .await
+        .unwrap();
+    let err = topic
+        .publish_to(p, 5)
+        .with_timeout(ms(10), &rt)
+        .await
+        .unwrap_err();
+    assert_eq!(err.into_inner(), 5);
+    // The other partition has room of its own.
+    let r = topic
+        .publish_batch_to(1 - p, vec![10, 11])
+        .with_timeout(ms(10), &rt)
+        .await
+        .unwrap();
+    assert_eq!(r.partition, 1 - p);
+    // A batch waiting with a time limit gets the room a reader makes in time.
+    let publisher = {
+        let topic = topic.clone();
+        let rt2 = rt.clone();
+        rt.spawn(async move {
+            topic
+                .publish_batch_keyed(b"k", vec![5, 6])
+                .with_timeout(LONG, &rt2)
+                .await
+                .map(|r| r.offset)
+        })
+    };
+    let mut got = Vec::new();
+    while got.len() < 6 {
+        got.push(recv!(F, sub).unwrap().into_value());
+    }
+    assert_eq!(got, [1, 2, 3, 4, 5, 6], "in order, nothing twice");
+    assert_eq!(publisher.await.unwrap().unwrap(), 4);
+    assert_eq!(recv!(F, other).unwrap().into_value(), 10);
+    assert_eq!(topic.stats().published, 8);
 }
 
 /// Receive and publish with time limits, on subscribers, group members and topics.
@@ -891,6 +956,10 @@ macro_rules! suite {
             fn partitions() { $flavor::run(super::partitions::<$flavor>) }
             #[test]
             fn timeouts() { $flavor::run(super::timeouts::<$flavor>) }
+            #[test]
+            fn routed_publish_timeouts() {
+                $flavor::run(super::routed_publish_timeouts::<$flavor>)
+            }
             #[test]
             fn close() { $flavor::run(super::close::<$flavor>) }
             #[test]

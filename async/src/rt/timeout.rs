@@ -14,7 +14,8 @@ use core::time::Duration;
 use super::Runtime;
 use crate::{
     AckConsumer, AckRecv, AckRecvMany, Consumer, Delivery, GroupRecv, GroupRecvMany, Message,
-    Publish, PublishError, Receipt, Recv, RecvError, RecvMany, RecvTimeoutError, Subscriber, Topic,
+    Publish, PublishBatch, PublishError, Receipt, Recv, RecvError, RecvMany, RecvTimeoutError,
+    Subscriber, Topic,
 };
 
 /// The time limit of [`Runtime::timeout`] ran out.
@@ -153,6 +154,8 @@ mod sealed {
     impl<T> Sealed for crate::Consumer<T> {}
     impl<T> Sealed for crate::AckConsumer<T> {}
     impl<T> Sealed for crate::Topic<T> {}
+    impl<T> Sealed for crate::Publish<'_, T> {}
+    impl<T> Sealed for crate::PublishBatch<'_, T> {}
 }
 
 /// Receiving with a time limit, on any [`Runtime`]: for [`Subscriber`], [`Consumer`] and
@@ -356,38 +359,111 @@ impl<T> PublishTimeoutExt<T> for Topic<T> {
         timeout: Duration,
         rt: &R,
     ) -> PublishTimeout<'_, R, T> {
-        PublishTimeout {
-            publish: Some(self.publish(value)),
+        self.publish(value).with_timeout(timeout, rt)
+    }
+}
+
+/// A publish future that can be called off and hand back what it was publishing:
+/// [`Publish`] (from `publish`, `publish_keyed`, `publish_to`) and [`PublishBatch`] (from
+/// `publish_batch`, `publish_batch_keyed`, `publish_batch_to`). Gives them
+/// [`with_timeout`](CancelPublish::with_timeout).
+pub trait CancelPublish:
+    Future<Output = Result<Receipt, PublishError<Self::Value>>> + Unpin + sealed::Sealed + Sized
+{
+    /// What is being published: the message, or the batch.
+    type Value;
+
+    /// Calls the publish off; hands back what it was publishing, or `None` if it was
+    /// published already.
+    fn cancel(self) -> Option<Self::Value>;
+
+    /// This publish, waiting at most `timeout` for room (policy `Block`), on any
+    /// [`Runtime`]: whatever the routing (key, partition, next in turn) and for batches
+    /// too.
+    ///
+    /// Nothing is cloned: if time runs out, the waiting publish is called off and hands
+    /// the message (or the whole batch) back in [`PublishError::Full`].
+    ///
+    /// # Errors
+    ///
+    /// [`PublishError::Full`] if there was no room before the time ran out; otherwise
+    /// what the publish itself returns.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before it completes publishes nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use memq::rt::{CancelPublish, Threads};
+    /// use memq::{StartAt, Topic, TopicConfig};
+    ///
+    /// let topic = Topic::new(TopicConfig::new(2).partitions(2))?;
+    /// let _slow = topic.subscribe(StartAt::Earliest)?; // holds every slot it has not read
+    /// let limit = Duration::from_millis(10);
+    /// let first = Threads::block_on(topic.publish_batch_keyed("k", vec![1, 2]).with_timeout(limit, &Threads))?;
+    /// // The key's partition is full: the batch comes back whole.
+    /// let err = Threads::block_on(topic.publish_batch_keyed("k", vec![3, 4]).with_timeout(limit, &Threads));
+    /// assert_eq!(err.unwrap_err().into_inner(), [3, 4]);
+    /// // Another partition has room.
+    /// let other = 1 - first.partition;
+    /// Threads::block_on(topic.publish_to(other, 5).with_timeout(limit, &Threads))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn with_timeout<R: Runtime>(self, timeout: Duration, rt: &R) -> PublishWithin<R, Self> {
+        PublishWithin {
+            publish: Some(self),
             sleep: rt.sleep(timeout),
         }
     }
 }
 
+impl<T> CancelPublish for Publish<'_, T> {
+    type Value = T;
+
+    fn cancel(self) -> Option<T> {
+        self.into_inner()
+    }
+}
+
+impl<T> CancelPublish for PublishBatch<'_, T> {
+    type Value = Vec<T>;
+
+    fn cancel(self) -> Option<Vec<T>> {
+        self.into_inner()
+    }
+}
+
+/// Future of [`PublishTimeoutExt::publish_timeout`].
+pub type PublishTimeout<'a, R, T> = PublishWithin<R, Publish<'a, T>>;
+
 pin_project_lite::pin_project! {
-    /// Future of [`PublishTimeoutExt::publish_timeout`].
+    /// Future of [`CancelPublish::with_timeout`]: a publish with a time limit.
     ///
     /// # Cancel safety
     ///
     /// Cancel safe: dropping it publishes nothing.
     #[must_use = "futures do nothing unless polled"]
-    pub struct PublishTimeout<'a, R: Runtime, T> {
-        // The waiting publish; on timeout it is cancelled and hands the value back.
-        publish: Option<Publish<'a, T>>,
+    pub struct PublishWithin<R: Runtime, F> {
+        // The waiting publish; on timeout it is called off and hands the value back.
+        publish: Option<F>,
         #[pin]
         sleep: R::Sleep,
     }
 }
 
-impl<R: Runtime, T> fmt::Debug for PublishTimeout<'_, R, T> {
+impl<R: Runtime, F> fmt::Debug for PublishWithin<R, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PublishTimeout")
+        f.debug_struct("PublishWithin")
             .field("waiting", &self.publish.is_some())
             .finish_non_exhaustive()
     }
 }
 
-impl<R: Runtime, T> Future for PublishTimeout<'_, R, T> {
-    type Output = Result<Receipt, PublishError<T>>;
+impl<R: Runtime, F: CancelPublish> Future for PublishWithin<R, F> {
+    type Output = Result<Receipt, PublishError<F::Value>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
@@ -399,8 +475,8 @@ impl<R: Runtime, T> Future for PublishTimeout<'_, R, T> {
             return Poll::Ready(out);
         }
         match this.sleep.poll(cx) {
-            Poll::Ready(()) => match this.publish.take().and_then(Publish::into_inner) {
-                // Cancelled before it was published: the caller gets the value back.
+            Poll::Ready(()) => match this.publish.take().and_then(CancelPublish::cancel) {
+                // Called off before it was published: the caller gets the value back.
                 Some(v) => Poll::Ready(Err(PublishError::Full(v))),
                 None => Poll::Pending,
             },
