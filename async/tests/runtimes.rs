@@ -17,8 +17,8 @@ use futures_util::future::{select, Either};
 use futures_util::FutureExt;
 use memq::pool::{Mode, PoolError, PoolStats, Shutdown, WorkResult, WorkerPool};
 use memq::rt::{
-    AsyncStd, CancelPublish, PublishTimeoutExt, RecvManyTimeoutExt, RecvTimeoutExt, Runtime, Smol,
-    Threads, Tokio,
+    AsyncStd, PublishFutureExt, PublishTimeoutExt, RecvManyTimeoutExt, RecvTimeoutExt, Runtime,
+    Smol, Threads, Tokio,
 };
 use memq::{
     key_partition, AckConfig, Message, Overflow, PublishError, RecvError, RecvTimeoutError,
@@ -322,7 +322,7 @@ async fn partitions<F: Flavor>(rt: F::Rt) {
 }
 
 /// Keyed and explicit-partition publishes, single and batched, with a time limit
-/// (`CancelPublish::with_timeout`, awaited on every flavor): one that finds no room in
+/// (`PublishFutureExt::with_timeout`, awaited on every flavor): one that finds no room in
 /// time hands back its message or its whole batch; one that gets room in time is
 /// published.
 async fn routed_publish_timeouts<F: Flavor>(rt: F::Rt) {

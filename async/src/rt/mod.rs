@@ -17,8 +17,8 @@
 //!
 //! On top of the trait: [`RecvTimeoutExt`], [`RecvManyTimeoutExt`] and
 //! [`PublishTimeoutExt`] (receive and publish with a time limit, on any runtime),
-//! [`CancelPublish::with_timeout`] for every publish future (keyed, to a partition,
-//! batches), which hands the message or batch back when time runs out,
+//! [`PublishFutureExt::with_timeout`] for every publish future of a topic (keyed, to a
+//! partition, batches), which hands the message or batch back when time runs out,
 //! [`Runtime::timeout`] for any future, and
 //! [`Runtime::cooperative`] to make a receive loop yield when Tokio's budget runs out.
 //! Worker pools live in [`crate::pool`].
@@ -93,7 +93,7 @@ pub use io_timer::IoSleep;
 pub use task::{JoinError, JoinHandle};
 pub use threads::Threads;
 pub use timeout::{
-    CancelPublish, Elapsed, PublishTimeout, PublishTimeoutExt, PublishWithin, RecvManyTimeout,
+    Elapsed, PublishFutureExt, PublishTimeout, PublishTimeoutExt, PublishWithin, RecvManyTimeout,
     RecvManyTimeoutExt, RecvTimeout, RecvTimeoutExt, Timeout,
 };
 pub use timer::ThreadSleep;

@@ -363,19 +363,21 @@ impl<T> PublishTimeoutExt<T> for Topic<T> {
     }
 }
 
-/// A publish future that can be called off and hand back what it was publishing:
-/// [`Publish`] (from `publish`, `publish_keyed`, `publish_to`) and [`PublishBatch`] (from
-/// `publish_batch`, `publish_batch_keyed`, `publish_batch_to`). Gives them
-/// [`with_timeout`](CancelPublish::with_timeout).
-pub trait CancelPublish:
+/// A topic's publish futures, which can be called off and hand back what they were
+/// publishing: [`Publish`] (from `publish`, `publish_keyed`, `publish_to`) and
+/// [`PublishBatch`] (from `publish_batch`, `publish_batch_keyed`, `publish_batch_to`).
+/// Gives them [`with_timeout`](PublishFutureExt::with_timeout). (The codecs'
+/// `PublishEncoded` is not one: time-limit it with [`Runtime::timeout`]; its value is the
+/// encoded copy.)
+pub trait PublishFutureExt:
     Future<Output = Result<Receipt, PublishError<Self::Value>>> + Unpin + sealed::Sealed + Sized
 {
     /// What is being published: the message, or the batch.
     type Value;
 
     /// Calls the publish off; hands back what it was publishing, or `None` if it was
-    /// published already.
-    fn cancel(self) -> Option<Self::Value>;
+    /// published already (the futures' own `into_inner`, for generic code).
+    fn into_inner(self) -> Option<Self::Value>;
 
     /// This publish, waiting at most `timeout` for room (policy `Block`), on any
     /// [`Runtime`]: whatever the routing (key, partition, next in turn) and for batches
@@ -397,7 +399,7 @@ pub trait CancelPublish:
     ///
     /// ```
     /// use std::time::Duration;
-    /// use memq::rt::{CancelPublish, Threads};
+    /// use memq::rt::{PublishFutureExt, Threads};
     /// use memq::{StartAt, Topic, TopicConfig};
     ///
     /// let topic = Topic::new(TopicConfig::new(2).partitions(2))?;
@@ -420,19 +422,19 @@ pub trait CancelPublish:
     }
 }
 
-impl<T> CancelPublish for Publish<'_, T> {
+impl<T> PublishFutureExt for Publish<'_, T> {
     type Value = T;
 
-    fn cancel(self) -> Option<T> {
-        self.into_inner()
+    fn into_inner(self) -> Option<T> {
+        Publish::into_inner(self)
     }
 }
 
-impl<T> CancelPublish for PublishBatch<'_, T> {
+impl<T> PublishFutureExt for PublishBatch<'_, T> {
     type Value = Vec<T>;
 
-    fn cancel(self) -> Option<Vec<T>> {
-        self.into_inner()
+    fn into_inner(self) -> Option<Vec<T>> {
+        PublishBatch::into_inner(self)
     }
 }
 
@@ -440,7 +442,7 @@ impl<T> CancelPublish for PublishBatch<'_, T> {
 pub type PublishTimeout<'a, R, T> = PublishWithin<R, Publish<'a, T>>;
 
 pin_project_lite::pin_project! {
-    /// Future of [`CancelPublish::with_timeout`]: a publish with a time limit.
+    /// Future of [`PublishFutureExt::with_timeout`]: a publish with a time limit.
     ///
     /// # Cancel safety
     ///
@@ -462,7 +464,7 @@ impl<R: Runtime, F> fmt::Debug for PublishWithin<R, F> {
     }
 }
 
-impl<R: Runtime, F: CancelPublish> Future for PublishWithin<R, F> {
+impl<R: Runtime, F: PublishFutureExt> Future for PublishWithin<R, F> {
     type Output = Result<Receipt, PublishError<F::Value>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -475,7 +477,7 @@ impl<R: Runtime, F: CancelPublish> Future for PublishWithin<R, F> {
             return Poll::Ready(out);
         }
         match this.sleep.poll(cx) {
-            Poll::Ready(()) => match this.publish.take().and_then(CancelPublish::cancel) {
+            Poll::Ready(()) => match this.publish.take().and_then(PublishFutureExt::into_inner) {
                 // Called off before it was published: the caller gets the value back.
                 Some(v) => Poll::Ready(Err(PublishError::Full(v))),
                 None => Poll::Pending,
