@@ -15,8 +15,9 @@ mod fuzz_support;
 use fuzz_support::ExactTimer;
 
 use memq_core::{
-    AckConfig, AckError, Backoff, Broker, DeadLetter, DeadLetterReason, ManualClock, Overflow,
-    PublishError, RecvError, RecvTimeoutError, StartAt, Topic, TopicConfig, TryRecvError,
+    AckConfig, AckConsumer, AckError, AckRecv, Backoff, Broker, DeadLetter, DeadLetterReason,
+    ManualClock, Overflow, PublishError, RecvError, RecvTimeoutError, StartAt, Topic, TopicConfig,
+    TryRecvError,
 };
 
 fn ms(n: u64) -> Duration {
@@ -1327,6 +1328,27 @@ fn poll_with<F: Future + Unpin>(
     std::pin::Pin::new(recv).poll(&mut std::task::Context::from_waker(waker))
 }
 
+/// `N` members of group "g", joined in order.
+fn members<const N: usize>(
+    topic: &Topic<u32>,
+    cfg: impl Fn() -> AckConfig<u32>,
+) -> [AckConsumer<u32>; N] {
+    core::array::from_fn(|_| topic.group_acked("g", StartAt::Earliest, cfg()).unwrap())
+}
+
+/// Each of `members`, in order, waiting in a `recv` polled once on an empty partition,
+/// with a counting waker of its own: (the receive, its wake count, its waker).
+fn park_all<const N: usize>(
+    members: &mut [AckConsumer<u32>; N],
+) -> [(AckRecv<'_, u32>, Arc<CountingWake>, std::task::Waker); N] {
+    members.each_mut().map(|m| {
+        let (count, waker) = counting_waker();
+        let mut recv = m.recv();
+        assert!(poll_with(&mut recv, &waker).is_pending());
+        (recv, count, waker)
+    })
+}
+
 /// Members u, v and w wait on an empty partition (no lease yet, so no timer); u and v
 /// take the two messages `max_in_flight` allows and hang. When their leases run out, w
 /// must be woken for the redelivery. A change that kept publishes from waking members at
@@ -1336,15 +1358,8 @@ fn poll_with<F: Future + Unpin>(
 fn a_member_parked_before_any_lease_is_woken_when_the_leases_run_out() {
     let (clock, topic) = setup(16);
     let timer = Arc::new(RecordingTimer::default());
-    let cfg = limited(&clock, &timer);
-    let mut u = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
-    let mut v = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
-    let mut w = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
-    let ((_, wu), (_, wv), (woken_w, ww)) = (counting_waker(), counting_waker(), counting_waker());
-    let (mut ru, mut rv, mut rw) = (u.recv(), v.recv(), w.recv());
-    assert!(poll_with(&mut ru, &wu).is_pending());
-    assert!(poll_with(&mut rv, &wv).is_pending());
-    assert!(poll_with(&mut rw, &ww).is_pending());
+    let mut uvw = members(&topic, limited(&clock, &timer));
+    let [(mut ru, _, wu), (mut rv, _, wv), (mut rw, woken_w, ww)] = park_all(&mut uvw);
     topic.try_publish(0).unwrap();
     let Poll::Ready(Ok(held_u)) = poll_with(&mut ru, &wu) else {
         panic!("u takes message 0")
@@ -1683,14 +1698,8 @@ fn a_member_whose_timer_the_others_counted_on_takes_a_message_and_another_sets_o
             .clock(clock.clone())
             .timer(timer.clone())
     };
-    let mut m3 = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
-    let mut m1 = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
-    let mut m0 = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
-    let ((_, w3), (_, w1), (woken0, w0)) = (counting_waker(), counting_waker(), counting_waker());
-    let (mut r3, mut r1, mut r0) = (m3.recv(), m1.recv(), m0.recv());
-    assert!(poll_with(&mut r3, &w3).is_pending());
-    assert!(poll_with(&mut r1, &w1).is_pending());
-    assert!(poll_with(&mut r0, &w0).is_pending());
+    let mut m310 = members(&topic, cfg);
+    let [(mut r3, _, w3), (mut r1, _, w1), (_r0, woken0, _)] = park_all(&mut m310);
     topic.try_publish(1).unwrap();
     let Poll::Ready(Ok(held_3)) = poll_with(&mut r3, &w3) else {
         panic!("m3 takes 1")
