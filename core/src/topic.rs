@@ -536,6 +536,15 @@ impl<T> Shared<T> {
     ) -> Attempt<Vec<T>, Receipt> {
         let n = batch.len();
         if n as u64 > self.capacity as u64 {
+            // It could never fit; but a closed topic says so first, as for any publish.
+            let mut log = self.parts[p].log.lock_now();
+            if log.closed {
+                let mut wl = WakeList::new();
+                Log::<T>::unregister(&mut log.pubs, key, &mut wl);
+                drop(log);
+                wl.wake_all();
+                return Attempt::Done(Err(PublishError::Closed(batch)));
+            }
             return Attempt::Done(Err(PublishError::Full(batch)));
         }
         let now = self.now();

@@ -159,6 +159,29 @@ fn batch_larger_than_capacity_is_full_and_handed_back_intact() {
 }
 
 #[test]
+fn a_closed_topic_refuses_a_batch_as_closed_whatever_its_size() {
+    // A publisher that stops on `Closed` must see it even for a batch that could never
+    // fit: `Full` would read as "try again later" on a topic that is gone.
+    let topic = Topic::new(TopicConfig::new(2).partitions(2)).unwrap();
+    topic.close();
+    let batch = vec![1u8, 2, 3];
+    let err = topic.try_publish_batch(batch.clone()).unwrap_err();
+    assert!(err.is_closed(), "{err:?}");
+    assert_eq!(err.into_inner(), batch);
+    let err = block_on(topic.publish_batch(batch.clone())).unwrap_err();
+    assert!(err.is_closed(), "{err:?}");
+    let err = topic.try_publish_batch_to(1, batch.clone()).unwrap_err();
+    assert!(err.is_closed(), "{err:?}");
+    let err = topic
+        .try_publish_batch_keyed(*b"k", batch.clone())
+        .unwrap_err();
+    assert!(err.is_closed(), "{err:?}");
+    let err = topic.publish_batch_blocking(batch.clone()).unwrap_err();
+    assert!(err.is_closed(), "{err:?}");
+    assert_eq!(err.into_inner(), batch);
+}
+
+#[test]
 fn batch_is_all_or_nothing_when_it_does_not_fit() {
     let topic = Topic::with_capacity(4).unwrap();
     let mut sub = topic.subscribe(StartAt::Earliest).unwrap();

@@ -464,16 +464,24 @@ fn publish_batch(
         // It could never fit.
         return Err(memq_status::InvalidArgument);
     }
+    if wait == Wait::Try {
+        // Without making a future: one that parked, however briefly, would leave a timer
+        // entry behind on a topic with a TTL.
+        let result = match route {
+            Route::Next => topic.try_publish_batch(values),
+            Route::Key(key) => topic.try_publish_batch_keyed(key, values),
+            Route::Partition(p) => topic.try_publish_batch_to(p, values),
+        };
+        return Ok(result?);
+    }
     let publishing = match route {
         Route::Next => topic.publish_batch(values),
         Route::Key(key) => topic.publish_batch_keyed(key, values),
         Route::Partition(p) => topic.publish_batch_to(p, values),
     };
-    match block_on(publishing, wait) {
-        Some(result) => Ok(result?),
-        None if wait == Wait::Try => Err(memq_status::Full),
-        None => Err(memq_status::Timeout),
-    }
+    block_on(publishing, wait)
+        .ok_or(memq_status::Timeout)?
+        .map_err(Into::into)
 }
 
 /// Where a message or a batch goes, as the caller of an export gave it.
