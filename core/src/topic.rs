@@ -1028,6 +1028,12 @@ impl<T> Topic<T> {
 }
 
 /// Future of [`Topic::publish`], [`Topic::publish_keyed`] and [`Topic::publish_to`].
+///
+/// Under [`Overflow::Block`] a waiting publish holds its place in line: room that readers
+/// free for it is kept for it until it is polled again or dropped, so that publishers
+/// behind it cannot take it first. A future that is kept but never polled again (or is
+/// leaked with `mem::forget`) therefore holds up the publishers of its partition that
+/// parked after it; drop it to give its place and its room up.
 #[must_use = "futures do nothing unless polled"]
 pub struct Publish<'a, T> {
     topic: &'a Topic<T>,
@@ -1115,6 +1121,12 @@ impl<T> Drop for Publish<'_, T> {
 
 /// Future of [`Topic::publish_batch`], [`Topic::publish_batch_keyed`] and
 /// [`Topic::publish_batch_to`].
+///
+/// Under [`Overflow::Block`] a waiting batch holds its place in line: room that readers
+/// free for it is kept for it until it is polled again or dropped, so that publishers
+/// behind it cannot take it first. A future that is kept but never polled again (or is
+/// leaked with `mem::forget`) therefore holds up the publishers of its partition that
+/// parked after it; drop it to give its place and its room up.
 #[must_use = "futures do nothing unless polled"]
 pub struct PublishBatch<'a, T> {
     topic: &'a Topic<T>,
