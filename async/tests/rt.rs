@@ -512,3 +512,187 @@ fn a_finished_pool_has_left_its_group_and_closed_its_results() {
         drop(pool);
     }
 }
+
+/// Runs an explicit-ack pool of one blocking worker over `count` messages that always
+/// fail, each call moving the topic's manual clock on by `each`, and asks it to drain.
+/// Returns whether the drain ended within 20 s, and the handler calls.
+fn drain_poison(count: u32, each: Duration) -> (bool, u64) {
+    let clock = Arc::new(memq::ManualClock::new());
+    let topic = Topic::<u32>::new(memq::TopicConfig::new(64).clock(clock.clone())).unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (c, k) = (calls.clone(), clock.clone());
+    let pool = WorkerPool::builder(&topic, "g")
+        .acked(memq::AckConfig::new().timer(Threads.timer()))
+        .spawn_blocking(&Threads, move |_m| {
+            c.fetch_add(1, Ordering::SeqCst);
+            k.advance(each);
+            Err::<(), _>("memq-test: always fails")
+        })
+        .unwrap();
+    for v in 0..count {
+        topic.publish_blocking(v).unwrap();
+    }
+    pool.request_shutdown(Shutdown::Drain);
+    let monitor = pool.monitor();
+    let start = Instant::now();
+    while !monitor.is_finished() && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let finished = monitor.is_finished();
+    pool.request_shutdown(Shutdown::Stop);
+    (finished, calls.load(Ordering::SeqCst) as u64)
+}
+
+#[test]
+fn a_drain_ends_however_long_the_messages_set_aside_take_to_fail() {
+    // Review finding: a message set aside (nacked for a second after its third failure in
+    // the drain) came back while the others set aside were still being handled; with a
+    // round of them taking a second or more, one was always ready again and the drain
+    // never ended (2.8M handler calls in 10 s for 3 messages at 500 ms each). The delay
+    // now doubles with each further failure, so the rounds end.
+    for (count, each) in [
+        (3, Duration::from_millis(500)),
+        (25, Duration::from_millis(50)),
+        (40, Duration::from_millis(400)),
+    ] {
+        let (finished, calls) = drain_poison(count, each);
+        assert!(
+            finished,
+            "{count} messages at {each:?}: drain still running after {calls} calls"
+        );
+        // At least DRAIN_TRIES each, and a few rounds more: log2 of a round's length.
+        assert!(
+            calls >= 3 * u64::from(count),
+            "{count} at {each:?}: {calls} calls"
+        );
+        assert!(
+            calls <= 10 * u64::from(count),
+            "{count} at {each:?}: {calls} calls"
+        );
+    }
+}
+
+/// A handler error whose `Display` panics.
+struct PanickyError;
+
+impl std::fmt::Display for PanickyError {
+    fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        panic!("memq-test: panic in Display")
+    }
+}
+
+#[test]
+fn an_error_that_panics_when_shown_is_the_handlers_panic_and_the_worker_goes_on() {
+    // Review finding: the text of a handler's error was made outside the panic guard, so
+    // a panicking `Display` killed the worker: the message got no result, and nothing
+    // behind it was handled.
+    for blocking in [true, false] {
+        let topic = Topic::<u32>::with_capacity(8).unwrap();
+        let results = Topic::with_capacity(8).unwrap();
+        let mut done = results.subscribe(StartAt::Earliest).unwrap();
+        let builder = WorkerPool::builder(&topic, "g").results(results);
+        let pool = if blocking {
+            builder.spawn_blocking(&Threads, |m| match *m.value() {
+                1 => Err(PanickyError),
+                v => Ok(v),
+            })
+        } else {
+            builder.spawn(&Threads, |m| async move {
+                match *m.value() {
+                    1 => Err(PanickyError),
+                    v => Ok(v),
+                }
+            })
+        }
+        .unwrap();
+        for v in 0..3 {
+            topic.publish_blocking(v).unwrap();
+        }
+        let stats = pool.shutdown_blocking(Shutdown::Drain).unwrap();
+        assert_eq!((stats.processed, stats.errors), (3, 1));
+        let mut outcomes = Vec::new();
+        while let Ok(r) = done.try_recv() {
+            outcomes.push(r.into_value().outcome);
+        }
+        assert_eq!(outcomes.len(), 3, "a result for every message");
+        let err = outcomes[1].as_ref().unwrap_err();
+        assert!(err.is_panic(), "{err}");
+        assert!(err.message().contains("panic in Display"), "{err}");
+        assert_eq!(outcomes[2], Ok(2));
+    }
+}
+
+#[test]
+fn dropping_a_tokio_runtime_stops_a_blocking_pool_on_it() {
+    // Review finding: Tokio's shutdown waits for its blocking threads, and blocking
+    // workers waiting for messages never ended, so dropping the runtime hung while the
+    // pool was alive (the docs said a runtime shutdown ends them).
+    let topic = Topic::<u32>::with_capacity(8).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let pool = WorkerPool::builder(&topic, "g")
+        .spawn_blocking(&Tokio::from(runtime.handle().clone()), |m| {
+            Ok::<_, String>(*m.value())
+        })
+        .unwrap();
+    topic.publish_blocking(1).unwrap();
+    let monitor = pool.monitor();
+    within_a_minute(move || drop(runtime));
+    assert!(monitor.is_finished(), "the workers ended with the runtime");
+    assert_eq!(topic.stats().groups[0].members, 0, "and left the group");
+    // The pool reports how its workers ended; nothing hangs.
+    let _ = within_a_minute(move || pool.join_blocking());
+}
+
+#[test]
+fn dropping_your_smol_executor_stops_a_blocking_pool_on_it() {
+    let topic = Topic::<u32>::with_capacity(8).unwrap();
+    let executor = Arc::new(smol::Executor::new());
+    let pool = WorkerPool::builder(&topic, "g")
+        .spawn_blocking(&Smol::with_executor(executor.clone()), |m| {
+            Ok::<_, String>(*m.value())
+        })
+        .unwrap();
+    let monitor = pool.monitor();
+    assert_eq!(monitor.stats().active, 1);
+    // Never run, then dropped: its tasks are dropped unpolled.
+    drop(executor);
+    within_a_minute(move || {
+        while !monitor.is_finished() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    let _ = within_a_minute(move || pool.join_blocking());
+}
+
+#[test]
+fn a_blocking_pool_on_a_runtime_that_lives_on_is_not_stopped_by_the_watcher() {
+    // The watcher task ends when the pool is asked to shut down, and a drain stays a
+    // drain: what is published is handled.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let topic = Topic::<u32>::with_capacity(64).unwrap();
+    let pool = WorkerPool::builder(&topic, "g")
+        .spawn_blocking(&Tokio::from(runtime.handle().clone()), |m| {
+            std::thread::sleep(Duration::from_millis(1));
+            Ok::<_, String>(*m.value())
+        })
+        .unwrap();
+    for v in 0..50 {
+        topic.publish_blocking(v).unwrap();
+    }
+    pool.request_shutdown(Shutdown::Drain);
+    let stats = within_a_minute(move || {
+        let stats = pool.shutdown_blocking(Shutdown::Drain);
+        drop(runtime);
+        stats
+    })
+    .unwrap();
+    assert_eq!(stats.processed, 50, "the drain handled everything");
+}

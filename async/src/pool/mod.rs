@@ -126,11 +126,14 @@ pub enum Shutdown {
     /// In an explicit-ack pool ([`PoolBuilder::acked`]) a message whose handler fails is
     /// nacked and tried again during the drain, under the group's backoff (a message
     /// waiting out a backoff when nothing else is left is not waited for). From its third
-    /// failure during the drain on, its worker nacks it with a delay of one second
-    /// instead, which sets it aside: the drain goes on with the rest and ends without
-    /// waiting for it, and it stays in the group for its next members. So a message that
-    /// fails once or twice is handled again, and one that always fails cannot keep the
-    /// drain from ending. Every delivery a worker takes goes to the handler; none uses up
+    /// failure during the drain on, its worker nacks it with a delay instead, which sets
+    /// it aside: the drain goes on with the rest and ends without waiting for it, and it
+    /// stays in the group for its next members. The delay is one second, doubled with
+    /// each further failure during the drain: a message set aside that comes back while
+    /// the drain is still busy (with other messages set aside, or slow handlers) is tried
+    /// again and set aside for longer, until the drain finds nothing ready. So a message
+    /// that fails once or twice is handled again, and messages that always fail cannot
+    /// keep the drain from ending, however many there are. Every delivery a worker takes goes to the handler; none uses up
     /// one of the group's `max_deliveries` unhandled.
     Drain,
     /// Stop as soon as possible: each worker finishes the message in hand (the handler is
@@ -448,6 +451,12 @@ where
     /// blocking pool (a thread of its own with [`Threads`](crate::rt::Threads)) that
     /// calls the handler in place, for the pool's whole life.
     ///
+    /// If the runtime shuts down first (a Tokio runtime dropped, an executor of yours
+    /// given to [`Smol::with_executor`](crate::rt::Smol::with_executor) dropped; see
+    /// [`Runtime::drops_tasks_on_shutdown`]), the workers are told to stop, as by
+    /// [`Shutdown::Stop`]: Tokio's shutdown waits for its blocking threads, and would
+    /// otherwise wait for ever.
+    ///
     /// # Errors
     ///
     /// As [`PoolBuilder::spawn`].
@@ -474,9 +483,14 @@ where
         F: Fn(Message<T>) -> Result<O, E> + Send + Sync + 'static,
         E: fmt::Display,
     {
-        self.start_workers(BlockingFn(handler), |worker| {
+        let pool = self.start_workers(BlockingFn(handler), |worker| {
             rt.spawn_blocking(move || crate::rt::block_on(worker.run::<R>()))
-        })
+        })?;
+        if rt.drops_tasks_on_shutdown() {
+            // The blocking workers cannot see the runtime go; this task can.
+            rt.spawn_detached(Box::pin(watch_runtime(pool.shared.clone())));
+        }
+        Ok(pool)
     }
 
     fn start_workers<H: Handler<T, O>>(
@@ -508,7 +522,8 @@ where
             .collect::<Result<_, _>>()
             .map_err(PoolError::Group)?;
         let shared = Arc::new(PoolShared {
-            signal: Signal::new(n),
+            // One slot per worker, and one for `watch_runtime`.
+            signal: Signal::new(n + 1),
             workers: n,
             active: AtomicUsize::new(0),
             pushed: AtomicU64::new(0),
@@ -538,6 +553,31 @@ where
             handles,
             group: self.group,
         })
+    }
+}
+
+/// Lives on the runtime of a pool with blocking workers until the pool is asked to shut
+/// down; if the runtime drops it first (it is shutting down), tells the workers to stop.
+///
+/// A runtime such as Tokio's waits for its blocking work when it shuts down, and a
+/// blocking worker waiting for messages would keep that wait going for ever. Stopped,
+/// the workers finish the message in hand and end, and the shutdown completes.
+fn watch_runtime(shared: Arc<PoolShared>) -> impl Future<Output = ()> + Send + 'static {
+    struct StopIfDropped(Arc<PoolShared>);
+    impl Drop for StopIfDropped {
+        fn drop(&mut self) {
+            // Dropped unfinished: nobody asked the pool to shut down yet.
+            if self.0.signal.state() < DRAINING {
+                self.0.signal.request(STOPPING);
+            }
+        }
+    }
+    // Made here, not in the `async` block: a task dropped before it was ever polled
+    // (an executor that nobody ran) drops it too.
+    let guard = StopIfDropped(shared);
+    async move {
+        let slot = guard.0.workers;
+        core::future::poll_fn(|cx| guard.0.signal.poll_reached(DRAINING, slot, cx)).await;
     }
 }
 

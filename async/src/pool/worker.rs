@@ -46,7 +46,7 @@ where
             match started {
                 Ok(fut) => match CatchUnwind::new(fut).await {
                     Ok(Ok(out)) => Ok(out),
-                    Ok(Err(e)) => Err(HandlerError::failed(&e)),
+                    Ok(Err(e)) => Err(failure(e)),
                     Err(payload) => Err(HandlerError::panicked(panic_message(payload.as_ref()))),
                 },
                 Err(payload) => Err(HandlerError::panicked(panic_message(payload.as_ref()))),
@@ -69,11 +69,28 @@ where
     fn call(&self, msg: Message<T>) -> impl Future<Output = Result<O, HandlerError>> + Send {
         let out = match catch_unwind(AssertUnwindSafe(|| (self.0)(msg))) {
             Ok(Ok(out)) => Ok(out),
-            Ok(Err(e)) => Err(HandlerError::failed(&e)),
+            Ok(Err(e)) => Err(failure(e)),
             Err(payload) => Err(HandlerError::panicked(panic_message(payload.as_ref()))),
         };
         core::future::ready(out)
     }
+}
+
+/// The [`HandlerError`] for an error a handler returned. Its text comes from the user's
+/// `Display`, and the error is dropped here too: a panic in either is caught and reported
+/// as the handler's panic, so that the worker goes on and the message gets its result.
+fn failure<E: fmt::Display>(e: E) -> HandlerError {
+    let shown = move || {
+        let error = HandlerError::failed(&e);
+        drop(e);
+        error
+    };
+    catch_unwind(AssertUnwindSafe(shown)).unwrap_or_else(|payload| {
+        HandlerError::panicked(format!(
+            "the handler's error panicked when shown or dropped: {}",
+            panic_message(payload.as_ref())
+        ))
+    })
 }
 
 /// Counts the worker as active from its creation until it is dropped: when its loop
@@ -114,8 +131,23 @@ pub(crate) struct Worker<T, O, H> {
 /// group aside (see [`Worker::run`]).
 pub(crate) const DRAIN_TRIES: u32 = 3;
 
-/// How long a message put aside during a drain waits before it is delivered again.
+/// How long a message put aside during a drain waits before it is delivered again, the
+/// first time (see [`set_aside_delay`]).
 pub(crate) const DRAIN_SET_ASIDE: core::time::Duration = core::time::Duration::from_secs(1);
+
+/// The nack delay for a message's `failures`-th failure during a drain: none before the
+/// [`DRAIN_TRIES`]th (the group's backoff applies), then [`DRAIN_SET_ASIDE`], doubled for
+/// each further failure.
+///
+/// Doubling is what ends the drain. When handling the messages set aside takes longer
+/// than their delay (several of them, or slow handlers), each comes back while the
+/// others are handled, and with a fixed delay one of them would always be ready again.
+/// Once the delay outgrows a round of them, the drain finds nothing ready and ends, after
+/// a number of rounds that grows with the logarithm of a round's length.
+pub(crate) fn set_aside_delay(failures: u32) -> Option<core::time::Duration> {
+    let further = failures.checked_sub(DRAIN_TRIES)?;
+    Some(DRAIN_SET_ASIDE.saturating_mul(1 << further.min(31)))
+}
 
 /// What waiting for the next message produced.
 enum Next<T> {
@@ -139,9 +171,10 @@ where
     ///
     /// While draining, a failed delivery of an explicit-ack group is nacked as usual and
     /// so comes back to be tried again (under the group's backoff), but from its
-    /// [`DRAIN_TRIES`]th failure during the drain on, a message is nacked with a delay of
-    /// [`DRAIN_SET_ASIDE`] instead: set aside, so that the drain handles what is behind
-    /// it and ends without waiting for it. With no backoff a nacked message is ready again
+    /// [`DRAIN_TRIES`]th failure during the drain on, a message is nacked with a delay
+    /// instead ([`set_aside_delay`]: [`DRAIN_SET_ASIDE`], doubling with each further
+    /// failure): set aside, so that the drain handles what is behind it and ends without
+    /// waiting for it. With no backoff a nacked message is ready again
     /// at once, ahead of everything not yet delivered, so a message that always failed
     /// would otherwise keep the drain (and the worker) busy for ever. Every delivery the
     /// worker receives goes to the handler: none uses up a delivery attempt unhandled.
@@ -175,10 +208,8 @@ where
                     let id = (d.partition(), d.offset());
                     // Whether a failure now would be this message's DRAIN_TRIES-th (or a
                     // later one) during the drain: then it is set aside.
-                    let set_aside = drain_failures
-                        .get(&id)
-                        .is_some_and(|&n| n + 1 >= DRAIN_TRIES)
-                        .then_some(DRAIN_SET_ASIDE);
+                    let failures = drain_failures.get(&id).copied().unwrap_or(0);
+                    let set_aside = set_aside_delay(failures + 1);
                     shared.pushed.fetch_add(1, SeqCst);
                     // The handler gets the message; the lease stays here to be settled.
                     let failed = self

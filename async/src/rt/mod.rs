@@ -175,6 +175,19 @@ pub trait Runtime: Clone + Send + Sync + fmt::Debug + 'static {
         Arc::new(RuntimeTimer(self.clone()))
     }
 
+    /// Whether the runtime can shut down, dropping the tasks it has not finished, while
+    /// blocking work it runs goes on (and may be waited for, as Tokio's shutdown does).
+    ///
+    /// A worker pool with blocking workers ([`PoolBuilder::spawn_blocking`]) on such a
+    /// runtime also spawns one small task there, which tells the workers to stop when the
+    /// runtime drops it: so a shutdown of the runtime ends the pool, instead of waiting for
+    /// it for ever. The default is `false`: no such task.
+    ///
+    /// [`PoolBuilder::spawn_blocking`]: crate::pool::PoolBuilder::spawn_blocking
+    fn drops_tasks_on_shutdown(&self) -> bool {
+        false
+    }
+
     /// Runs one poll under the runtime's cooperative scheduling budget: when the budget of
     /// the current task is used up, returns `Pending` (arranging to be polled again)
     /// without calling `poll`. The default has no budget and always calls `poll`.

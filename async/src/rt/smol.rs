@@ -85,6 +85,12 @@ impl Runtime for Smol {
         ::smol::unblock(work).detach();
     }
 
+    /// `true` with an executor of yours ([`Smol::with_executor`]): dropping it drops its
+    /// tasks. smol's global executor never goes away.
+    fn drops_tasks_on_shutdown(&self) -> bool {
+        self.executor.is_some()
+    }
+
     fn sleep(&self, duration: Duration) -> IoSleep {
         IoSleep::new(duration)
     }

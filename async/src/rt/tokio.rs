@@ -172,6 +172,11 @@ impl Runtime for Tokio {
         drop(self.handle.spawn_blocking(work));
     }
 
+    /// `true`: dropping a Tokio runtime drops its tasks, then waits for its blocking work.
+    fn drops_tasks_on_shutdown(&self) -> bool {
+        true
+    }
+
     /// # Panics
     ///
     /// If the runtime was built without its time driver. Tokio's timer also panics when
