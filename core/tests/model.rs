@@ -215,6 +215,10 @@ impl Model {
         let cap = self.cfg.capacity as u64;
         let n = values.len() as u64;
         if n > cap {
+            // It could never fit; a closed topic says so first.
+            if self.closed {
+                return Err(PublishError::Closed(values));
+            }
             return Err(PublishError::Full(values));
         }
         self.expire(p);
