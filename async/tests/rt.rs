@@ -515,7 +515,7 @@ fn a_finished_pool_has_left_its_group_and_closed_its_results() {
 
 /// Runs an explicit-ack pool of one blocking worker over `count` messages that always
 /// fail, each call moving the topic's manual clock on by `each`, and asks it to drain.
-/// Returns whether the drain ended within 20 s, and the handler calls.
+/// Returns whether the drain ended within 20 s, and the handler calls made during it.
 fn drain_poison(count: u32, each: Duration) -> (bool, u64) {
     let clock = Arc::new(memq::ManualClock::new());
     let topic = Topic::<u32>::new(memq::TopicConfig::new(64).clock(clock.clone())).unwrap();
@@ -532,6 +532,9 @@ fn drain_poison(count: u32, each: Duration) -> (bool, u64) {
     for v in 0..count {
         topic.publish_blocking(v).unwrap();
     }
+    // Calls before the drain (failures then are retried at once, there being no backoff)
+    // are not the drain's; one may be under way.
+    let before = calls.load(Ordering::SeqCst);
     pool.request_shutdown(Shutdown::Drain);
     let monitor = pool.monitor();
     let start = Instant::now();
@@ -540,7 +543,7 @@ fn drain_poison(count: u32, each: Duration) -> (bool, u64) {
     }
     let finished = monitor.is_finished();
     pool.request_shutdown(Shutdown::Stop);
-    (finished, calls.load(Ordering::SeqCst) as u64)
+    (finished, (calls.load(Ordering::SeqCst) - before) as u64)
 }
 
 #[test]
@@ -560,13 +563,14 @@ fn a_drain_ends_however_long_the_messages_set_aside_take_to_fail() {
             finished,
             "{count} messages at {each:?}: drain still running after {calls} calls"
         );
-        // At least DRAIN_TRIES each, and a few rounds more: log2 of a round's length.
+        // Up to DRAIN_TRIES each (fewer for one tried before the drain), and a few rounds
+        // more: log2 of a round's length. One call may straddle the request.
         assert!(
-            calls >= 3 * u64::from(count),
+            calls >= u64::from(count),
             "{count} at {each:?}: {calls} calls"
         );
         assert!(
-            calls <= 10 * u64::from(count),
+            calls <= 10 * u64::from(count) + 1,
             "{count} at {each:?}: {calls} calls"
         );
     }
