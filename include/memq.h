@@ -30,7 +30,8 @@
  * queue rather than a log: the last reader gets the message without a copy, and a
  * reader that joins later at `MEMQ_START_EARLIEST` starts at the oldest message still in
  * the log (with no reader attached, messages wait for the first one). Messages a reader
- * fetched ahead and was not handed go back to the log when it is freed or seeks. Nothing
+ * fetched ahead and was not handed go back to the log when it is freed or seeks (one
+ * kept back by `memq_subscriber_recv_into` was handed: see there). Nothing
  * is released while an explicit-ack group is attached. Counted in
  * `memq_topic_stats.released`.
  */
@@ -1242,9 +1243,14 @@ memq_status memq_subscriber_recv_many(const struct memq_subscriber *subscriber,
  * `meta_out` is NULL, `*meta_out` its metadata.
  *
  * Returns `MEMQ_STATUS_BUFFER_TOO_SMALL` if the payload is longer than `buf_len`:
- * `*len_out` gets the length needed, and the message is kept for the next receive on
- * this subscriber (of any kind), so nothing is lost. `buf` may be NULL when `buf_len` is
- * 0. Otherwise returns as `memq_subscriber_recv`.
+ * `*len_out` gets the length needed, and the message is kept in this subscriber for its
+ * next receive (of any kind), which returns it. It has been read from the topic already:
+ * freeing the subscriber before that receive drops it. On a retaining topic it stays in
+ * the log for other readers, but on a `MEMQ_TOPIC_RELEASE_ON_READ` topic this
+ * subscriber may have been its last reader, and it is then lost. So receive again (with
+ * a larger buffer, or with `memq_subscriber_recv`, which has no size limit) before
+ * freeing. `buf` may be NULL when `buf_len` is 0. Otherwise returns as
+ * `memq_subscriber_recv`.
  *
  * Thread safety: as `memq_subscriber_recv`.
  *
@@ -1308,7 +1314,12 @@ memq_status memq_consumer_new(const struct memq_topic *topic,
 /**
  * Frees a consumer: it leaves its group (its partitions go to the other members); the
  * group and its position remain. A message kept back by `memq_consumer_recv_into` is
- * dropped with it. NULL does nothing.
+ * dropped with it, and lost to the group: the group counted it delivered when this
+ * member took it, as for every message a member of an automatic-commit group receives.
+ * Where a member may be freed between a too-small receive and the next one, receive
+ * with `memq_consumer_recv` (no size limit), or use an explicit-ack consumer
+ * (`memq_ack_consumer_new`), whose unsettled messages go back to the group. NULL does
+ * nothing.
  *
  * Thread safety: no other call may use this consumer during or after this one.
  *
@@ -1354,7 +1365,8 @@ memq_status memq_consumer_recv_many(const struct memq_consumer *consumer,
 /**
  * Receives the next message for this member into the caller's buffer; as
  * `memq_subscriber_recv_into` (a message too large for the buffer is kept for this
- * member's next receive).
+ * member's next receive; freeing the member before that drops it, lost to the group:
+ * see `memq_consumer_free`).
  *
  * Thread safety: as `memq_consumer_recv`.
  *
@@ -1925,9 +1937,9 @@ void memq_dead_letter_topic_free(struct memq_dead_letter_topic *topic);
 
 /**
  * Closes the dead-letter topic: its subscribers drain what is retained and then get
- * `MEMQ_STATUS_CLOSED`. Groups that still give up on messages keep them (retrying the
- * move every 10 ms), so close it only once its groups are done. Closing a closed topic
- * does nothing.
+ * `MEMQ_STATUS_CLOSED`. Messages that groups give up on afterwards (or were retrying to
+ * move there) are delivered again instead, as if `max_deliveries` were not set, so close
+ * it only once its groups are done. Closing a closed topic does nothing.
  *
  * Returns `MEMQ_STATUS_NULL_POINTER` if `topic` is NULL.
  *

@@ -248,8 +248,9 @@ impl<T> AckConfig<T> {
 
     /// After this many deliveries a message goes to the dead-letter topic (or, without
     /// one, is dropped and counted as dead-lettered). If the dead-letter topic is full,
-    /// the message stays in the group and the move is retried every 10 ms (see
-    /// [`AckConfig::dead_letter`] for a closed one).
+    /// the message stays in the group and the move is retried every 10 ms (or every
+    /// `ack_wait` if shorter, at least 1 ms; see [`AckConfig::dead_letter`] for a closed
+    /// one).
     ///
     /// Messages to deliver again come before messages not delivered yet. Without a limit
     /// here and without a [`backoff`](AckConfig::backoff), a message that always fails

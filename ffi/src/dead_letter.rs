@@ -206,9 +206,9 @@ pub unsafe extern "C" fn memq_dead_letter_topic_free(topic: *mut memq_dead_lette
 }
 
 /// Closes the dead-letter topic: its subscribers drain what is retained and then get
-/// `MEMQ_STATUS_CLOSED`. Groups that still give up on messages keep them (retrying the
-/// move every 10 ms), so close it only once its groups are done. Closing a closed topic
-/// does nothing.
+/// `MEMQ_STATUS_CLOSED`. Messages that groups give up on afterwards (or were retrying to
+/// move there) are delivered again instead, as if `max_deliveries` were not set, so close
+/// it only once its groups are done. Closing a closed topic does nothing.
 ///
 /// Returns `MEMQ_STATUS_NULL_POINTER` if `topic` is NULL.
 ///

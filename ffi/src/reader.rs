@@ -253,7 +253,8 @@ unsafe fn recv_into<H: ReaderHandle>(
                 Ok(())
             }
             Err(status) => {
-                // Too small: kept for the next receive, nothing is lost.
+                // Too small: kept for the next receive (dropped if the handle is freed
+                // first, as the docs say).
                 reader.pending = Some(m);
                 Err(status)
             }
@@ -431,9 +432,14 @@ pub unsafe extern "C" fn memq_subscriber_recv_many(
 /// `meta_out` is NULL, `*meta_out` its metadata.
 ///
 /// Returns `MEMQ_STATUS_BUFFER_TOO_SMALL` if the payload is longer than `buf_len`:
-/// `*len_out` gets the length needed, and the message is kept for the next receive on
-/// this subscriber (of any kind), so nothing is lost. `buf` may be NULL when `buf_len` is
-/// 0. Otherwise returns as `memq_subscriber_recv`.
+/// `*len_out` gets the length needed, and the message is kept in this subscriber for its
+/// next receive (of any kind), which returns it. It has been read from the topic already:
+/// freeing the subscriber before that receive drops it. On a retaining topic it stays in
+/// the log for other readers, but on a `MEMQ_TOPIC_RELEASE_ON_READ` topic this
+/// subscriber may have been its last reader, and it is then lost. So receive again (with
+/// a larger buffer, or with `memq_subscriber_recv`, which has no size limit) before
+/// freeing. `buf` may be NULL when `buf_len` is 0. Otherwise returns as
+/// `memq_subscriber_recv`.
 ///
 /// Thread safety: as `memq_subscriber_recv`.
 ///
@@ -536,7 +542,12 @@ pub unsafe extern "C" fn memq_consumer_new(
 
 /// Frees a consumer: it leaves its group (its partitions go to the other members); the
 /// group and its position remain. A message kept back by `memq_consumer_recv_into` is
-/// dropped with it. NULL does nothing.
+/// dropped with it, and lost to the group: the group counted it delivered when this
+/// member took it, as for every message a member of an automatic-commit group receives.
+/// Where a member may be freed between a too-small receive and the next one, receive
+/// with `memq_consumer_recv` (no size limit), or use an explicit-ack consumer
+/// (`memq_ack_consumer_new`), whose unsettled messages go back to the group. NULL does
+/// nothing.
 ///
 /// Thread safety: no other call may use this consumer during or after this one.
 ///
@@ -599,7 +610,8 @@ pub unsafe extern "C" fn memq_consumer_recv_many(
 
 /// Receives the next message for this member into the caller's buffer; as
 /// `memq_subscriber_recv_into` (a message too large for the buffer is kept for this
-/// member's next receive).
+/// member's next receive; freeing the member before that drops it, lost to the group:
+/// see `memq_consumer_free`).
 ///
 /// Thread safety: as `memq_consumer_recv`.
 ///

@@ -91,7 +91,8 @@ pub const MEMQ_TOPIC_TIMESTAMPS: u32 = 1;
 /// queue rather than a log: the last reader gets the message without a copy, and a
 /// reader that joins later at `MEMQ_START_EARLIEST` starts at the oldest message still in
 /// the log (with no reader attached, messages wait for the first one). Messages a reader
-/// fetched ahead and was not handed go back to the log when it is freed or seeks. Nothing
+/// fetched ahead and was not handed go back to the log when it is freed or seeks (one
+/// kept back by `memq_subscriber_recv_into` was handed: see there). Nothing
 /// is released while an explicit-ack group is attached. Counted in
 /// `memq_topic_stats.released`.
 pub const MEMQ_TOPIC_RELEASE_ON_READ: u32 = 2;
