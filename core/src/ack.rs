@@ -341,7 +341,8 @@ impl<T> AckSettings<T> {
             return Err(Error::ZeroInFlight);
         }
         let clock = match (config.clock, topic_clock) {
-            (Some(c), _) => c,
+            // The topic's is anchored already (and must stay the same `Arc`).
+            (Some(c), _) => crate::clock::anchored(c).0,
             (None, Some(c)) => c.clone(),
             #[cfg(feature = "std")]
             (None, None) => alloc::sync::Arc::new(crate::clock::StdClock::new()),
@@ -930,7 +931,7 @@ impl<T> AckConsumer<T> {
                         debug_assert_eq!(e.offset, offset);
                         // Stamped only if the topic has a clock: the group's own clock
                         // (for leases) does not stamp messages.
-                        let clocked = shared.clock.is_some();
+                        let clocked = shared.stamp();
                         Take::Delivered(to_message(p, e, clocked), attempt)
                     }
                     // Checked `offset >= low` above under the same lock.

@@ -97,3 +97,40 @@ impl Clock for StdClock {
 pub(crate) fn as_nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
+
+/// memq keeps times as `u64` nanoseconds, which run out 584 years after a clock's epoch.
+/// A clock whose first reading is already this far (2^62 ns, about 146 years) from its
+/// epoch, such as one counting from the year 1, is read from an origin instead (see
+/// [`anchored`]).
+const FAR: u64 = 1 << 62;
+
+/// Where a far clock's readings start from, seen through [`Anchored`]: 2^61 ns (about 73
+/// years), which leaves more than 400 years before the readings run out.
+const ANCHOR: u64 = 1 << 61;
+
+/// A far clock (see [`FAR`]), read from `origin`.
+struct Anchored {
+    clock: alloc::sync::Arc<dyn Clock>,
+    origin: Duration,
+}
+
+impl Clock for Anchored {
+    fn now(&self) -> Duration {
+        self.clock.now().saturating_sub(self.origin)
+    }
+}
+
+/// `clock` as memq reads it, and the origin to add to those readings to give the clock's
+/// own (for timestamps). A clock whose first reading fits comfortably is kept as it is,
+/// with origin zero: only a far one (see [`FAR`]) is read through [`Anchored`], so that
+/// its readings neither saturate nor all look the same.
+pub(crate) fn anchored(
+    clock: alloc::sync::Arc<dyn Clock>,
+) -> (alloc::sync::Arc<dyn Clock>, Duration) {
+    let first = clock.now();
+    if as_nanos(first) < FAR {
+        return (clock, Duration::ZERO);
+    }
+    let origin = first.saturating_sub(Duration::from_nanos(ANCHOR));
+    (alloc::sync::Arc::new(Anchored { clock, origin }), origin)
+}

@@ -162,6 +162,11 @@ pub enum Error {
         /// The capacity asked for.
         capacity: usize,
     },
+    /// The table of this many partitions cannot be allocated.
+    TooManyPartitions {
+        /// The partition count asked for.
+        partitions: u32,
+    },
     /// The partition index is not below the topic's partition count.
     PartitionOutOfRange {
         /// The index asked for.
@@ -204,6 +209,9 @@ impl fmt::Display for Error {
             Self::TtlWithoutClock => f.write_str("a ttl needs a clock"),
             Self::CapacityTooLarge { capacity } => {
                 write!(f, "cannot allocate a log of capacity {capacity}")
+            }
+            Self::TooManyPartitions { partitions } => {
+                write!(f, "cannot allocate a topic of {partitions} partitions")
             }
             Self::PartitionOutOfRange {
                 partition,

@@ -519,7 +519,7 @@ impl<T> Consumer<T> {
             return self.poll_pooled(buf, limit, waker);
         }
         let shared = &*self.shared;
-        let clocked = shared.clock.is_some();
+        let clocked = shared.stamp();
         let now = shared.now();
         let n = self.assigned.len();
         let mut got = 0;
@@ -672,7 +672,7 @@ impl<T> Consumer<T> {
         T: Clone,
     {
         let shared = &*self.shared;
-        let clocked = shared.clock.is_some();
+        let clocked = shared.stamp();
         let Some(pool) = self.group.pool.as_ref() else {
             return Poll::Ready(Err(RecvError::Closed));
         };

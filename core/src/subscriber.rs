@@ -19,11 +19,16 @@ use crate::sync::{Arc, AtomicUsize, Ordering, Padded};
 use crate::topic::{Shared, Topic};
 use crate::wait::{WaitKey, WakeList};
 
-pub(crate) fn to_message<T>(p: usize, e: Entry<T>, clocked: bool) -> Message<T> {
+pub(crate) fn to_message<T>(
+    p: usize,
+    e: Entry<T>,
+    stamp: Option<core::time::Duration>,
+) -> Message<T> {
     Message {
         offset: e.offset,
         partition: p as u32,
-        timestamp: clocked.then(|| core::time::Duration::from_nanos(e.ts)),
+        timestamp: stamp
+            .map(|origin| origin.saturating_add(core::time::Duration::from_nanos(e.ts))),
         value: e.value,
     }
 }
@@ -340,7 +345,7 @@ impl<T> Subscriber<T> {
             let idx = (self.next + k) % n;
             let sp = &mut self.parts[idx];
             if let Some(e) = sp.pop_ahead(shared) {
-                let m = to_message(sp.p, e, shared.clock.is_some());
+                let m = to_message(sp.p, e, shared.stamp());
                 self.next = idx + 1;
                 self.cancel_wait();
                 return Poll::Ready(Ok(m));
@@ -390,7 +395,7 @@ impl<T> Subscriber<T> {
                     shared.reader_advanced(&mut log, &mut wl);
                     drop(log);
                     sp.released.clear();
-                    let m = to_message(sp.p, e, shared.clock.is_some());
+                    let m = to_message(sp.p, e, shared.stamp());
                     let settled = Some(sp.p);
                     self.next = idx + 1;
                     self.cancel_wait_except(settled);
@@ -447,7 +452,7 @@ impl<T> Subscriber<T> {
             return Poll::Pending;
         }
         let shared = &*self.shared;
-        let clocked = shared.clock.is_some();
+        let clocked = shared.stamp();
         let release = shared.release_on_read;
         let dest = if release { Dest::User } else { Dest::Copy };
         let mut now = None;

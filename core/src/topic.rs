@@ -90,7 +90,11 @@ pub(crate) struct Shared<T> {
     /// Messages leave the log once read by all (see `TopicConfig::release_on_read`).
     pub(crate) release_on_read: bool,
     pub(crate) ttl: Option<u64>,
+    /// The topic's clock as memq reads it (see `clock::anchored`).
     pub(crate) clock: Option<alloc::sync::Arc<dyn Clock>>,
+    /// What to add to `clock`'s readings to give the user's clock's (zero unless that
+    /// clock's epoch is centuries back).
+    origin: core::time::Duration,
     /// Wakes publishers parked on a full log when its oldest message expires (topics
     /// with a TTL; see `TopicConfig::timer`).
     timer: Option<alloc::sync::Arc<dyn crate::ack::Timer>>,
@@ -119,6 +123,12 @@ impl<T> fmt::Debug for Shared<T> {
 }
 
 impl<T> Shared<T> {
+    /// What the messages handed out are stamped with: `None` without a clock, else the
+    /// origin to add to their stored times (see `subscriber::to_message`).
+    pub(crate) fn stamp(&self) -> Option<core::time::Duration> {
+        self.clock.as_ref().map(|_| self.origin)
+    }
+
     /// The clock's reading in nanoseconds (0 without a clock). Called outside any lock.
     #[inline]
     pub(crate) fn now(&self) -> u64 {
@@ -683,8 +693,9 @@ impl<T> Topic<T> {
     ///
     /// # Errors
     ///
-    /// [`Error::ZeroCapacity`], [`Error::ZeroPartitions`], [`Error::TtlWithoutClock`], or
-    /// [`Error::CapacityTooLarge`] if the ring cannot be allocated.
+    /// [`Error::ZeroCapacity`], [`Error::ZeroPartitions`], [`Error::TtlWithoutClock`];
+    /// [`Error::CapacityTooLarge`] if a ring cannot be allocated, or
+    /// [`Error::TooManyPartitions`] if the partition table cannot.
     pub fn new(config: TopicConfig) -> Result<Self, Error> {
         Self::build(None, config)
     }
@@ -693,7 +704,8 @@ impl<T> Topic<T> {
     ///
     /// # Errors
     ///
-    /// [`Error::ZeroCapacity`] if `capacity` is 0.
+    /// [`Error::ZeroCapacity`] if `capacity` is 0; [`Error::CapacityTooLarge`] if the
+    /// ring cannot be allocated.
     pub fn with_capacity(capacity: usize) -> Result<Self, Error> {
         Self::new(TopicConfig::new(capacity))
     }
@@ -706,7 +718,9 @@ impl<T> Topic<T> {
         let mut parts = Vec::new();
         parts
             .try_reserve_exact(config.partitions as usize)
-            .map_err(|_| too_large.clone())?;
+            .map_err(|_| Error::TooManyPartitions {
+                partitions: config.partitions,
+            })?;
         for _ in 0..config.partitions {
             let log = Log::new(config.capacity, config.release_on_read, parts.len())
                 .ok_or_else(|| too_large.clone())?;
@@ -717,6 +731,13 @@ impl<T> Topic<T> {
                 tail: Padded(crate::sync::AtomicU64::new(0)),
             });
         }
+        let (clock, origin) = match config.clock {
+            Some(c) => {
+                let (c, origin) = crate::clock::anchored(c);
+                (Some(c), origin)
+            }
+            None => (None, core::time::Duration::ZERO),
+        };
         Ok(Self {
             shared: Arc::new(Shared {
                 name,
@@ -736,7 +757,8 @@ impl<T> Topic<T> {
                     #[cfg(not(feature = "std"))]
                     (Some(_), None) => None,
                 },
-                clock: config.clock,
+                clock,
+                origin,
                 router: config.router,
                 publishers: AtomicUsize::new(1),
                 round_robin: AtomicUsize::new(0),

@@ -421,3 +421,26 @@ fn debug_does_not_need_t_debug() {
     let fut = topic.publish(Opaque);
     assert!(format!("{fut:?}").contains("Publish"));
 }
+
+#[test]
+// A terabyte-sized allocation that the OS refuses; Miri would try to make it.
+#[cfg_attr(miri, ignore)]
+fn allocation_errors_name_what_could_not_be_allocated() {
+    // Review finding: a partition table too large to allocate was reported as a log of
+    // capacity 1 that could not be.
+    let err = Topic::<u8>::new(TopicConfig::new(1).partitions(u32::MAX)).unwrap_err();
+    assert_eq!(
+        err,
+        Error::TooManyPartitions {
+            partitions: u32::MAX
+        },
+        "{err}"
+    );
+    let err = Topic::<u8>::with_capacity(usize::MAX).unwrap_err();
+    assert_eq!(
+        err,
+        Error::CapacityTooLarge {
+            capacity: usize::MAX
+        }
+    );
+}

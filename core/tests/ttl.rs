@@ -476,3 +476,71 @@ fn a_panic_in_a_timed_blocking_publish_leaves_no_place_in_line_behind() {
         "slept {took:?} next to a free slot"
     );
 }
+
+/// About 2025 years: a clock counting from the year 1, as calendar libraries do. memq's
+/// times are `u64` nanoseconds, which run out after 584 years.
+const FAR_EPOCH: Duration = Duration::from_secs(2025 * 365 * 24 * 3600);
+
+fn far_clocked(cap: usize, ttl: Option<Duration>) -> (Arc<ManualClock>, Topic<u32>) {
+    let clock = Arc::new(ManualClock::new());
+    clock.set(FAR_EPOCH);
+    let mut cfg = TopicConfig::new(cap).clock(clock.clone());
+    if let Some(ttl) = ttl {
+        cfg = cfg.ttl(ttl);
+    }
+    (clock, Topic::new(cfg).unwrap())
+}
+
+#[test]
+fn a_clock_whose_epoch_is_centuries_back_keeps_ttls_and_timestamps() {
+    // Review finding: every reading past 2^64 ns saturated to the same value, so nothing
+    // expired and every timestamp read 584 years.
+    let (clock, topic) = far_clocked(8, Some(Duration::from_secs(1)));
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    topic.try_publish(1).unwrap();
+    let stamped = clock.now();
+    assert_eq!(sub.try_recv().unwrap().timestamp(), Some(stamped));
+    clock.advance(ms(250));
+    topic.try_publish(2).unwrap();
+    clock.advance(Duration::from_secs(60));
+    let mut late = topic.subscribe(StartAt::Earliest).unwrap();
+    assert_eq!(late.try_recv().unwrap_err(), TryRecvError::Empty);
+    assert_eq!(topic.stats().expired, 2, "both outlived their 1 s TTL");
+    // Timestamps keep the clock's own readings, to the nanosecond.
+    clock.advance(Duration::from_nanos(7));
+    topic.try_publish(3).unwrap();
+    assert_eq!(late.try_recv().unwrap().timestamp(), Some(clock.now()));
+}
+
+/// A waker that counts its wake-ups.
+struct CountWakes(core::sync::atomic::AtomicUsize);
+
+impl alloc::task::Wake for CountWakes {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_publisher_parked_on_a_far_clocks_topic_is_not_woken_while_nothing_changes() {
+    // Review finding: with readings saturated, the expiry alarm of a full TTL topic fell
+    // due at once, every time: a parked publisher was woken and polled in a loop (3,523
+    // times in 200 ms). Its alarm is an hour of (standing) clock time away.
+    use core::sync::atomic::Ordering;
+    use core::task::{Context, Waker};
+    let (_clock, topic) = far_clocked(1, Some(Duration::from_secs(3600)));
+    let _slow = topic.subscribe(StartAt::Earliest).unwrap();
+    topic.try_publish(1).unwrap();
+    let wakes = Arc::new(CountWakes(Default::default()));
+    let waker = Waker::from(wakes.clone());
+    let mut publish = topic.publish(2);
+    assert!(core::pin::Pin::new(&mut publish)
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending());
+    std::thread::sleep(ms(100));
+    assert_eq!(
+        wakes.0.load(Ordering::SeqCst),
+        0,
+        "woken with nothing to do"
+    );
+}

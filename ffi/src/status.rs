@@ -142,7 +142,7 @@ pub extern "C" fn memq_version() -> *const c_char {
 impl From<Error> for memq_status {
     fn from(e: Error) -> Self {
         match e {
-            Error::CapacityTooLarge { .. } => Self::AllocFailed,
+            Error::CapacityTooLarge { .. } | Error::TooManyPartitions { .. } => Self::AllocFailed,
             Error::PartitionOutOfRange { .. } | Error::OffsetOutOfRange { .. } => Self::OutOfRange,
             Error::UnknownTopic(_) => Self::UnknownTopic,
             Error::TopicExists(_) => Self::TopicExists,
