@@ -17,7 +17,17 @@ fn ms(n: u64) -> Duration {
 }
 
 fn clocked(cap: usize, ttl: Option<Duration>) -> (Arc<ManualClock>, Topic<u32>) {
+    clocked_from(Duration::ZERO, cap, ttl)
+}
+
+/// A topic on a manual clock that reads `start` when the topic is made.
+fn clocked_from(
+    start: Duration,
+    cap: usize,
+    ttl: Option<Duration>,
+) -> (Arc<ManualClock>, Topic<u32>) {
     let clock = Arc::new(ManualClock::new());
+    clock.set(start);
     let mut cfg = TopicConfig::new(cap).clock(clock.clone());
     if let Some(ttl) = ttl {
         cfg = cfg.ttl(ttl);
@@ -482,13 +492,7 @@ fn a_panic_in_a_timed_blocking_publish_leaves_no_place_in_line_behind() {
 const FAR_EPOCH: Duration = Duration::from_secs(2025 * 365 * 24 * 3600);
 
 fn far_clocked(cap: usize, ttl: Option<Duration>) -> (Arc<ManualClock>, Topic<u32>) {
-    let clock = Arc::new(ManualClock::new());
-    clock.set(FAR_EPOCH);
-    let mut cfg = TopicConfig::new(cap).clock(clock.clone());
-    if let Some(ttl) = ttl {
-        cfg = cfg.ttl(ttl);
-    }
-    (clock, Topic::new(cfg).unwrap())
+    clocked_from(FAR_EPOCH, cap, ttl)
 }
 
 #[test]
