@@ -341,7 +341,8 @@ impl<T> AckSettings<T> {
             return Err(Error::ZeroInFlight);
         }
         let clock = match (config.clock, topic_clock) {
-            // The topic's is anchored already (and must stay the same `Arc`).
+            // A clock of the group's own is anchored here; the topic's (next arm) was
+            // anchored when the topic was made, and must stay the same `Arc`.
             (Some(c), _) => crate::clock::anchored(c).0,
             (None, Some(c)) => c.clone(),
             #[cfg(feature = "std")]
