@@ -440,11 +440,11 @@ fn decode_any_detects_every_combination() {
 fn header_errors_come_in_the_documented_order() {
     let truncated = |got| CodecError::TruncatedHeader { needed: 5, got };
     let cases: &[(&[u8], CodecError)] = &[
-        (b"", truncated(0)),
         (b"M", truncated(1)),
         (b"MQ", truncated(2)),
         (b"MQ\x01", truncated(3)),
         (b"MQ\x01\x02", truncated(4)),
+        (b"", CodecError::BadMagic),
         (b"X", CodecError::BadMagic),
         (b"MX", CodecError::BadMagic),
         (b"QM\x01\x02\x00", CodecError::BadMagic),
@@ -756,6 +756,141 @@ fn json_refuses_hostile_nesting() {
     let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
     assert_err(Json::new().decode::<Nested>(deep.as_bytes()), |e| {
         matches!(e, CodecError::Decode(_))
+    });
+}
+
+/// A recursive enum (an expression tree): formats that bound arrays and maps may still
+/// recurse through enums.
+#[cfg(any(feature = "postcard", feature = "json", feature = "msgpack"))]
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+enum Expr {
+    Lit(u32),
+    Neg(Box<Expr>),
+}
+
+/// A type whose `Option` recurses: JSON and MessagePack read `Some` without reading a byte,
+/// so any value that is not null would recurse for ever without a count of levels.
+#[cfg(any(feature = "postcard", feature = "json", feature = "msgpack"))]
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct Chain(Option<Box<Chain>>);
+
+/// `Neg` `levels - 1` times around a `Lit`: `levels` levels of nesting.
+#[cfg(any(feature = "postcard", feature = "json", feature = "msgpack"))]
+fn negated(levels: usize) -> Expr {
+    let mut e = Expr::Lit(7);
+    for _ in 1..levels {
+        e = Expr::Neg(Box::new(e));
+    }
+    e
+}
+
+/// Runs `f` on a thread with a 2 MiB stack, Rust's default for spawned threads (the test
+/// harness may give its threads more), so that a decoder that overflows it fails the test
+/// with a stack overflow instead of passing by luck.
+#[cfg(any(feature = "postcard", feature = "json", feature = "msgpack"))]
+fn on_small_stack(f: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(f)
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+#[cfg(feature = "msgpack")]
+#[test]
+fn msgpack_refuses_hostile_enum_and_option_nesting() {
+    on_small_stack(|| {
+        // {"Neg": {"Neg": ... {"Lit": 0}}}: maps that rmp-serde reads as enums, which it does
+        // not count against its own limit.
+        let mut deep = Vec::new();
+        for _ in 0..200_000 {
+            deep.extend_from_slice(&[0x81, 0xa3, b'N', b'e', b'g']);
+        }
+        deep.extend_from_slice(&[0x81, 0xa3, b'L', b'i', b't', 0x00]);
+        assert_err(
+            MsgPack::new().decode::<Expr>(&deep),
+            |e| matches!(e, CodecError::Decode(m) if m.contains("deeper than 128")),
+        );
+        // One byte that is not nil: `Some`, again and again, without reading anything.
+        assert_err(MsgPack::new().decode::<Chain>(&[0x01]), |e| {
+            matches!(e, CodecError::Decode(_))
+        });
+        for codec in [MsgPack::new(), MsgPack::compact()] {
+            let limit = codec.encode(&negated(MsgPack::MAX_DEPTH)).unwrap();
+            assert_eq!(
+                codec.decode::<Expr>(&limit).unwrap(),
+                negated(MsgPack::MAX_DEPTH)
+            );
+            let past = codec.encode(&negated(MsgPack::MAX_DEPTH + 1)).unwrap();
+            assert_err(codec.decode::<Expr>(&past), |e| {
+                matches!(e, CodecError::Decode(_))
+            });
+        }
+    });
+}
+
+#[cfg(feature = "json")]
+#[test]
+fn json_refuses_hostile_enum_and_option_nesting() {
+    on_small_stack(|| {
+        let deep = format!(
+            "{}{{\"Lit\":0}}{}",
+            r#"{"Neg":"#.repeat(200_000),
+            "}".repeat(200_000)
+        );
+        assert_err(Json::new().decode::<Expr>(deep.as_bytes()), |e| {
+            matches!(e, CodecError::Decode(_))
+        });
+        assert_err(
+            Json::new().decode::<Chain>(b"1"),
+            |e| matches!(e, CodecError::Decode(m) if m.contains("deeper than 128")),
+        );
+        // serde_json's own limit lets 127 objects through, one fewer than memq's count.
+        let limit = Json::new().encode(&negated(127)).unwrap();
+        assert_eq!(Json::new().decode::<Expr>(&limit).unwrap(), negated(127));
+        let past = Json::new().encode(&negated(128)).unwrap();
+        assert_err(Json::new().decode::<Expr>(&past), |e| {
+            matches!(e, CodecError::Decode(_))
+        });
+    });
+}
+
+#[cfg(feature = "postcard")]
+#[test]
+fn postcard_refuses_hostile_nesting_directly_and_through_decode_any() {
+    on_small_stack(|| {
+        // Variant 1 (`Neg`) a million times: postcard has no limit of its own.
+        let mut deep = vec![1u8; 1_000_000];
+        deep.extend_from_slice(&[0, 0]);
+        assert_err(
+            Postcard::new().decode::<Expr>(&deep),
+            |e| matches!(e, CodecError::Decode(m) if m.contains("deeper than 128")),
+        );
+        // Any message on a byte topic may name postcard in its header.
+        let mut framed = b"MQ\x01\x01\x00".to_vec();
+        framed.extend_from_slice(&deep);
+        assert_err(decode_any::<Expr>(&framed), |e| {
+            matches!(e, CodecError::Decode(_))
+        });
+        // `Some` (tag 1) a million times.
+        assert_err(
+            Postcard::new().decode::<Chain>(&vec![1u8; 1_000_000]),
+            |e| matches!(e, CodecError::Decode(_)),
+        );
+        let limit = Postcard::new()
+            .encode(&negated(memq::codec::MAX_DEPTH))
+            .unwrap();
+        assert_eq!(
+            Postcard::new().decode::<Expr>(&limit).unwrap(),
+            negated(memq::codec::MAX_DEPTH)
+        );
+        let past = Postcard::new()
+            .encode(&negated(memq::codec::MAX_DEPTH + 1))
+            .unwrap();
+        assert_err(Postcard::new().decode::<Expr>(&past), |e| {
+            matches!(e, CodecError::Decode(_))
+        });
     });
 }
 

@@ -45,6 +45,9 @@ use core::fmt;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+mod depth;
+pub use depth::{deserialize_within_depth, MAX_DEPTH};
+
 /// Turns values into bytes and bytes back into values.
 ///
 /// A codec is a value (usually zero-sized or a few bytes of settings) rather than a set of
@@ -544,10 +547,10 @@ impl core::error::Error for CodecError {}
 /// wire-compatible one) that the writer encoded. Use it between Rust programs that share their
 /// message types; use JSON or MessagePack (in `memq::codec`) to talk to other languages.
 ///
-/// Decoding rejects trailing bytes after the value. Postcard has no nesting limit of its own:
-/// decoding a recursive type (a tree of `Vec<Self>`, say) from untrusted bytes can exhaust the
-/// stack, so read such types from untrusted sources with MessagePack or JSON, which stop at a
-/// fixed depth.
+/// Decoding rejects trailing bytes after the value, and data nested more than [`MAX_DEPTH`]
+/// levels: postcard has no nesting limit of its own, and decoding a recursive type (a tree of
+/// `Vec<Self>`, an enum that contains itself) from hostile bytes would otherwise exhaust the
+/// stack.
 ///
 /// # Examples
 ///
@@ -593,8 +596,11 @@ impl Codec for Postcard {
     }
 
     fn decode<T: DeserializeOwned>(&self, bytes: &[u8]) -> Result<T, CodecError> {
-        let (value, rest) =
-            postcard::take_from_bytes(bytes).map_err(|e| CodecError::Decode(e.to_string()))?;
+        let mut de = postcard::Deserializer::from_bytes(bytes);
+        let value = deserialize_within_depth(&mut de, MAX_DEPTH)?;
+        let rest = de
+            .finalize()
+            .map_err(|e| CodecError::Decode(e.to_string()))?;
         if rest.is_empty() {
             Ok(value)
         } else {

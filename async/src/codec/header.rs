@@ -126,7 +126,7 @@ impl Header {
     ///
     /// In the order they are checked:
     /// - [`CodecError::BadMagic`] if `bytes` does not start with `"MQ"` (or with `"M"`, when it
-    ///   is one byte long);
+    ///   is one byte long), empty `bytes` included;
     /// - [`CodecError::TruncatedHeader`] if `bytes` starts like a header but is shorter than
     ///   [`Header::LEN`];
     /// - [`CodecError::UnsupportedVersion`], [`CodecError::UnknownFormat`],
@@ -138,6 +138,7 @@ impl Header {
     /// use memq::codec::{CodecError, Header};
     ///
     /// assert_eq!(Header::parse(b"{\"id\":1}"), Err(CodecError::BadMagic));
+    /// assert_eq!(Header::parse(b""), Err(CodecError::BadMagic));
     /// assert_eq!(
     ///     Header::parse(b"MQ\x01"),
     ///     Err(CodecError::TruncatedHeader { needed: 5, got: 3 })
@@ -146,7 +147,8 @@ impl Header {
     /// ```
     pub fn parse(bytes: &[u8]) -> Result<(Header, &[u8]), CodecError> {
         let magic_len = bytes.len().min(Header::MAGIC.len());
-        if bytes[..magic_len] != Header::MAGIC[..magic_len] {
+        // Empty bytes do not start with the magic either (nothing was written with a header).
+        if bytes.is_empty() || bytes[..magic_len] != Header::MAGIC[..magic_len] {
             return Err(CodecError::BadMagic);
         }
         let Some((head, payload)) = bytes.split_first_chunk::<{ Header::LEN }>() else {

@@ -8,7 +8,10 @@ use super::{Codec, CodecError, Format};
 /// The JSON codec: UTF-8 text that any language reads.
 ///
 /// Compact by default; [`Json::pretty`] indents. Decoding accepts either, rejects anything but
-/// whitespace after the value, and stops at serde_json's nesting limit of 128.
+/// whitespace after the value, and stops nesting at whichever limit comes first: serde_json's
+/// own (127 arrays and objects, enums' included, one inside another) or memq's
+/// [`MAX_DEPTH`](super::MAX_DEPTH) levels, which also counts `Some` (JSON reads it without a
+/// byte of its own, so a recursive `Option` could otherwise recurse for ever).
 ///
 /// JSON has no NaN or infinities: serde_json writes a non-finite `f32` or `f64` as `null`,
 /// which decodes as `None` in an `Option` and fails to decode as a plain float. Likewise
@@ -98,6 +101,9 @@ impl Codec for Json {
     }
 
     fn decode<T: DeserializeOwned>(&self, bytes: &[u8]) -> Result<T, CodecError> {
-        serde_json::from_slice(bytes).map_err(|e| CodecError::Decode(e.to_string()))
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let value = super::deserialize_within_depth(&mut de, super::MAX_DEPTH)?;
+        de.end().map_err(|e| CodecError::Decode(e.to_string()))?;
+        Ok(value)
     }
 }

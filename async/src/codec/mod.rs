@@ -46,8 +46,9 @@
 //!
 //! Every decoder here returns a [`CodecError`] for bytes it cannot read, never panics, and
 //! never trusts a length it reads: decompression stops at a limit (256 MiB by default,
-//! [`DEFAULT_MAX_DECOMPRESSED_LEN`]), MessagePack nesting stops at [`MsgPack::MAX_DEPTH`]
-//! and JSON nesting at serde_json's limit of 128.
+//! [`DEFAULT_MAX_DECOMPRESSED_LEN`]), and nesting stops at [`MAX_DEPTH`] levels in every
+//! format, so that hostile bytes cannot overflow the stack (sequences, maps, enum variants
+//! and `Some` each count a level: see [`MAX_DEPTH`]).
 //!
 //! # Examples
 //!
@@ -87,7 +88,9 @@
     allow(rustdoc::broken_intra_doc_links)
 )]
 
-pub use memq_core::codec::{Codec, CodecError, Compression, Format};
+pub use memq_core::codec::{
+    deserialize_within_depth, Codec, CodecError, Compression, Format, MAX_DEPTH,
+};
 
 #[cfg(feature = "postcard")]
 pub use memq_core::codec::Postcard;

@@ -10,7 +10,8 @@ use super::{Codec, CodecError, Format};
 /// [`MsgPack::new`] writes structs as maps keyed by field name, which other languages read as
 /// dictionaries and which survive added or reordered fields; [`MsgPack::compact`] writes them
 /// as arrays, smaller but tied to field order. Decoding reads both layouts, rejects trailing
-/// bytes and stops at [`MsgPack::MAX_DEPTH`] levels of nesting.
+/// bytes and stops at [`MsgPack::MAX_DEPTH`] levels of nesting (enums and options
+/// included).
 ///
 /// # Examples
 ///
@@ -38,9 +39,11 @@ pub struct MsgPack {
 }
 
 impl MsgPack {
-    /// The deepest nesting of arrays and maps that decoding accepts (a plain value is depth 0,
-    /// `[[1]]` depth 2), so that hostile input ends in an error rather than a stack overflow.
-    pub const MAX_DEPTH: usize = 128;
+    /// The deepest nesting that decoding accepts, [`MAX_DEPTH`](super::MAX_DEPTH): arrays,
+    /// maps, enum variants and `Some` each count a level, a plain value none
+    /// (`[[1]]` is depth 2), so that hostile input ends in an error rather than a stack
+    /// overflow.
+    pub const MAX_DEPTH: usize = super::MAX_DEPTH;
 
     /// MessagePack with structs as maps keyed by field name.
     ///
@@ -118,7 +121,9 @@ impl Codec for MsgPack {
         // rmp-serde counts the outermost level against its limit too: one more lets exactly
         // `MAX_DEPTH` levels through.
         de.set_max_depth(Self::MAX_DEPTH + 1);
-        let value = T::deserialize(&mut de).map_err(|e| CodecError::Decode(e.to_string()))?;
+        // rmp-serde counts arrays and maps only; enums, and options that recurse without
+        // reading a byte, are counted by the adapter.
+        let value = super::deserialize_within_depth(&mut de, Self::MAX_DEPTH)?;
         drop(de);
         if rest.is_empty() {
             Ok(value)
