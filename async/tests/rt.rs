@@ -106,6 +106,72 @@ fn threads_sleep_wakes_at_its_deadline_and_unregisters_when_dropped() {
     assert!(poll_once(&mut forever, &waker).is_pending());
 }
 
+/// Runs `f` on a thread and returns its result, or fails the test if it takes longer than
+/// `limit` (a hang).
+fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit).expect("hung")
+}
+
+struct PanickingWaker;
+
+impl Wake for PanickingWaker {
+    fn wake(self: Arc<Self>) {
+        panic!("memq-test-panic: a waker that panics");
+    }
+}
+
+#[test]
+fn a_waker_that_panics_does_not_stop_the_sleep_timer() {
+    quiet_panics();
+    // A sleep whose waker panics when the timer thread wakes it, beside one due later.
+    let panicking = Waker::from(Arc::new(PanickingWaker));
+    let mut first = Box::pin(Threads.sleep(Duration::from_millis(5)));
+    assert!(poll_once(&mut first, &panicking).is_pending());
+    let count = Arc::new(CountingWaker::default());
+    let mut second = Box::pin(Threads.sleep(Duration::from_millis(5)));
+    assert!(poll_once(&mut second, &Waker::from(count.clone())).is_pending());
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        count.0.load(Ordering::SeqCst),
+        1,
+        "woken with the panicking one"
+    );
+    // Every later sleep in the process is still served.
+    within(Duration::from_secs(10), || {
+        Threads::block_on(Threads.sleep(Duration::from_millis(10)));
+    });
+}
+
+/// A waker that owns a future (as a task's waker owns its task).
+struct OwningWaker(
+    #[allow(dead_code)] std::sync::Mutex<Option<Pin<Box<dyn Future<Output = ()> + Send>>>>,
+);
+
+impl Wake for OwningWaker {
+    fn wake(self: Arc<Self>) {}
+}
+
+#[test]
+fn a_sleep_polled_with_a_new_waker_drops_the_old_one_outside_the_timers_lock() {
+    within(Duration::from_secs(10), || {
+        let noop = futures_util::task::noop_waker();
+        // The old waker is the last hold on a future with a sleep of its own: dropping it
+        // cancels that sleep, which takes the timer's lock.
+        let mut owned: Pin<Box<dyn Future<Output = ()> + Send>> =
+            Box::pin(Threads.sleep(Duration::from_secs(10)));
+        assert!(poll_once(&mut owned, &noop).is_pending());
+        let owning = Waker::from(Arc::new(OwningWaker(std::sync::Mutex::new(Some(owned)))));
+        let mut sleep = Box::pin(Threads.sleep(Duration::from_secs(10)));
+        assert!(poll_once(&mut sleep, &owning).is_pending());
+        drop(owning);
+        assert!(poll_once(&mut sleep, &noop).is_pending());
+    });
+}
+
 #[test]
 fn a_tokio_sleep_too_long_for_its_timer_never_ends_even_on_a_paused_clock() {
     // From review: Tokio cuts sleeps at 30 years, and a paused clock jumps ahead whenever

@@ -1737,7 +1737,13 @@ mod thread_timer {
                 }
                 if !due.is_empty() {
                     drop(state);
-                    due.into_iter().for_each(Waker::wake);
+                    for waker in due {
+                        // A waker that panics must not end this thread (`running` would stay
+                        // set, and no wake-up asked of the timer would ever come again).
+                        let _ = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| {
+                            waker.wake();
+                        }));
+                    }
                     state = inner.state.lock().unwrap_or_else(|e| e.into_inner());
                     continue;
                 }

@@ -9,6 +9,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread;
 use std::time::Instant;
@@ -48,7 +49,11 @@ impl Timer {
         if let Some(k) = key {
             if let Some(w) = state.sleepers.get_mut(k) {
                 if !w.will_wake(waker) {
-                    w.clone_from(waker);
+                    let old = core::mem::replace(w, waker.clone());
+                    drop(state);
+                    // Outside the lock: the old waker may be the last hold on a task whose
+                    // future has sleeps of its own, and dropping those cancels them here.
+                    drop(old);
                 }
                 return;
             }
@@ -87,7 +92,11 @@ impl Timer {
             }
             if !due.is_empty() {
                 drop(state);
-                due.drain(..).for_each(Waker::wake);
+                for waker in due.drain(..) {
+                    // A waker that panics must not end this thread: every sleep in the
+                    // process depends on it, and none would be woken again.
+                    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| waker.wake()));
+                }
                 state = self.lock();
                 continue;
             }
