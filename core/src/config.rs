@@ -32,7 +32,10 @@ pub enum Overflow {
     /// started waiting after it wait for it, so small publishes cannot hold a batch back
     /// for ever. The room a woken publisher was woken for is kept for it from the others
     /// that wait (not from new publishes, which use any free slot); if a new publish took
-    /// it first, the woken publisher waits again in its old place. So a woken publish
+    /// it first, the woken publisher waits again in its old place. A waiting publish
+    /// polled again before it is woken (by a `select!`, a timeout's check, or its own TTL
+    /// alarm) keeps waiting unless it is the first in line and its room is free beyond
+    /// what was promised. So a woken publish
     /// future should be polled again or dropped: one kept for good without either (leaked
     /// with `mem::forget`, say) keeps its room from the publishers waiting behind it, as a
     /// fair semaphore's waiter keeps the permits it was given.

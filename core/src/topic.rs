@@ -180,6 +180,27 @@ impl<T> Shared<T> {
         }
     }
 
+    /// Whether a publisher parked on a partition (`log`, locked) and polled again before it
+    /// was woken (a spurious poll, a `select!`, its own TTL alarm) must stay parked: it
+    /// may take only its turn. Publishers parked before it go first, and the room promised
+    /// to publishers woken before it is theirs; so it goes only as the first in line, into
+    /// room beyond what was promised. A publisher that was woken, or never parked, is not
+    /// held back here.
+    #[inline]
+    fn out_of_turn(&self, log: &mut Log<T>, key: Option<WaitKey>, need: u64) -> bool {
+        log.pubs.is_waiting(key) && self.behind_others(log, key, need)
+    }
+
+    /// [`Shared::out_of_turn`] for a publisher that is waiting.
+    #[inline(never)]
+    fn behind_others(&self, log: &mut Log<T>, key: Option<WaitKey>, need: u64) -> bool {
+        if !log.pubs.is_first_waiting(key) {
+            return true;
+        }
+        let want = log.pubs.promised().saturating_add(need);
+        log.free_slots(self.overflow, want) < want
+    }
+
     /// Parks a publisher needing `need` slots of partition `p` (its log locked); wakers
     /// of other publishers go to `wl`.
     ///
@@ -227,8 +248,11 @@ impl<T> Shared<T> {
     fn expiry_alarm(&self, log: &mut Log<T>, now: u64, waker: &Waker) -> Option<Arm> {
         let ttl = self.ttl?;
         self.timer.as_ref()?;
-        // Expired once `now - ts > ttl`.
-        let at = log.oldest_ts()?.saturating_add(ttl).saturating_add(1);
+        // Expired once `now - ts > ttl`. With no message to expire (a publisher held back
+        // by room promised to others, in a log they have not published to yet), the first
+        // that can: one published from now on.
+        let oldest = log.oldest_ts().unwrap_or(now);
+        let at = oldest.saturating_add(ttl).saturating_add(1);
         let alarms = &mut log.expiry_alarms;
         alarms.retain(|a| a.at() > now);
         let old = alarms.iter().position(|a| a.is_for(waker));
@@ -477,6 +501,15 @@ impl<T> Shared<T> {
                 Log::<T>::unregister(&mut log.pubs, key, &mut wl);
                 return Attempt::Done(Err(PublishError::Closed(v)));
             }
+            if let Some(w) = waker {
+                if self.out_of_turn(&mut log, *key, 1) {
+                    log.pubs.register_needing(key, w, 1);
+                    let alarm = self.expiry_alarm(&mut log, now, w);
+                    drop(log);
+                    self.arm_expiry_alarm(alarm);
+                    return Attempt::Parked(v);
+                }
+            }
             let mut v = v;
             loop {
                 match log.append(v, now, self.overflow) {
@@ -574,6 +607,15 @@ impl<T> Shared<T> {
                     partition: p as u32,
                     offset: log.high,
                 }));
+            }
+            if let Some(w) = waker {
+                if self.out_of_turn(&mut log, *key, n as u64) {
+                    log.pubs.register_needing(key, w, n as u64);
+                    let alarm = self.expiry_alarm(&mut log, now, w);
+                    drop(log);
+                    self.arm_expiry_alarm(alarm);
+                    return Attempt::Parked(batch);
+                }
             }
             loop {
                 match log.append_batch(&mut batch, now, self.overflow, &mut olds) {

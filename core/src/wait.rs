@@ -339,6 +339,24 @@ impl WaiterList {
         done
     }
 
+    /// Whether `key` is waiting to be woken: a registration that parked and has not been
+    /// woken since (one that was woken is `Notified`).
+    #[inline]
+    pub(crate) fn is_waiting(&self, key: Option<WaitKey>) -> bool {
+        matches!(key, Some(WaitKey(i)) if self.slots[i].state == SlotState::Waiting)
+    }
+
+    /// Whether the waiting registration `key` is the first in line.
+    pub(crate) fn is_first_waiting(&self, key: Option<WaitKey>) -> bool {
+        let Some(WaitKey(k)) = key else {
+            return false;
+        };
+        self.queue
+            .iter()
+            .find(|&&(i, turn)| self.slots[i].is_queued(turn))
+            .is_some_and(|&(i, _)| i == k)
+    }
+
     /// Room promised to registrations woken and not back yet (see
     /// [`WaiterList::notify_fitting`]).
     pub(crate) fn promised(&self) -> u64 {

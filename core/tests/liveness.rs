@@ -483,3 +483,23 @@ proptest! {
         run(capacity, release, Some(skew), ops)?;
     }
 }
+
+/// Found by the fuzz above once a parked publisher polled out of turn stays parked: one
+/// held back by room promised to another, in a log with nothing left to expire, had no
+/// alarm, and slept for ever once the other's messages had expired.
+#[test]
+fn a_publisher_held_back_in_an_empty_log_with_a_ttl_still_gets_an_alarm() {
+    use Op::*;
+    let ops = vec![
+        Publish(2),
+        Publish(3),
+        Publish(3),
+        Publish(3),
+        AckJoin,
+        Publish(3),
+        Advance(11),
+        ServeOne(1),
+        AckLeave(0),
+    ];
+    run(4, false, Some(0), ops).unwrap();
+}

@@ -213,6 +213,66 @@ fn block_waiting_batch_publisher_is_woken_when_the_whole_batch_fits() {
 }
 
 #[test]
+fn block_a_waiting_publisher_polled_out_of_turn_leaves_the_room_promised_to_the_one_before_it() {
+    // From review: a publisher parked behind a batch, polled again (a spurious poll, a
+    // `select!`, its own TTL alarm), took the room the batch had been woken for.
+    let t = topic::<u32>(2, Overflow::Block);
+    let mut s = t.subscribe(StartAt::Earliest).unwrap();
+    t.try_publish(0).unwrap();
+    t.try_publish(1).unwrap();
+    let (_, w) = counting_waker();
+    let mut cx = Context::from_waker(&w);
+    // A (a batch of 2) parks first, B (one message) after it.
+    let mut a = pin!(t.publish_batch(vec![10, 11]));
+    let mut b = pin!(t.publish(20));
+    assert!(a.as_mut().poll(&mut cx).is_pending());
+    assert!(b.as_mut().poll(&mut cx).is_pending());
+    // One slot free: not A's room yet, and B, behind A, waits for A.
+    s.try_recv().unwrap();
+    assert!(b.as_mut().poll(&mut cx).is_pending(), "B passed A");
+    // Both free: A is woken for them, and B polled first still leaves them to A.
+    s.try_recv().unwrap();
+    assert!(b.as_mut().poll(&mut cx).is_pending(), "B took A's room");
+    assert!(matches!(a.as_mut().poll(&mut cx), Poll::Ready(Ok(_))));
+    // Then B's turn comes as the reader moves on.
+    assert!(b.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(s.try_recv().unwrap().into_value(), 10);
+    assert!(matches!(b.as_mut().poll(&mut cx), Poll::Ready(Ok(_))));
+    let rest: Vec<u32> =
+        core::iter::from_fn(|| s.try_recv().ok().map(|m| m.into_value())).collect();
+    assert_eq!(rest, [11, 20]);
+}
+
+#[test]
+fn block_the_first_publisher_in_line_polled_before_its_wake_up_takes_free_room() {
+    // 1024 slots wake parked publishers 64 slots at a time; the first in line, polled
+    // earlier, still goes into the room that is free (nobody was promised it).
+    let t = topic::<u32>(1024, Overflow::Block);
+    let mut s = t.subscribe(StartAt::Earliest).unwrap();
+    for i in 0..1024 {
+        t.try_publish(i).unwrap();
+    }
+    let (woken, w) = counting_waker();
+    let mut cx = Context::from_waker(&w);
+    let mut first = pin!(t.publish(1024));
+    let mut second = pin!(t.publish(1025));
+    assert!(first.as_mut().poll(&mut cx).is_pending());
+    assert!(second.as_mut().poll(&mut cx).is_pending());
+    s.try_recv().unwrap();
+    assert_eq!(
+        woken.0.load(Ordering::SeqCst),
+        0,
+        "woken before 64 slots were free"
+    );
+    // The second is behind the first, which is polled after it and goes.
+    assert!(second.as_mut().poll(&mut cx).is_pending());
+    assert!(matches!(first.as_mut().poll(&mut cx), Poll::Ready(Ok(_))));
+    assert!(second.as_mut().poll(&mut cx).is_pending());
+    s.try_recv().unwrap();
+    assert!(matches!(second.as_mut().poll(&mut cx), Poll::Ready(Ok(_))));
+}
+
+#[test]
 fn block_close_wakes_every_waiting_publisher() {
     let t = topic(1, Overflow::Block);
     let _sub = t.subscribe(StartAt::Earliest).unwrap();
