@@ -1878,3 +1878,43 @@ fn full() -> Full {
         w,
     }
 }
+
+/// A waker that panics when woken.
+struct PanickingWaker;
+
+impl std::task::Wake for PanickingWaker {
+    fn wake(self: Arc<Self>) {
+        panic!("a waker that panics (expected by this test)");
+    }
+}
+
+/// A waker that reports on a channel.
+struct SendingWaker(std::sync::Mutex<std::sync::mpsc::Sender<()>>);
+
+impl std::task::Wake for SendingWaker {
+    fn wake(self: Arc<Self>) {
+        let _ = self.0.lock().unwrap().send(());
+    }
+}
+
+#[test]
+fn a_waker_that_panics_does_not_stop_the_thread_timer() {
+    use memq_core::{ThreadTimer, Timer};
+    let timer = ThreadTimer::global();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sending =
+        || std::task::Waker::from(Arc::new(SendingWaker(std::sync::Mutex::new(tx.clone()))));
+    // One due with the panicking waker, one after it in the same round.
+    timer.wake_after(ms(5), std::task::Waker::from(Arc::new(PanickingWaker)));
+    timer.wake_after(ms(5), sending());
+    assert!(
+        rx.recv_timeout(Duration::from_secs(10)).is_ok(),
+        "the wake-up beside it was lost"
+    );
+    // And every later wake-up still comes.
+    timer.wake_after(ms(5), sending());
+    assert!(
+        rx.recv_timeout(Duration::from_secs(10)).is_ok(),
+        "the timer stopped"
+    );
+}
