@@ -162,6 +162,11 @@ mod sealed {
 /// [`AckConsumer`].
 ///
 /// The runtime is passed to each call, so one reader can be used from several runtimes.
+///
+/// # Panics
+///
+/// The returned futures sleep on the runtime's timer, so they panic where that timer does:
+/// with [`Tokio`](super::Tokio), when polled after the Tokio runtime has shut down.
 pub trait RecvTimeoutExt: sealed::Sealed {
     /// What a receive returns: a [`Message`], or a [`Delivery`] for a member of an
     /// explicit-ack group.
@@ -312,6 +317,11 @@ recv_many_timeout_ext!(Consumer, Message, GroupRecvMany);
 recv_many_timeout_ext!(AckConsumer, Delivery, AckRecvMany);
 
 /// Publishing with a time limit, on any [`Runtime`]: for [`Topic`].
+///
+/// # Panics
+///
+/// As for [`RecvTimeoutExt`]: with [`Tokio`](super::Tokio), when polled after the Tokio
+/// runtime has shut down.
 pub trait PublishTimeoutExt<T>: sealed::Sealed {
     /// Publishes `value`, waiting at most `timeout` for room (policy `Block`); unkeyed
     /// messages go to partitions in turn, as with `publish`.
