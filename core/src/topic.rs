@@ -23,7 +23,7 @@ use crate::group::GroupShared;
 use crate::log::Log;
 use crate::message::Receipt;
 use crate::route::{key_partition, Router};
-use crate::sync::{Arc, AtomicUsize, Mutex, Ordering, Padded};
+use crate::sync::{Arc, AtomicUsize, Mutex, MutexGuard, Ordering, Padded};
 use crate::wait::{WaitKey, WakeList};
 
 /// Encodes a wake position for [`Partition::wake_at`] as its low bits plus one, never 0
@@ -186,19 +186,43 @@ impl<T> Shared<T> {
     /// to publishers woken before it is theirs; so it goes only as the first in line, into
     /// room beyond what was promised. A publisher that was woken, or never parked, is not
     /// held back here.
+    ///
+    /// Only the test of `key` is inline: most publishes never parked.
     #[inline]
     fn out_of_turn(&self, log: &mut Log<T>, key: Option<WaitKey>, need: u64) -> bool {
-        log.pubs.is_waiting(key) && self.behind_others(log, key, need)
+        key.is_some() && self.behind_others(log, key, need)
     }
 
-    /// [`Shared::out_of_turn`] for a publisher that is waiting.
+    /// [`Shared::out_of_turn`] for a publisher that parked.
     #[inline(never)]
     fn behind_others(&self, log: &mut Log<T>, key: Option<WaitKey>, need: u64) -> bool {
+        if !log.pubs.is_waiting(key) {
+            return false;
+        }
         if !log.pubs.is_first_waiting(key) {
             return true;
         }
         let want = log.pubs.promised().saturating_add(need);
         log.free_slots(self.overflow, want) < want
+    }
+
+    /// For a publisher that [`Shared::out_of_turn`] holds back: it stays parked in its
+    /// place, with its waker refreshed and its TTL alarm armed; `log` is unlocked before
+    /// the alarm is asked for. Out of line, as the rest of the parked-publisher work.
+    #[cold]
+    #[inline(never)]
+    fn stay_parked(
+        &self,
+        mut log: MutexGuard<'_, Log<T>>,
+        key: &mut Option<WaitKey>,
+        need: u64,
+        waker: &Waker,
+        now: u64,
+    ) {
+        log.pubs.register_needing(key, waker, need);
+        let alarm = self.expiry_alarm(&mut log, now, waker);
+        drop(log);
+        self.arm_expiry_alarm(alarm);
     }
 
     /// Parks a publisher needing `need` slots of partition `p` (its log locked); wakers
@@ -503,10 +527,7 @@ impl<T> Shared<T> {
             }
             if let Some(w) = waker {
                 if self.out_of_turn(&mut log, *key, 1) {
-                    log.pubs.register_needing(key, w, 1);
-                    let alarm = self.expiry_alarm(&mut log, now, w);
-                    drop(log);
-                    self.arm_expiry_alarm(alarm);
+                    self.stay_parked(log, key, 1, w, now);
                     return Attempt::Parked(v);
                 }
             }
@@ -610,10 +631,7 @@ impl<T> Shared<T> {
             }
             if let Some(w) = waker {
                 if self.out_of_turn(&mut log, *key, n as u64) {
-                    log.pubs.register_needing(key, w, n as u64);
-                    let alarm = self.expiry_alarm(&mut log, now, w);
-                    drop(log);
-                    self.arm_expiry_alarm(alarm);
+                    self.stay_parked(log, key, n as u64, w, now);
                     return Attempt::Parked(batch);
                 }
             }
