@@ -784,10 +784,12 @@ impl<T> AckConsumer<T> {
         let mut wl = WakeList::new();
         // Wake-ups of other members, kept apart: `expire` may fill `wl` with publishers.
         let mut watch = WakeList::new();
+        // Expired values, dropped after the lock.
+        let mut dead = Vec::new();
         // The topic's clock (the user's code) is read before the lock is taken.
         let topic_now = shared.now();
         let mut log = shared.parts[p].log.lock();
-        shared.expire(&mut log, topic_now, &mut wl);
+        shared.expire(&mut log, topic_now, &mut wl, &mut dead);
         // The oldest message still in the log: on a releasing topic, messages a reader
         // had fetched ahead before this group attached may be out of it.
         let (low, high, closed) = (log.first(), log.high, log.closed);

@@ -357,7 +357,7 @@ fn create_group<T>(
         let mut wl = WakeList::new();
         let mut released = Vec::new();
         let mut log = part.log.lock();
-        shared.expire(&mut log, now, &mut wl);
+        shared.expire(&mut log, now, &mut wl, &mut released);
         // A new group never sees what every reader attached so far has read.
         log.release_read(&mut released);
         let pos = start_position(&log, p, start).unwrap_or(log.high);
@@ -534,9 +534,10 @@ impl<T> Consumer<T> {
             }
             let idx = (self.next + k) % n;
             let p = self.assigned[idx];
+            let mut dead = Vec::new();
             let mut wl = WakeList::new();
             let mut log = shared.parts[p].log.lock_for(buf.is_some());
-            shared.expire(&mut log, now, &mut wl);
+            shared.expire(&mut log, now, &mut wl, &mut dead);
             let id = self.group.ids[p];
             let Some(cursor) = log.group_ref(id).map(|g| g.cursor) else {
                 continue; // deleted: reported once `refresh` sees it

@@ -458,15 +458,22 @@ impl<T> Log<T> {
             .flatten()
     }
 
-    /// Evicts messages older than `ttl` as of `now`. Messages are stamped in offset
-    /// order with a non-decreasing clock, so expired ones always form a prefix.
-    /// Returns how many were removed.
-    pub(crate) fn evict_expired(&mut self, now: u64, ttl: u64) -> u64 {
+    /// Evicts messages older than `ttl` as of `now`; their values go to `dead`, to be
+    /// dropped after unlocking (nothing reads below `low`, and left in their slots they
+    /// would live until a publish reuses the slot, which may be never). Messages are
+    /// stamped in offset order with a non-decreasing clock, so expired ones always form a
+    /// prefix. Returns how many were removed.
+    pub(crate) fn evict_expired(&mut self, now: u64, ttl: u64, dead: &mut Vec<T>) -> u64 {
         let start = self.low;
         while self.low < self.high {
             let i = self.index(self.low);
             match &self.ring[i] {
-                Some(e) if now.saturating_sub(e.ts) > ttl => self.low += 1,
+                Some(e) if now.saturating_sub(e.ts) > ttl => {
+                    if let Some(e) = self.ring[i].take() {
+                        dead.push(e.value);
+                    }
+                    self.low += 1;
+                }
                 _ => break,
             }
         }

@@ -142,7 +142,7 @@ impl<T> Topic<T> {
             let mut wl = crate::wait::WakeList::new();
             let mut released = Vec::new();
             let mut log = part.log.lock();
-            shared.expire(&mut log, now, &mut wl);
+            shared.expire(&mut log, now, &mut wl, &mut released);
             log.release_read(&mut released);
             partitions.push(PartitionStats {
                 partition: p as u32,

@@ -192,7 +192,7 @@ impl<T> Subscriber<T> {
             let mut wl = WakeList::new();
             let mut released = Vec::new();
             let mut log = shared.parts[p].log.lock();
-            shared.expire(&mut log, now, &mut wl);
+            shared.expire(&mut log, now, &mut wl, &mut released);
             // A new reader never sees what every reader attached so far has read.
             log.release_read(&mut released);
             // On error, `sub` is dropped and detaches from the partitions done so far.
@@ -360,7 +360,8 @@ impl<T> Subscriber<T> {
             // A visit under the lock ends the memory of acted-on wake positions (see
             // `Shared::ahead_consumed`).
             sp.acted = 0;
-            shared.expire(&mut log, now, &mut wl);
+            // Expired values join what the reader lets go of, dropped after the lock.
+            shared.expire(&mut log, now, &mut wl, &mut sp.released);
             if release && sp.ahead.is_some() {
                 // What this reader was handed since its last visit, a releasing log lets
                 // go of now if every reader has it (copies fetched past a slower reader).
@@ -485,10 +486,11 @@ impl<T> Subscriber<T> {
                 }
             }
             let now = *now.get_or_insert_with(|| shared.now());
+            let mut dead = Vec::new();
             let mut wl = WakeList::new();
             let mut log = shared.parts[sp.p].log.lock_now();
             sp.acted = 0;
-            shared.expire(&mut log, now, &mut wl);
+            shared.expire(&mut log, now, &mut wl, &mut dead);
             let old = log.cursor(sp.cursor);
             let first = if release { log.first() } else { log.low };
             if old < first && got > 0 {

@@ -139,11 +139,12 @@ impl<T> Shared<T> {
     }
 
     /// Applies the TTL to a locked log; expired messages free room, so waiting
-    /// publishers are collected into `out`.
+    /// publishers are collected into `out`. The expired values go to `dead`, which the
+    /// caller drops after unlocking (declared before the lock, it is dropped after it).
     #[inline]
-    pub(crate) fn expire(&self, log: &mut Log<T>, now: u64, out: &mut WakeList) {
+    pub(crate) fn expire(&self, log: &mut Log<T>, now: u64, out: &mut WakeList, dead: &mut Vec<T>) {
         if let Some(ttl) = self.ttl {
-            if log.evict_expired(now, ttl) > 0 {
+            if log.evict_expired(now, ttl, dead) > 0 {
                 self.reader_advanced(log, out);
             }
         }
@@ -517,10 +518,11 @@ impl<T> Shared<T> {
         waker: Option<&Waker>,
     ) -> Attempt<T, Receipt> {
         let now = self.now();
+        let mut dead = Vec::new();
         let mut wl = WakeList::new();
         let (offset, old, more) = {
             let mut log = self.parts[p].log.lock();
-            self.expire(&mut log, now, &mut wl);
+            self.expire(&mut log, now, &mut wl, &mut dead);
             if log.closed {
                 Log::<T>::unregister(&mut log.pubs, key, &mut wl);
                 return Attempt::Done(Err(PublishError::Closed(v)));
@@ -618,7 +620,7 @@ impl<T> Shared<T> {
         let mut wl = WakeList::new();
         let (first, more) = {
             let mut log = self.parts[p].log.lock_now();
-            self.expire(&mut log, now, &mut wl);
+            self.expire(&mut log, now, &mut wl, &mut olds);
             if log.closed {
                 Log::<T>::unregister(&mut log.pubs, key, &mut wl);
                 return Attempt::Done(Err(PublishError::Closed(batch)));

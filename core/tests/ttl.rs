@@ -548,3 +548,67 @@ fn a_publisher_parked_on_a_far_clocks_topic_is_not_woken_while_nothing_changes()
         "woken with nothing to do"
     );
 }
+
+/// Expired values are dropped when they expire (by whichever visit applies the TTL), not
+/// when a later publish reuses their slot, which may be never: a topic of large payloads
+/// would otherwise hold up to its capacity of dead data (found in review of the C ABI,
+/// whose owned buffers were not given back).
+#[test]
+fn expired_values_are_dropped_by_the_visit_that_expires_them() {
+    use memq_core::AckConfig;
+    type Visit = fn(&Topic<Arc<u32>>);
+    let visits: [(&str, Visit); 9] = [
+        ("stats", |t| drop(t.stats())),
+        ("subscribe", |t| drop(t.subscribe(StartAt::Latest).unwrap())),
+        ("group", |t| drop(t.group("late", StartAt::Latest).unwrap())),
+        ("publish", |t| {
+            t.try_publish(Arc::new(9)).unwrap();
+        }),
+        ("batch", |t| {
+            t.try_publish_batch(vec![Arc::new(9)]).unwrap();
+        }),
+        ("recv", |t| {
+            let _ = t.subscribe(StartAt::Earliest).unwrap().try_recv();
+        }),
+        ("recv_many", |t| {
+            let _ = t
+                .subscribe(StartAt::Earliest)
+                .unwrap()
+                .try_recv_many(&mut Vec::new(), 4);
+        }),
+        ("member", |t| {
+            let _ = t.group("g", StartAt::Earliest).unwrap().try_recv();
+        }),
+        ("acked member", |t| {
+            let mut m = t
+                .group_acked("a", StartAt::Earliest, AckConfig::new())
+                .unwrap();
+            let _ = m.try_recv();
+        }),
+    ];
+    for (name, visit) in visits {
+        for release in [false, true] {
+            let clock = Arc::new(ManualClock::new());
+            let t = Topic::new(
+                TopicConfig::new(4)
+                    .clock(clock.clone())
+                    .ttl(ms(10))
+                    .release_on_read(release),
+            )
+            .unwrap();
+            // A reader that never reads keeps a releasing topic from letting them go.
+            let _idle = t.subscribe(StartAt::Earliest).unwrap();
+            let value = Arc::new(7u32);
+            t.try_publish(value.clone()).unwrap();
+            t.try_publish(value.clone()).unwrap();
+            clock.advance(ms(11));
+            visit(&t);
+            assert_eq!(t.stats().expired, 2, "{name}, release {release}");
+            assert_eq!(
+                Arc::strong_count(&value),
+                1,
+                "{name}, release {release}: expired values still held"
+            );
+        }
+    }
+}

@@ -111,6 +111,30 @@ fn eviction_releases_when_no_message_handle_is_left() {
 }
 
 #[test]
+fn expiry_releases_the_buffer_as_the_message_leaves_the_log() {
+    // From review: expired messages stayed in their slots until a publish reused them, so
+    // their buffers were not released, which may be never if publishing stops.
+    let released = Released::default();
+    let frame = b"frame".to_vec();
+    let mut c = config(4, 1, memq_overflow::Block);
+    c.ttl_ms = 20;
+    let t = topic_with(&c);
+    let s = subscribe(t, memq_start::Earliest);
+    assert_eq!(publish_owned(t, &frame, &released, 0), OK);
+    assert_eq!(publish_owned(t, &frame, &released, 0), OK);
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    // The visit that applies the TTL lets them go.
+    assert_eq!(recv(s, 0), Err(memq_status::Lagged));
+    assert_eq!(calls(&released), 2);
+    // SAFETY: live handles, each freed once.
+    unsafe {
+        memq_subscriber_free(s);
+        memq_topic_free(t);
+    }
+    assert_eq!(calls(&released), 2);
+}
+
+#[test]
 fn a_message_not_published_is_released_before_the_call_returns() {
     let frame = b"frame".to_vec();
     let released = Released::default();
