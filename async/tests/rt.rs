@@ -766,3 +766,29 @@ fn a_blocking_pool_on_a_runtime_that_lives_on_is_not_stopped_by_the_watcher() {
     .unwrap();
     assert_eq!(stats.processed, 50, "the drain handled everything");
 }
+
+/// Sends whether `Threads::block_on` worked from a thread-local's destructor.
+struct BlockOnExit(std::sync::mpsc::Sender<u32>);
+
+impl Drop for BlockOnExit {
+    fn drop(&mut self) {
+        let _ = self.0.send(Threads::block_on(async { 7 }));
+    }
+}
+
+std::thread_local! {
+    static ON_EXIT: std::cell::RefCell<Option<BlockOnExit>> = const { std::cell::RefCell::new(None) };
+}
+
+#[test]
+fn threads_block_on_works_in_a_thread_locals_destructor_at_thread_exit() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // Set up first, so destroyed after the waker `block_on` makes next.
+        ON_EXIT.with(|e| *e.borrow_mut() = Some(BlockOnExit(tx)));
+        assert_eq!(Threads::block_on(async { 1 }), 1);
+    })
+    .join()
+    .unwrap();
+    assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(7));
+}

@@ -40,12 +40,33 @@ impl Wake for Unparker {
     }
 }
 
+impl Unparker {
+    /// An unparker for this thread, and its waker.
+    fn for_this_thread() -> (Arc<Unparker>, Waker) {
+        let u = Arc::new(Unparker {
+            thread: thread::current(),
+            woken: AtomicBool::new(false),
+        });
+        let waker = Waker::from(u.clone());
+        (u, waker)
+    }
+}
+
 thread_local! {
-    static UNPARKER: Arc<Unparker> = Arc::new(Unparker {
-        thread: thread::current(),
-        woken: AtomicBool::new(false),
-    });
-    static WAKER: Waker = UNPARKER.with(|u| Waker::from(u.clone()));
+    static THIS_THREAD: (Arc<Unparker>, Waker) = Unparker::for_this_thread();
+}
+
+/// Runs `f` with this thread's unparker and its waker: the thread-local pair, made once
+/// per thread; or, while the thread exits and that pair is gone (a destructor of another
+/// thread-local, or a C caller's pthread key destructor, calling memq), a pair made for
+/// this call alone.
+fn with_this_thread<R>(f: impl FnOnce(&Unparker, &Waker) -> R) -> R {
+    if THIS_THREAD.try_with(|_| ()).is_ok() {
+        THIS_THREAD.with(|(u, waker)| f(u, waker))
+    } else {
+        let (u, waker) = Unparker::for_this_thread();
+        f(&u, &waker)
+    }
 }
 
 /// Waits briefly for a wake-up before parking: a hand-off that arrives within a few
@@ -103,22 +124,20 @@ fn drive<F: Future>(fut: F, mut park: impl FnMut(bool) -> bool) -> Option<F::Out
     let mut fut = pin!(fut);
     // Locks taken from here back off less (see `sync::BLOCKING_BACKOFF`).
     let _blocking = crate::sync::enter_blocking_call();
-    UNPARKER.with(|u| {
-        WAKER.with(|waker| {
-            let mut cx = Context::from_waker(waker);
-            loop {
-                u.woken.store(false, Ordering::Relaxed);
-                if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
-                    return Some(out);
-                }
-                // A deadline is looked at even when the wake-up came before the thread
-                // slept: a future woken again and again (a member that may take nothing
-                // more, woken by every publish) would otherwise outlive it.
-                if !park(spin_for_wake(u)) {
-                    return None;
-                }
+    with_this_thread(|u, waker| {
+        let mut cx = Context::from_waker(waker);
+        loop {
+            u.woken.store(false, Ordering::Relaxed);
+            if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
+                return Some(out);
             }
-        })
+            // A deadline is looked at even when the wake-up came before the thread
+            // slept: a future woken again and again (a member that may take nothing
+            // more, woken by every publish) would otherwise outlive it.
+            if !park(spin_for_wake(u)) {
+                return None;
+            }
+        }
     })
 }
 
@@ -261,7 +280,7 @@ impl<T> Topic<T> {
             key: None,
         };
         let mut value = value;
-        WAKER.with(|waker| loop {
+        with_this_thread(|_, waker| loop {
             match self
                 .shared
                 .attempt_publish(p, value, &mut place.key, Some(waker))

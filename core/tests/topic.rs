@@ -444,3 +444,53 @@ fn allocation_errors_name_what_could_not_be_allocated() {
         }
     );
 }
+
+/// A thread-local whose destructor uses memq's blocking calls, as code that flushes on
+/// thread exit does.
+struct FlushOnExit {
+    topic: Topic<u32>,
+    sub: memq_core::Subscriber<u32>,
+    out: std::sync::mpsc::Sender<(bool, bool, bool)>,
+}
+
+impl Drop for FlushOnExit {
+    fn drop(&mut self) {
+        let published = self.topic.publish_blocking(2).is_ok();
+        let timed = self
+            .topic
+            .publish_blocking_timeout(3, std::time::Duration::from_millis(100))
+            .is_ok();
+        let received = self.sub.recv_blocking().is_ok();
+        let _ = self.out.send((published, timed, received));
+    }
+}
+
+std::thread_local! {
+    static FLUSH: std::cell::RefCell<Option<FlushOnExit>> = const { std::cell::RefCell::new(None) };
+}
+
+#[test]
+fn blocking_calls_work_in_a_thread_locals_destructor_at_thread_exit() {
+    // From review of the C ABI: once a thread had made one blocking call, memq's own
+    // thread-local was gone by the time later destructors ran, and a blocking call from
+    // one of them panicked ("cannot access a Thread Local Storage value during or after
+    // destruction").
+    let topic: Topic<u32> = Topic::with_capacity(8).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t = topic.clone();
+    std::thread::spawn(move || {
+        let sub = t.subscribe(StartAt::Earliest).unwrap();
+        // Set up first, so destroyed last (after memq's thread-local, made next).
+        FLUSH.with(|f| {
+            *f.borrow_mut() = Some(FlushOnExit {
+                topic: t.clone(),
+                sub,
+                out: tx,
+            })
+        });
+        t.publish_blocking(1).unwrap();
+    })
+    .join()
+    .unwrap();
+    assert_eq!(rx.recv().unwrap(), (true, true, true));
+}

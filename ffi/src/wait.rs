@@ -61,7 +61,7 @@ pub(crate) fn block_on<F: Future>(fut: F, wait: Wait) -> Option<F::Output> {
         Wait::For(d) => Instant::now().checked_add(d),
         Wait::Try | Wait::Forever => None,
     };
-    WAKER.with(|waker| {
+    let mut run = |waker: &Waker| {
         let mut cx = Context::from_waker(waker);
         loop {
             if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
@@ -79,7 +79,14 @@ pub(crate) fn block_on<F: Future>(fut: F, wait: Wait) -> Option<F::Output> {
                 }
             }
         }
-    })
+    };
+    if WAKER.try_with(|_| ()).is_ok() {
+        WAKER.with(run)
+    } else {
+        // The thread is exiting and its waker is gone (a C caller's pthread key or
+        // thread_local destructor calling memq): one for this call alone.
+        run(&Waker::from(Arc::new(Unparker(thread::current()))))
+    }
 }
 
 #[cfg(test)]

@@ -667,3 +667,65 @@ fn broker_topics_by_name() {
         memq_broker_free(b);
     }
 }
+
+/// Handles a thread-local destructor uses at thread exit (as addresses: handles may be
+/// used from any thread).
+struct FlushOnExit {
+    topic: usize,
+    sub: usize,
+    out: std::sync::mpsc::Sender<(memq_status, memq_status)>,
+}
+
+impl Drop for FlushOnExit {
+    fn drop(&mut self) {
+        let t = self.topic as *const memq_topic;
+        // SAFETY: live handles (freed by the test after this thread is joined).
+        let published =
+            unsafe { memq_topic_publish(t, b"c".as_ptr(), 1, 100, std::ptr::null_mut()) };
+        let received = recv(self.sub as *const memq_subscriber, 100).map(drop);
+        let _ = self.out.send((published, received.err().unwrap_or(OK)));
+    }
+}
+
+std::thread_local! {
+    static FLUSH: std::cell::RefCell<Option<FlushOnExit>> = const { std::cell::RefCell::new(None) };
+}
+
+#[test]
+fn a_blocking_call_from_a_thread_exit_destructor_works() {
+    // From review: once a thread had made one blocking call, a call with a timeout from a
+    // destructor that ran after memq's thread-local was gone returned PANIC (and printed
+    // one), as C code flushing from a pthread key destructor would see.
+    let t = topic_with(&config(8, 1, memq_overflow::Block));
+    let s = subscribe(t, memq_start::Earliest);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (ta, sa) = (t as usize, s as usize);
+    std::thread::spawn(move || {
+        FLUSH.with(|f| {
+            *f.borrow_mut() = Some(FlushOnExit {
+                topic: ta,
+                sub: sa,
+                out: tx,
+            })
+        });
+        // SAFETY: a live topic handle.
+        let st = unsafe {
+            memq_topic_publish(
+                ta as *const memq_topic,
+                b"a".as_ptr(),
+                1,
+                100,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(st, OK);
+    })
+    .join()
+    .unwrap();
+    assert_eq!(rx.recv().unwrap(), (OK, OK));
+    // SAFETY: live handles, each freed once.
+    unsafe {
+        memq_subscriber_free(s);
+        memq_topic_free(t);
+    }
+}

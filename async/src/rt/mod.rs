@@ -340,7 +340,7 @@ thread_local! {
 /// Runs `future` to completion on this thread, parking it while the future waits.
 pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
     let mut future = pin!(future);
-    WAKER.with(|waker| {
+    let mut run = |waker: &Waker| {
         let mut cx = Context::from_waker(waker);
         loop {
             if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
@@ -349,5 +349,12 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
             // A spurious unpark only costs one more poll.
             thread::park();
         }
-    })
+    };
+    if WAKER.try_with(|_| ()).is_ok() {
+        WAKER.with(run)
+    } else {
+        // The thread is exiting and its waker is gone (a thread-local's destructor
+        // blocking on memq): one for this call alone.
+        run(&Waker::from(Arc::new(Unparker(thread::current()))))
+    }
 }
