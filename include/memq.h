@@ -407,7 +407,8 @@ typedef struct memq_receipt {
 /**
  * Releases a payload handed over by `memq_topic_publish_owned`: called exactly once with
  * the `user_data`, `data` and `len` given there, from whichever thread lets go of the
- * payload last. It must not call back into memq. NULL: nothing to release.
+ * payload last. It must not call back into memq, and must not throw a C++ exception (or
+ * otherwise unwind): one that reaches memq aborts the process. NULL: nothing to release.
  */
 typedef void (*memq_free_fn)(void *user_data, const uint8_t *data, size_t len);
 
@@ -553,8 +554,10 @@ typedef struct memq_message_meta {
      */
     uint64_t offset;
     /**
-     * Nanoseconds on the process's monotonic clock when it was published; 0 if
-     * `has_timestamp` is false.
+     * When it was published: nanoseconds on a monotonic clock shared by every topic of
+     * the process, whose epoch is the first time the library needed a clock (not
+     * `CLOCK_MONOTONIC`'s: compare timestamps with each other, not with the system's
+     * clocks); 0 if `has_timestamp` is false.
      */
     uint64_t timestamp_ns;
     /**

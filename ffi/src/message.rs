@@ -21,8 +21,10 @@ pub struct memq_message {
 pub struct memq_message_meta {
     /// The message's offset within its partition.
     pub offset: u64,
-    /// Nanoseconds on the process's monotonic clock when it was published; 0 if
-    /// `has_timestamp` is false.
+    /// When it was published: nanoseconds on a monotonic clock shared by every topic of
+    /// the process, whose epoch is the first time the library needed a clock (not
+    /// `CLOCK_MONOTONIC`'s: compare timestamps with each other, not with the system's
+    /// clocks); 0 if `has_timestamp` is false.
     pub timestamp_ns: u64,
     /// The payload's length in bytes.
     pub len: usize,

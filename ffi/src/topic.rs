@@ -188,7 +188,8 @@ pub struct memq_slice {
 
 /// Releases a payload handed over by `memq_topic_publish_owned`: called exactly once with
 /// the `user_data`, `data` and `len` given there, from whichever thread lets go of the
-/// payload last. It must not call back into memq. NULL: nothing to release.
+/// payload last. It must not call back into memq, and must not throw a C++ exception (or
+/// otherwise unwind): one that reaches memq aborts the process. NULL: nothing to release.
 pub type memq_free_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, data: *const u8, len: usize)>;
 
