@@ -154,9 +154,13 @@ fn main() -> ExitCode {
 
     let started = Instant::now();
     // Interleave: each round visits every cell once, so drift of the machine over time
-    // spreads over all rows instead of favouring whichever ran first.
+    // spreads over all rows instead of favouring whichever ran first; and each round
+    // starts one cell further on, so that no row always runs first, or always right after
+    // the same neighbour.
+    let n = cells.len();
     for round in 1..=rounds {
-        for cell in &mut cells {
+        for k in 0..n {
+            let cell = &mut cells[(k + round - 1) % n];
             let t = Instant::now();
             let Some(outcome) = perf::run(cell.scenario, cell.imp, &params) else {
                 continue;
@@ -174,6 +178,18 @@ fn main() -> ExitCode {
     }
     eprintln!("perf_runner: done in {:.1?}", started.elapsed());
 
+    // The CSV lines carry only losses: say what else went wrong where anyone looks.
+    for cell in &cells {
+        let bad = report::anomalies(cell);
+        if !bad.is_empty() {
+            eprintln!(
+                "perf_runner: WARNING {} {}: {}",
+                cell.scenario.id(),
+                cell.imp.name(),
+                bad.join("; ")
+            );
+        }
+    }
     if args.csv {
         print!("{}", report::csv(&cells));
     } else {

@@ -598,6 +598,7 @@ pub fn ping_outcome(
         expected: sent,
         elapsed,
         timed_out: tally.timed_out,
+        out_of_range: tally.out_of_range,
         payload_mismatch: tally.payload_mismatch,
         lag_reported: tally.lag_reported,
         median_rtt: median,

@@ -104,13 +104,25 @@ fn notes(cell: &Cell) -> String {
     if let Some(rtt) = median(&mut rtts) {
         parts.push(format!("median RTT {}", fmt_nanos(rtt)));
     }
+    let lagged: u64 = cell.outcomes.iter().map(|o| o.lag_reported).sum();
+    if lagged > 0 {
+        parts.push(format!("{lagged} reported lagged"));
+    }
+    parts.extend(anomalies(cell));
+    parts.join("; ")
+}
+
+/// What went wrong in a cell's runs, beyond losses: duplicates, ids never published,
+/// payloads copied, runs that hit the deadline. Empty for a clean cell.
+pub fn anomalies(cell: &Cell) -> Vec<String> {
+    let mut parts = Vec::new();
     let dup: u64 = cell.outcomes.iter().map(|o| o.duplicated).sum();
     if dup > 0 {
         parts.push(format!("{dup} duplicated"));
     }
-    let lagged: u64 = cell.outcomes.iter().map(|o| o.lag_reported).sum();
-    if lagged > 0 {
-        parts.push(format!("{lagged} reported lagged"));
+    let unknown: u64 = cell.outcomes.iter().map(|o| o.out_of_range).sum();
+    if unknown > 0 {
+        parts.push(format!("{unknown} with ids never published"));
     }
     let copied: u64 = cell.outcomes.iter().map(|o| o.payload_mismatch).sum();
     if copied > 0 {
@@ -120,7 +132,7 @@ fn notes(cell: &Cell) -> String {
     if timeouts > 0 {
         parts.push(format!("hit the deadline in {timeouts} round(s)"));
     }
-    parts.join("; ")
+    parts
 }
 
 fn fmt_lost(cell: &Cell) -> String {

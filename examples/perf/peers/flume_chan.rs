@@ -1,4 +1,5 @@
-//! `flume` through its async API (`send_async` / `recv_async`); batches drain the queue.
+//! `flume` through its async API (`send_async` / `recv_async`); batches are a `recv_async` and
+//! `try_recv`s up to the batch size.
 
 use crate::perf::{
     AsyncPeer, AsyncRx, AsyncTx, Batch, Disconnected, Msg, Recv, Shape, TryRecv, Wiring,
@@ -27,13 +28,19 @@ impl AsyncRx for flume::Receiver<Msg> {
         }
     }
 
-    async fn recv_batch(&mut self, buf: &mut Vec<Msg>, _limit: usize) -> Batch {
+    async fn recv_batch(&mut self, buf: &mut Vec<Msg>, limit: usize) -> Batch {
         match self.recv_async().await {
             Ok(m) => buf.push(m),
             Err(_) => return Batch::Closed,
         }
-        // `drain` takes everything queued under one lock (up to the capacity).
-        buf.extend(self.drain());
+        // Up to `limit` in all: `drain` would take everything queued (up to the capacity),
+        // larger batches than the scenario's.
+        while buf.len() < limit {
+            match flume::Receiver::try_recv(self) {
+                Ok(m) => buf.push(m),
+                Err(_) => break,
+            }
+        }
         Batch::Got
     }
 }

@@ -1,4 +1,4 @@
-//! `kanal` through its async API; batches use `drain_into`.
+//! `kanal` through its async API; batches are a `recv` and `try_recv`s up to the batch size.
 
 use crate::perf::{
     AsyncPeer, AsyncRx, AsyncTx, Batch, Disconnected, Msg, Recv, Shape, TryRecv, Wiring,
@@ -31,14 +31,20 @@ impl AsyncRx for kanal::AsyncReceiver<Msg> {
         }
     }
 
-    async fn recv_batch(&mut self, buf: &mut Vec<Msg>, _limit: usize) -> Batch {
+    async fn recv_batch(&mut self, buf: &mut Vec<Msg>, limit: usize) -> Batch {
         match kanal::AsyncReceiver::recv(self).await {
             Ok(m) => buf.push(m),
             Err(_) => return Batch::Closed,
         }
-        // `drain_into` takes everything queued (and waiting senders' items) at once.
-        // A closed channel shows up on the next `recv`.
-        let _ = self.drain_into(buf);
+        // Up to `limit` in all: `drain_into` would take everything queued (up to the
+        // capacity), larger batches than the scenario's. A closed channel shows up on the
+        // next `recv`.
+        while buf.len() < limit {
+            match kanal::AsyncReceiver::try_recv(self) {
+                Ok(Some(m)) => buf.push(m),
+                _ => break,
+            }
+        }
         Batch::Got
     }
 }
