@@ -35,6 +35,16 @@ fn topic<T>(cap: usize, overflow: Overflow) -> Topic<T> {
     Topic::new(TopicConfig::new(cap).overflow(overflow)).unwrap()
 }
 
+/// A `Block` topic of `cap` slots, full (0, 1, ...), and a subscriber that has read none.
+fn full_block_topic(cap: u32) -> (Topic<u32>, memq_core::Subscriber<u32>) {
+    let t = topic::<u32>(cap as usize, Overflow::Block);
+    let s = t.subscribe(StartAt::Earliest).unwrap();
+    for i in 0..cap {
+        t.try_publish(i).unwrap();
+    }
+    (t, s)
+}
+
 // ----- Block ----------------------------------------------------------------------------
 
 #[test]
@@ -247,11 +257,7 @@ fn block_a_waiting_publisher_polled_out_of_turn_leaves_the_room_promised_to_the_
 fn block_the_first_publisher_in_line_polled_before_its_wake_up_takes_free_room() {
     // 1024 slots wake parked publishers 64 slots at a time; the first in line, polled
     // earlier, still goes into the room that is free (nobody was promised it).
-    let t = topic::<u32>(1024, Overflow::Block);
-    let mut s = t.subscribe(StartAt::Earliest).unwrap();
-    for i in 0..1024 {
-        t.try_publish(i).unwrap();
-    }
+    let (t, mut s) = full_block_topic(1024);
     let (woken, w) = counting_waker();
     let mut cx = Context::from_waker(&w);
     let mut first = pin!(t.publish(1024));
@@ -561,11 +567,7 @@ fn overflow_is_reported() {
 #[test]
 fn block_parked_publisher_is_woken_once_a_batch_of_slots_is_free() {
     // Capacity 64: parked publishers wait for 64 / 16 = 4 free slots, not 1.
-    let topic = topic::<u32>(64, Overflow::Block);
-    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
-    for i in 0..64 {
-        topic.try_publish(i).unwrap();
-    }
+    let (topic, mut sub) = full_block_topic(64);
     let (wakes, waker) = counting_waker();
     let mut cx = Context::from_waker(&waker);
     let mut publish = pin!(topic.publish(64));

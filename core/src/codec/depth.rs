@@ -104,27 +104,11 @@ impl<'a> Depth<'a> {
     }
 }
 
-/// A deserializer whose visitors count levels.
-struct Limited<'a, D> {
-    inner: D,
-    depth: Depth<'a>,
-}
-
-/// A visitor that counts the levels it enters.
-struct LimitedVisitor<'a, V> {
-    inner: V,
-    depth: Depth<'a>,
-}
-
-/// A seed whose deserializer counts levels.
-struct LimitedSeed<'a, S> {
-    inner: S,
-    depth: Depth<'a>,
-}
-
-/// Sequence, map and enum accesses whose elements count levels.
-struct LimitedAccess<'a, A> {
-    inner: A,
+/// A serde deserializer, visitor, seed or access (whichever `X` is) that counts levels:
+/// deserializers hand out counting visitors, visitors count the levels they enter, and
+/// seeds and accesses pass the count on to what they deserialize.
+struct Limited<'a, X> {
+    inner: X,
     depth: Depth<'a>,
 }
 
@@ -132,7 +116,7 @@ macro_rules! forward_deserialize {
     ($($method:ident($($arg:ident: $ty:ty),*);)*) => {
         $(
             fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, D::Error> {
-                self.inner.$method($($arg,)* LimitedVisitor { inner: visitor, depth: self.depth })
+                self.inner.$method($($arg,)* Limited { inner: visitor, depth: self.depth })
             }
         )*
     };
@@ -190,7 +174,7 @@ macro_rules! forward_visit {
     };
 }
 
-impl<'de, V: Visitor<'de>> Visitor<'de> for LimitedVisitor<'_, V> {
+impl<'de, V: Visitor<'de>> Visitor<'de> for Limited<'_, V> {
     type Value = V::Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -242,21 +226,21 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for LimitedVisitor<'_, V> {
 
     fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
         let depth = self.depth.enter()?;
-        self.inner.visit_seq(LimitedAccess { inner: seq, depth })
+        self.inner.visit_seq(Limited { inner: seq, depth })
     }
 
     fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
         let depth = self.depth.enter()?;
-        self.inner.visit_map(LimitedAccess { inner: map, depth })
+        self.inner.visit_map(Limited { inner: map, depth })
     }
 
     fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<V::Value, A::Error> {
         let depth = self.depth.enter()?;
-        self.inner.visit_enum(LimitedAccess { inner: data, depth })
+        self.inner.visit_enum(Limited { inner: data, depth })
     }
 }
 
-impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for LimitedSeed<'_, S> {
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for Limited<'_, S> {
     type Value = S::Value;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<S::Value, D::Error> {
@@ -267,7 +251,7 @@ impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for LimitedSeed<'_, S> {
     }
 }
 
-impl<'de, A: de::SeqAccess<'de>> de::SeqAccess<'de> for LimitedAccess<'_, A> {
+impl<'de, A: de::SeqAccess<'de>> de::SeqAccess<'de> for Limited<'_, A> {
     type Error = A::Error;
 
     fn next_element_seed<T: DeserializeSeed<'de>>(
@@ -275,8 +259,7 @@ impl<'de, A: de::SeqAccess<'de>> de::SeqAccess<'de> for LimitedAccess<'_, A> {
         seed: T,
     ) -> Result<Option<T::Value>, A::Error> {
         let depth = self.depth;
-        self.inner
-            .next_element_seed(LimitedSeed { inner: seed, depth })
+        self.inner.next_element_seed(Limited { inner: seed, depth })
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -284,7 +267,7 @@ impl<'de, A: de::SeqAccess<'de>> de::SeqAccess<'de> for LimitedAccess<'_, A> {
     }
 }
 
-impl<'de, A: de::MapAccess<'de>> de::MapAccess<'de> for LimitedAccess<'_, A> {
+impl<'de, A: de::MapAccess<'de>> de::MapAccess<'de> for Limited<'_, A> {
     type Error = A::Error;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(
@@ -292,13 +275,12 @@ impl<'de, A: de::MapAccess<'de>> de::MapAccess<'de> for LimitedAccess<'_, A> {
         seed: K,
     ) -> Result<Option<K::Value>, A::Error> {
         let depth = self.depth;
-        self.inner.next_key_seed(LimitedSeed { inner: seed, depth })
+        self.inner.next_key_seed(Limited { inner: seed, depth })
     }
 
     fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, A::Error> {
         let depth = self.depth;
-        self.inner
-            .next_value_seed(LimitedSeed { inner: seed, depth })
+        self.inner.next_value_seed(Limited { inner: seed, depth })
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -306,21 +288,19 @@ impl<'de, A: de::MapAccess<'de>> de::MapAccess<'de> for LimitedAccess<'_, A> {
     }
 }
 
-impl<'a, 'de, A: de::EnumAccess<'de>> de::EnumAccess<'de> for LimitedAccess<'a, A> {
+impl<'a, 'de, A: de::EnumAccess<'de>> de::EnumAccess<'de> for Limited<'a, A> {
     type Error = A::Error;
-    type Variant = LimitedAccess<'a, A::Variant>;
+    type Variant = Limited<'a, A::Variant>;
 
     fn variant_seed<S: DeserializeSeed<'de>>(
         self,
         seed: S,
     ) -> Result<(S::Value, Self::Variant), A::Error> {
         let depth = self.depth;
-        let (value, variant) = self
-            .inner
-            .variant_seed(LimitedSeed { inner: seed, depth })?;
+        let (value, variant) = self.inner.variant_seed(Limited { inner: seed, depth })?;
         Ok((
             value,
-            LimitedAccess {
+            Limited {
                 inner: variant,
                 depth,
             },
@@ -328,7 +308,7 @@ impl<'a, 'de, A: de::EnumAccess<'de>> de::EnumAccess<'de> for LimitedAccess<'a, 
     }
 }
 
-impl<'de, A: de::VariantAccess<'de>> de::VariantAccess<'de> for LimitedAccess<'_, A> {
+impl<'de, A: de::VariantAccess<'de>> de::VariantAccess<'de> for Limited<'_, A> {
     type Error = A::Error;
 
     fn unit_variant(self) -> Result<(), A::Error> {
@@ -338,14 +318,14 @@ impl<'de, A: de::VariantAccess<'de>> de::VariantAccess<'de> for LimitedAccess<'_
     fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, A::Error> {
         let depth = self.depth;
         self.inner
-            .newtype_variant_seed(LimitedSeed { inner: seed, depth })
+            .newtype_variant_seed(Limited { inner: seed, depth })
     }
 
     fn tuple_variant<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, A::Error> {
         let depth = self.depth;
         self.inner.tuple_variant(
             len,
-            LimitedVisitor {
+            Limited {
                 inner: visitor,
                 depth,
             },
@@ -360,7 +340,7 @@ impl<'de, A: de::VariantAccess<'de>> de::VariantAccess<'de> for LimitedAccess<'_
         let depth = self.depth;
         self.inner.struct_variant(
             fields,
-            LimitedVisitor {
+            Limited {
                 inner: visitor,
                 depth,
             },
