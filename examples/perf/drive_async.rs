@@ -470,7 +470,7 @@ async fn partitioned<P: AsyncPeer>(
     let consumers: Vec<_> = w
         .rxs
         .into_iter()
-        .map(|rx| spawn_consumer(rx, Tally::new(n, &payload), None))
+        .map(|rx| spawn_consumer(rx, Tally::keyed(n, &payload), None))
         .collect();
     let txs = w.txs;
     let start = Instant::now();
@@ -599,6 +599,8 @@ pub fn ping_outcome(
         elapsed,
         timed_out: tally.timed_out,
         out_of_range: tally.out_of_range,
+        out_of_order: 0,
+        split_keys: 0,
         payload_mismatch: tally.payload_mismatch,
         lag_reported: tally.lag_reported,
         median_rtt: median,

@@ -202,8 +202,11 @@ fn single<Tx, Rx>(w: Wiring<Tx, Rx>) -> Option<(Tx, Rx)> {
     Some((txs.next()?, rxs.next()?))
 }
 
+/// Starts a consumer thread per receiver, each counting into a tally made by `tally`
+/// ([`Tally::new`], or [`Tally::keyed`] for S7).
 fn spawn_consumers<R: SyncRx>(
     rxs: Vec<R>,
+    tally: fn(u64, &Bytes) -> Tally,
     range: u64,
     payload: &Bytes,
     deadline: Instant,
@@ -211,7 +214,7 @@ fn spawn_consumers<R: SyncRx>(
 ) -> Vec<thread::JoinHandle<Tally>> {
     rxs.into_iter()
         .map(|rx| {
-            let tally = Tally::new(range, payload);
+            let tally = tally(range, payload);
             thread::spawn(move || consume(rx, tally, deadline, batch))
         })
         .collect()
@@ -281,7 +284,7 @@ fn one_to_one<P: ThreadPeer>(
     deadline: Instant,
 ) -> Option<Outcome> {
     let (tx, rx) = single(peer.wire(Shape::Pair, params.capacity)?)?;
-    let consumers = spawn_consumers(vec![rx], count, &payload, deadline, batch);
+    let consumers = spawn_consumers(vec![rx], Tally::new, count, &payload, deadline, batch);
     let start = Instant::now();
     let publisher = spawn_publisher(move || publish(tx, 0..count, payload, batch));
     Some(conclude(
@@ -303,7 +306,7 @@ fn competing<P: ThreadPeer>(
     let n = params.messages;
     let w = peer.wire(Shape::Competing(params.consumers), params.capacity)?;
     let tx = w.txs.into_iter().next()?;
-    let consumers = spawn_consumers(w.rxs, n, &payload, deadline, None);
+    let consumers = spawn_consumers(w.rxs, Tally::new, n, &payload, deadline, None);
     let start = Instant::now();
     let p = params.publishers as u64;
     let publishers: Vec<_> = (0..p)
@@ -324,7 +327,7 @@ fn fanout<P: ThreadPeer>(
 ) -> Option<Outcome> {
     let n = params.messages;
     let w = peer.wire(Shape::Fanout(params.consumers), params.capacity)?;
-    let consumers = spawn_consumers(w.rxs, n, &payload, deadline, None);
+    let consumers = spawn_consumers(w.rxs, Tally::new, n, &payload, deadline, None);
     let txs = w.txs;
     let start = Instant::now();
     let publisher = spawn_publisher(move || {
@@ -363,7 +366,7 @@ fn partitioned<P: ThreadPeer>(
 ) -> Option<Outcome> {
     let n = params.messages;
     let w = peer.wire(Shape::Partitioned(params.consumers), params.capacity)?;
-    let consumers = spawn_consumers(w.rxs, n, &payload, deadline, None);
+    let consumers = spawn_consumers(w.rxs, Tally::keyed, n, &payload, deadline, None);
     let txs = w.txs;
     let start = Instant::now();
     let publisher = spawn_publisher(move || {

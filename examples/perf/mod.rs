@@ -359,6 +359,10 @@ pub struct Outcome {
     pub timed_out: bool,
     /// Deliveries of an id outside the ids published (corrupted or foreign messages).
     pub out_of_range: u64,
+    /// S7: messages a consumer received after a later message of the same key.
+    pub out_of_order: u64,
+    /// S7: keys whose messages went to more than one consumer.
+    pub split_keys: u64,
     /// Deliveries whose payload pointer or length differed from what was published
     /// (the payload was copied or replaced on the way).
     pub payload_mismatch: u64,
@@ -498,6 +502,22 @@ pub struct Tally {
     pub timed_out: bool,
     /// When the consumer saw its last message, or noticed the end of the stream.
     pub end: Option<Instant>,
+    /// S7 only: what each key's messages looked like to this consumer.
+    keys: Option<Box<KeyOrder>>,
+    /// S7 only: messages that came after a later message of the same key.
+    pub out_of_order: u64,
+    /// S7 only (after [`Tally::merge`]): keys whose messages went to more than one
+    /// consumer.
+    pub split_keys: u64,
+}
+
+/// Per-key order as one consumer sees it (S7: every key goes to one member, in order).
+#[derive(Debug)]
+struct KeyOrder {
+    /// Per key, the last id received plus one (0: none yet).
+    next: Vec<u64>,
+    /// Keys received, as a bitset.
+    seen: Vec<u64>,
 }
 
 impl Tally {
@@ -517,6 +537,22 @@ impl Tally {
             lag_reported: 0,
             timed_out: false,
             end: None,
+            keys: None,
+            out_of_order: 0,
+            split_keys: 0,
+        }
+    }
+
+    /// [`Tally::new`] that also checks S7's keys: each key's messages in increasing ids,
+    /// and (once merged) all of them at one consumer.
+    pub fn keyed(range: u64, payload: &Bytes) -> Tally {
+        let keys = KEYS as usize;
+        Tally {
+            keys: Some(Box::new(KeyOrder {
+                next: vec![0; keys],
+                seen: vec![0; keys.div_ceil(64)],
+            })),
+            ..Tally::new(range, payload)
         }
     }
 
@@ -540,6 +576,15 @@ impl Tally {
         } else {
             self.seen[word] |= bit;
             self.distinct += 1;
+            if let Some(k) = &mut self.keys {
+                let key = key_of(msg.id) as usize;
+                if msg.id < k.next[key] {
+                    self.out_of_order += 1;
+                } else {
+                    k.next[key] = msg.id + 1;
+                }
+                k.seen[key / 64] |= 1 << (key % 64);
+            }
         }
     }
 
@@ -556,6 +601,13 @@ impl Tally {
             acc.lag_reported += t.lag_reported;
             acc.timed_out |= t.timed_out;
             acc.end = acc.end.max(t.end);
+            acc.out_of_order += t.out_of_order;
+            if let (Some(a), Some(b)) = (&mut acc.keys, &t.keys) {
+                for (a, b) in a.seen.iter_mut().zip(&b.seen) {
+                    acc.split_keys += u64::from((*a & *b).count_ones());
+                    *a |= *b;
+                }
+            }
             for (a, b) in acc.seen.iter_mut().zip(&t.seen) {
                 acc.duplicated += u64::from((*a & *b).count_ones());
                 *a |= *b;
@@ -579,6 +631,8 @@ pub fn outcome_from(start: Instant, groups: Vec<Tally>, per_group: u64) -> Outco
         out.lost += per_group.saturating_sub(t.distinct);
         out.duplicated += t.duplicated;
         out.out_of_range += t.out_of_range;
+        out.out_of_order += t.out_of_order;
+        out.split_keys += t.split_keys;
         out.payload_mismatch += t.payload_mismatch;
         out.lag_reported += t.lag_reported;
         out.timed_out |= t.timed_out;

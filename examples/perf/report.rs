@@ -124,6 +124,14 @@ pub fn anomalies(cell: &Cell) -> Vec<String> {
     if unknown > 0 {
         parts.push(format!("{unknown} with ids never published"));
     }
+    let unordered: u64 = cell.outcomes.iter().map(|o| o.out_of_order).sum();
+    if unordered > 0 {
+        parts.push(format!("{unordered} out of order within their key"));
+    }
+    let split: u64 = cell.outcomes.iter().map(|o| o.split_keys).sum();
+    if split > 0 {
+        parts.push(format!("{split} keys split between consumers"));
+    }
     let copied: u64 = cell.outcomes.iter().map(|o| o.payload_mismatch).sum();
     if copied > 0 {
         parts.push(format!("{copied} payloads copied/changed"));
