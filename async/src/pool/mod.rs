@@ -120,8 +120,11 @@ impl Mode {
 pub enum Shutdown {
     /// Handle everything available, then stop: every message published before the call
     /// is handled (in an explicit-ack pool, tried at least three times; see below). Each
-    /// worker stops waiting, takes messages while there are any and ends when its part of
-    /// the group has none.
+    /// worker stops waiting and takes messages while there are any. A worker whose part of
+    /// the group has none waits for the others (and takes what comes to its partitions
+    /// meanwhile); the workers end together once every one has run dry. None leaves the
+    /// group before: a member that leaves moves partitions between the others, and a
+    /// worker that had stopped looking would not read the one it was handed.
     ///
     /// In an explicit-ack pool ([`PoolBuilder::acked`]) a message whose handler fails is
     /// nacked and tried again during the drain, under the group's backoff (a message
@@ -133,8 +136,8 @@ pub enum Shutdown {
     /// the drain is still busy (with other messages set aside, or slow handlers) is tried
     /// again and set aside for longer, until the drain finds nothing ready. So a message
     /// that fails once or twice is handled again, and messages that always fail cannot
-    /// keep the drain from ending, however many there are. Every delivery a worker takes goes to the handler; none uses up
-    /// one of the group's `max_deliveries` unhandled.
+    /// keep the drain from ending, however many there are. Every delivery a worker takes
+    /// goes to the handler; none uses up one of the group's `max_deliveries` unhandled.
     Drain,
     /// Stop as soon as possible: each worker finishes the message in hand (the handler is
     /// never interrupted) and ends. Messages not yet received stay in the group for its
@@ -294,6 +297,10 @@ pub(crate) struct PoolShared {
     signal: Signal,
     workers: usize,
     active: AtomicUsize,
+    /// The drain's barrier: how many workers found nothing to take and wait for the
+    /// others, plus [`BARRIER_PASSED`] once all of them did (see
+    /// [`PoolShared::drain_barrier`]).
+    drain_barrier: AtomicUsize,
     pushed: AtomicU64,
     processed: AtomicU64,
     errors: AtomicU64,
@@ -303,7 +310,50 @@ pub(crate) struct PoolShared {
     acks_refused: AtomicU64,
 }
 
+/// Set in [`PoolShared::drain_barrier`] once every live worker has drained.
+const BARRIER_PASSED: usize = 1 << (usize::BITS - 1);
+
 impl PoolShared {
+    /// The drain is over: every live worker found nothing to take at once. No worker
+    /// leaves its group before then (see [`Worker::run`](worker::Worker)).
+    pub(crate) fn drain_passed(&self) -> bool {
+        self.drain_barrier.load(SeqCst) & BARRIER_PASSED != 0
+    }
+
+    /// A worker found nothing to take during the drain and waits for the others.
+    pub(crate) fn arrive_at_barrier(&self) {
+        self.drain_barrier.fetch_add(1, SeqCst);
+        self.signal.wake_all();
+    }
+
+    /// A worker waiting at the barrier took a message: it drains again (unless the barrier
+    /// was passed meanwhile: then it handles that message and ends).
+    pub(crate) fn leave_barrier(&self) {
+        let _ = self
+            .drain_barrier
+            .fetch_update(SeqCst, SeqCst, |v| (v & BARRIER_PASSED == 0).then(|| v - 1));
+    }
+
+    /// Passes the barrier if every live worker is at it; whether it is passed.
+    pub(crate) fn try_pass_barrier(&self) -> bool {
+        let at = self.drain_barrier.load(SeqCst);
+        if at & BARRIER_PASSED != 0 {
+            return true;
+        }
+        if at < self.active.load(SeqCst) {
+            return false;
+        }
+        if self
+            .drain_barrier
+            .compare_exchange(at, at | BARRIER_PASSED, SeqCst, SeqCst)
+            .is_ok()
+        {
+            self.signal.wake_all();
+            return true;
+        }
+        self.drain_passed()
+    }
+
     fn stats(&self) -> PoolStats {
         // The reverse of the order in which a message moves through the counters (see
         // `PoolStats`), with sequentially consistent operations on both sides: a counter
@@ -526,6 +576,7 @@ where
             signal: Signal::new(n + 1),
             workers: n,
             active: AtomicUsize::new(0),
+            drain_barrier: AtomicUsize::new(0),
             pushed: AtomicU64::new(0),
             processed: AtomicU64::new(0),
             errors: AtomicU64::new(0),

@@ -44,6 +44,23 @@ impl Signal {
         wakers.into_iter().for_each(Waker::wake);
     }
 
+    /// Wakes every waiting worker without a change of state (see
+    /// [`PoolShared::drain_barrier`](super::PoolShared)).
+    pub(crate) fn wake_all(&self) {
+        let wakers: Vec<Waker> = self.lock().iter_mut().filter_map(Option::take).collect();
+        wakers.into_iter().for_each(Waker::wake);
+    }
+
+    /// Registers worker `slot` to be woken by the next [`Signal::request`] or
+    /// [`Signal::wake_all`]; the caller looks at what it waits for again afterwards.
+    pub(crate) fn register(&self, slot: usize, cx: &mut Context<'_>) {
+        let mut wakers = self.lock();
+        match &mut wakers[slot] {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            w => *w = Some(cx.waker().clone()),
+        }
+    }
+
     /// Ready once the state is at least `level`; otherwise registers worker `slot`.
     pub(crate) fn poll_reached(&self, level: u8, slot: usize, cx: &mut Context<'_>) -> Poll<()> {
         if self.state() >= level {

@@ -107,6 +107,8 @@ impl Active {
 impl Drop for Active {
     fn drop(&mut self) {
         self.0.active.fetch_sub(1, SeqCst);
+        // Workers at the drain's barrier count the live ones again.
+        self.0.signal.wake_all();
     }
 }
 
@@ -185,6 +187,7 @@ where
         loop {
             let next = match shared.signal.state() {
                 RUNNING => self.next::<R>().await,
+                DRAINING if shared.drain_passed() => Next::Closed,
                 DRAINING => {
                     let taken = match &mut self.member {
                         Member::Auto(c) => c.try_recv().map(Next::Message),
@@ -193,7 +196,8 @@ where
                     match taken {
                         Ok(next) => next,
                         Err(TryRecvError::Lagged(n)) => Next::Missed(n),
-                        // Empty or closed: drained.
+                        Err(TryRecvError::Empty) => self.at_drain_barrier::<R>().await,
+                        // Closed, and the whole group drained.
                         Err(_) => Next::Closed,
                     }
                 }
@@ -225,6 +229,27 @@ where
                 Next::Signalled => {}
                 Next::Closed => break,
             }
+        }
+    }
+
+    /// During a drain, with nothing to take now: waits until every live worker is in the
+    /// same place (the drain is over), or a message comes to this worker's partitions
+    /// (it drains on), or the pool is told to stop.
+    ///
+    /// No worker leaves its group before every one has drained. A member that leaves
+    /// hands its partitions to the others, and a worker that had seen nothing and ended,
+    /// but not yet left, would be handed a partition with messages and never read it,
+    /// while the member that had been reading it was handed an empty one and ended too:
+    /// with more partitions than one, a drain could end with messages still in the group
+    /// (found by the pool's stress test under load). While every worker waits here,
+    /// nobody leaves, so every partition was last seen empty by the worker that has it.
+    async fn at_drain_barrier<R: Runtime>(&mut self) -> Next<T> {
+        let shared = self.active.0.clone();
+        shared.arrive_at_barrier();
+        let slot = self.slot;
+        match &mut self.member {
+            Member::Auto(c) => barrier::<R, _, _, _>(&shared, slot, c.recv(), Next::Message).await,
+            Member::Acked(c) => barrier::<R, _, _, _>(&shared, slot, c.recv(), Next::Leased).await,
         }
     }
 
@@ -306,6 +331,42 @@ where
             .signal
             .poll_reached(DRAINING, slot, cx)
             .map(|()| Next::Signalled)
+    })
+    .await
+}
+
+/// [`Worker::at_drain_barrier`]'s wait: the receive `recv` against the barrier and the
+/// pool's state. A message taken after the barrier was passed is still handled (it was
+/// taken); the worker ends after it.
+async fn barrier<R, F, M, T>(
+    shared: &PoolShared,
+    slot: usize,
+    mut recv: F,
+    wrap: fn(M) -> Next<T>,
+) -> Next<T>
+where
+    R: Runtime,
+    F: Future<Output = Result<M, RecvError>> + Unpin,
+{
+    poll_fn(|cx| {
+        if shared.signal.state() >= STOPPING || shared.drain_passed() {
+            return Poll::Ready(Next::Closed);
+        }
+        if let Poll::Ready(r) = R::poll_cooperative(cx, |cx| Pin::new(&mut recv).poll(cx)) {
+            shared.leave_barrier();
+            return Poll::Ready(match r {
+                Ok(m) => wrap(m),
+                Err(RecvError::Lagged(n)) => Next::Missed(n),
+                Err(_) => Next::Closed,
+            });
+        }
+        // Registered before the last look: an arrival, a worker ending or a stop after it
+        // wakes this one.
+        shared.signal.register(slot, cx);
+        if shared.signal.state() >= STOPPING || shared.try_pass_barrier() {
+            return Poll::Ready(Next::Closed);
+        }
+        Poll::Pending
     })
     .await
 }
