@@ -330,6 +330,49 @@ fn drains_leave_nothing_behind<R: Runtime>(rt: R, kind: Kind) {
     }
 }
 
+/// [`drains_leave_nothing_behind`] for an explicit-ack pool on one partition, one message
+/// in flight at a time: members waiting at the drain's barrier are woken by each ack and
+/// take the next message, while the others look and find nothing (from review: a worker
+/// counted at the barrier that had just taken a message let the barrier pass, and the
+/// messages behind it stayed in the group).
+fn acked_drains_leave_nothing_behind<R: Runtime>(rt: R, kind: Kind) {
+    const ITEMS: u64 = 200;
+    for round in 0..20 {
+        let topic = Topic::<u64>::with_capacity(256).unwrap();
+        let builder = WorkerPool::builder(&topic, "acked-drain")
+            .mode(Mode::Parallel(4))
+            .start_at(StartAt::Earliest)
+            .acked(AckConfig::new().max_in_flight(1));
+        let pool = match kind {
+            Kind::Async => {
+                builder.spawn(
+                    &rt,
+                    |m: Message<u64>| async move { Ok::<_, String>(*m.value()) },
+                )
+            }
+            Kind::Blocking => {
+                builder.spawn_blocking(&rt, |m: Message<u64>| Ok::<_, String>(*m.value()))
+            }
+        }
+        .unwrap();
+        for n in 0..ITEMS {
+            topic.publish_blocking(n).unwrap();
+        }
+        let stats = pool.shutdown_blocking(Shutdown::Drain).unwrap();
+        let mut late = topic
+            .group_acked("acked-drain", StartAt::Earliest, AckConfig::new())
+            .unwrap();
+        let left: Vec<u64> = std::iter::from_fn(|| late.try_recv().ok())
+            .map(|d| d.message().offset())
+            .collect();
+        assert_eq!(
+            (stats.consumed, left.as_slice()),
+            (ITEMS, &[][..]),
+            "round {round}: {stats:?}"
+        );
+    }
+}
+
 fn tokio_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -381,6 +424,16 @@ macro_rules! stress {
             fn blocking_drains_leave_nothing_behind() {
                 let (_keep, rt) = $rt;
                 drains_leave_nothing_behind(rt, Kind::Blocking);
+            }
+            #[test]
+            fn async_acked_drains_leave_nothing_behind() {
+                let (_keep, rt) = $rt;
+                acked_drains_leave_nothing_behind(rt, Kind::Async);
+            }
+            #[test]
+            fn blocking_acked_drains_leave_nothing_behind() {
+                let (_keep, rt) = $rt;
+                acked_drains_leave_nothing_behind(rt, Kind::Blocking);
             }
             #[test]
             fn async_stop_half_way() {

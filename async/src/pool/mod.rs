@@ -80,16 +80,19 @@ use core::fmt;
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::rt::{JoinError, JoinHandle, Runtime};
 use crate::{AckConfig, Message, StartAt, Topic};
 
+mod barrier;
 mod signal;
 mod worker;
 
+use barrier::Barrier;
 use signal::{Signal, DRAINING, STOPPING};
 use worker::{Active, AsyncFn, BlockingFn, Handler, Member, Worker};
 
@@ -124,7 +127,11 @@ pub enum Shutdown {
     /// the group has none waits for the others (and takes what comes to its partitions
     /// meanwhile); the workers end together once every one has run dry. None leaves the
     /// group before: a member that leaves moves partitions between the others, and a
-    /// worker that had stopped looking would not read the one it was handed.
+    /// worker that had stopped looking would not read the one it was handed. So messages
+    /// published during the drain are handled too, and publishers that keep every worker
+    /// busy keep the drain going; and a pool of blocking workers ([`PoolBuilder::spawn_blocking`])
+    /// needs a blocking thread of its runtime for each worker until the drain ends (Tokio's
+    /// default is 512), since waiting workers keep theirs.
     ///
     /// In an explicit-ack pool ([`PoolBuilder::acked`]) a message whose handler fails is
     /// nacked and tried again during the drain, under the group's backoff (a message
@@ -297,10 +304,11 @@ pub(crate) struct PoolShared {
     signal: Signal,
     workers: usize,
     active: AtomicUsize,
-    /// The drain's barrier: how many workers found nothing to take and wait for the
-    /// others, plus [`BARRIER_PASSED`] once all of them did (see
-    /// [`PoolShared::drain_barrier`]).
-    drain_barrier: AtomicUsize,
+    /// The drain's barrier (see [`barrier`]).
+    barrier: Barrier,
+    /// Handler failures per message (partition, offset) during the drain, whichever
+    /// worker took it (see [`worker::set_aside_delay`]).
+    drain_failures: Mutex<BTreeMap<(u32, u64), u32>>,
     pushed: AtomicU64,
     processed: AtomicU64,
     errors: AtomicU64,
@@ -310,48 +318,23 @@ pub(crate) struct PoolShared {
     acks_refused: AtomicU64,
 }
 
-/// Set in [`PoolShared::drain_barrier`] once every live worker has drained.
-const BARRIER_PASSED: usize = 1 << (usize::BITS - 1);
-
 impl PoolShared {
-    /// The drain is over: every live worker found nothing to take at once. No worker
-    /// leaves its group before then (see [`Worker::run`](worker::Worker)).
-    pub(crate) fn drain_passed(&self) -> bool {
-        self.drain_barrier.load(SeqCst) & BARRIER_PASSED != 0
+    /// How often the handler failed on message `id` (partition, offset) during the drain.
+    pub(crate) fn drain_failures(&self, id: (u32, u64)) -> u32 {
+        let failures = self
+            .drain_failures
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        failures.get(&id).copied().unwrap_or(0)
     }
 
-    /// A worker found nothing to take during the drain and waits for the others.
-    pub(crate) fn arrive_at_barrier(&self) {
-        self.drain_barrier.fetch_add(1, SeqCst);
-        self.signal.wake_all();
-    }
-
-    /// A worker waiting at the barrier took a message: it drains again (unless the barrier
-    /// was passed meanwhile: then it handles that message and ends).
-    pub(crate) fn leave_barrier(&self) {
-        let _ = self
-            .drain_barrier
-            .fetch_update(SeqCst, SeqCst, |v| (v & BARRIER_PASSED == 0).then(|| v - 1));
-    }
-
-    /// Passes the barrier if every live worker is at it; whether it is passed.
-    pub(crate) fn try_pass_barrier(&self) -> bool {
-        let at = self.drain_barrier.load(SeqCst);
-        if at & BARRIER_PASSED != 0 {
-            return true;
-        }
-        if at < self.active.load(SeqCst) {
-            return false;
-        }
-        if self
-            .drain_barrier
-            .compare_exchange(at, at | BARRIER_PASSED, SeqCst, SeqCst)
-            .is_ok()
-        {
-            self.signal.wake_all();
-            return true;
-        }
-        self.drain_passed()
+    /// Counts a handler failure on message `id` during the drain.
+    pub(crate) fn drain_failed(&self, id: (u32, u64)) {
+        let mut failures = self
+            .drain_failures
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        *failures.entry(id).or_insert(0) += 1;
     }
 
     fn stats(&self) -> PoolStats {
@@ -576,7 +559,8 @@ where
             signal: Signal::new(n + 1),
             workers: n,
             active: AtomicUsize::new(0),
-            drain_barrier: AtomicUsize::new(0),
+            barrier: Barrier::default(),
+            drain_failures: Mutex::new(BTreeMap::new()),
             pushed: AtomicU64::new(0),
             processed: AtomicU64::new(0),
             errors: AtomicU64::new(0),

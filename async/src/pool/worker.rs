@@ -12,11 +12,11 @@ use core::fmt;
 use core::future::{poll_fn, Future};
 use core::pin::Pin;
 use core::task::Poll;
-use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 
+use super::barrier::{Arrival, Barrier};
 use super::signal::{DRAINING, RUNNING, STOPPING};
 use super::{HandlerError, PoolShared, WorkResult};
 use crate::rt::{panic_message, CatchUnwind, Runtime};
@@ -107,7 +107,9 @@ impl Active {
 impl Drop for Active {
     fn drop(&mut self) {
         self.0.active.fetch_sub(1, SeqCst);
-        // Workers at the drain's barrier count the live ones again.
+        // The worker has left its group (its member is dropped first), so partitions may
+        // have moved: workers waiting at the drain's barrier look again before they count.
+        self.0.barrier.reset();
         self.0.signal.wake_all();
     }
 }
@@ -182,12 +184,10 @@ where
     /// worker receives goes to the handler: none uses up a delivery attempt unhandled.
     pub(crate) async fn run<R: Runtime>(mut self) {
         let shared = self.active.0.clone();
-        // Handler failures per message (partition, offset) during the drain.
-        let mut drain_failures: BTreeMap<(u32, u64), u32> = BTreeMap::new();
         loop {
             let next = match shared.signal.state() {
                 RUNNING => self.next::<R>().await,
-                DRAINING if shared.drain_passed() => Next::Closed,
+                DRAINING if shared.barrier.passed() => Next::Closed,
                 DRAINING => {
                     let taken = match &mut self.member {
                         Member::Auto(c) => c.try_recv().map(Next::Message),
@@ -212,7 +212,7 @@ where
                     let id = (d.partition(), d.offset());
                     // Whether a failure now would be this message's DRAIN_TRIES-th (or a
                     // later one) during the drain: then it is set aside.
-                    let failures = drain_failures.get(&id).copied().unwrap_or(0);
+                    let failures = shared.drain_failures(id);
                     let set_aside = set_aside_delay(failures + 1);
                     shared.pushed.fetch_add(1, SeqCst);
                     // The handler gets the message; the lease stays here to be settled.
@@ -220,7 +220,7 @@ where
                         .process::<R>(d.message().clone(), Some(d), set_aside)
                         .await;
                     if failed && shared.signal.state() == DRAINING {
-                        *drain_failures.entry(id).or_insert(0) += 1;
+                        shared.drain_failed(id);
                     }
                 }
                 Next::Missed(n) => {
@@ -245,7 +245,6 @@ where
     /// nobody leaves, so every partition was last seen empty by the worker that has it.
     async fn at_drain_barrier<R: Runtime>(&mut self) -> Next<T> {
         let shared = self.active.0.clone();
-        shared.arrive_at_barrier();
         let slot = self.slot;
         match &mut self.member {
             Member::Auto(c) => barrier::<R, _, _, _>(&shared, slot, c.recv(), Next::Message).await,
@@ -336,8 +335,10 @@ where
 }
 
 /// [`Worker::at_drain_barrier`]'s wait: the receive `recv` against the barrier and the
-/// pool's state. A message taken after the barrier was passed is still handled (it was
-/// taken); the worker ends after it.
+/// pool's state. The worker counts at the barrier only while it waits having found
+/// nothing: each time it is woken it takes itself off the count, looks again, and counts
+/// again if it still finds nothing, in the barrier's current generation (one a worker that
+/// ended did not cut short). A look that the runtime's budget put off does not count.
 async fn barrier<R, F, M, T>(
     shared: &PoolShared,
     slot: usize,
@@ -348,27 +349,68 @@ where
     R: Runtime,
     F: Future<Output = Result<M, RecvError>> + Unpin,
 {
-    poll_fn(|cx| {
-        if shared.signal.state() >= STOPPING || shared.drain_passed() {
+    let mut at = Arrived {
+        barrier: &shared.barrier,
+        generation: None,
+    };
+    poll_fn(|cx| loop {
+        if let Some(generation) = at.generation.take() {
+            if !shared.barrier.leave(generation) {
+                return Poll::Ready(Next::Closed);
+            }
+        }
+        if shared.signal.state() >= STOPPING || shared.barrier.passed() {
             return Poll::Ready(Next::Closed);
         }
-        if let Poll::Ready(r) = R::poll_cooperative(cx, |cx| Pin::new(&mut recv).poll(cx)) {
-            shared.leave_barrier();
+        let generation = shared.barrier.generation();
+        let mut looked = false;
+        let polled = R::poll_cooperative(cx, |cx| {
+            looked = true;
+            Pin::new(&mut recv).poll(cx)
+        });
+        if let Poll::Ready(r) = polled {
             return Poll::Ready(match r {
                 Ok(m) => wrap(m),
                 Err(RecvError::Lagged(n)) => Next::Missed(n),
                 Err(_) => Next::Closed,
             });
         }
-        // Registered before the last look: an arrival, a worker ending or a stop after it
-        // wakes this one.
+        if !looked {
+            // The runtime will poll again; nothing was seen, so nothing counts.
+            return Poll::Pending;
+        }
+        // Registered before counting: a pass, a worker ending or a stop after this wakes it.
         shared.signal.register(slot, cx);
-        if shared.signal.state() >= STOPPING || shared.try_pass_barrier() {
+        match shared.barrier.arrive(generation) {
+            Arrival::Passed => return Poll::Ready(Next::Closed),
+            Arrival::Stale => continue,
+            Arrival::Counted => at.generation = Some(generation),
+        }
+        if shared.signal.state() >= STOPPING || shared.barrier.try_pass(shared.active.load(SeqCst))
+        {
+            if shared.barrier.passed() {
+                shared.signal.wake_all();
+            }
             return Poll::Ready(Next::Closed);
         }
-        Poll::Pending
+        return Poll::Pending;
     })
     .await
+}
+
+/// A worker's count at the barrier, taken back if its wait ends without the barrier being
+/// passed (a stop, or the task dropped or unwinding).
+struct Arrived<'a> {
+    barrier: &'a Barrier,
+    generation: Option<u64>,
+}
+
+impl Drop for Arrived<'_> {
+    fn drop(&mut self) {
+        if let Some(generation) = self.generation.take() {
+            self.barrier.leave(generation);
+        }
+    }
 }
 
 /// Whether a result was published.
