@@ -306,6 +306,16 @@ where
     }
 }
 
+/// What a worker's receive gave: a message (made a [`Next`] by `wrap`), a gap, or the end
+/// (the group closed and drained, or deleted).
+fn received<M, T>(r: Result<M, RecvError>, wrap: fn(M) -> Next<T>) -> Next<T> {
+    match r {
+        Ok(m) => wrap(m),
+        Err(RecvError::Lagged(n)) => Next::Missed(n),
+        Err(_) => Next::Closed,
+    }
+}
+
 /// Waits for `recv` or a change of the pool's state, whichever comes first.
 async fn wait<R, F, M, T>(
     shared: &PoolShared,
@@ -319,11 +329,7 @@ where
 {
     poll_fn(|cx| {
         if let Poll::Ready(r) = R::poll_cooperative(cx, |cx| Pin::new(&mut recv).poll(cx)) {
-            return Poll::Ready(match r {
-                Ok(m) => wrap(m),
-                Err(RecvError::Lagged(n)) => Next::Missed(n),
-                Err(_) => Next::Closed,
-            });
+            return Poll::Ready(received(r, wrap));
         }
         // Losing this race drops `recv`, which takes nothing (cancel safe).
         shared
@@ -369,11 +375,7 @@ where
             Pin::new(&mut recv).poll(cx)
         });
         if let Poll::Ready(r) = polled {
-            return Poll::Ready(match r {
-                Ok(m) => wrap(m),
-                Err(RecvError::Lagged(n)) => Next::Missed(n),
-                Err(_) => Next::Closed,
-            });
+            return Poll::Ready(received(r, wrap));
         }
         if !looked {
             // The runtime will poll again; nothing was seen, so nothing counts.
