@@ -131,7 +131,10 @@ pub enum Shutdown {
     /// published during the drain are handled too, and publishers that keep every worker
     /// busy keep the drain going; and a pool of blocking workers ([`PoolBuilder::spawn_blocking`])
     /// needs a blocking thread of its runtime for each worker until the drain ends (Tokio's
-    /// default is 512), since waiting workers keep theirs.
+    /// default is 512), since waiting workers keep theirs. The group should be the pool's
+    /// alone during a drain: a member of it outside the pool that joins or leaves moves
+    /// partitions without the workers knowing, and one could end without reading a
+    /// partition it was handed.
     ///
     /// In an explicit-ack pool ([`PoolBuilder::acked`]) a message whose handler fails is
     /// nacked and tried again during the drain, under the group's backoff (a message

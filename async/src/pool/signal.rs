@@ -45,7 +45,7 @@ impl Signal {
     }
 
     /// Wakes every waiting worker without a change of state (see
-    /// [`PoolShared::drain_barrier`](super::PoolShared)).
+    /// the drain's [`Barrier`](super::barrier::Barrier)).
     pub(crate) fn wake_all(&self) {
         let wakers: Vec<Waker> = self.lock().iter_mut().filter_map(Option::take).collect();
         wakers.into_iter().for_each(Waker::wake);

@@ -106,10 +106,12 @@ impl Active {
 
 impl Drop for Active {
     fn drop(&mut self) {
-        self.0.active.fetch_sub(1, SeqCst);
         // The worker has left its group (its member is dropped first), so partitions may
         // have moved: workers waiting at the drain's barrier look again before they count.
+        // The reset comes first: until it, this worker is live and not counted, so no
+        // count made before the move can pass the barrier.
         self.0.barrier.reset();
+        self.0.active.fetch_sub(1, SeqCst);
         self.0.signal.wake_all();
     }
 }
@@ -185,6 +187,8 @@ where
     pub(crate) async fn run<R: Runtime>(mut self) {
         let shared = self.active.0.clone();
         loop {
+            // The barrier's generation before this receive (see `Next::Leased` below).
+            let generation = shared.barrier.generation();
             let next = match shared.signal.state() {
                 RUNNING => self.next::<R>().await,
                 DRAINING if shared.barrier.passed() => Next::Closed,
@@ -221,6 +225,14 @@ where
                         .await;
                     if failed && shared.signal.state() == DRAINING {
                         shared.drain_failed(id);
+                    }
+                    if shared.barrier.generation() != generation {
+                        // A worker ended while this one held the lease, so its partition
+                        // may have moved to a worker that found nothing there then (the
+                        // message was out): settling it may have made something ready
+                        // there. Counted workers look again.
+                        shared.barrier.reset();
+                        shared.signal.wake_all();
                     }
                 }
                 Next::Missed(n) => {
