@@ -110,6 +110,10 @@ impl TopicConfig {
     /// A topic retaining up to `capacity` messages per partition, `Block` overflow, one
     /// partition, no TTL, no clock. A capacity of 0 is reported by [`Topic::new`].
     ///
+    /// [`Topic::new`] reserves each partition's ring of `capacity` slots (and reports
+    /// [`Error::CapacityTooLarge`](crate::Error::CapacityTooLarge) if it cannot); the
+    /// ring's memory is then used as the first `capacity` messages arrive.
+    ///
     /// [`Topic::new`]: crate::Topic::new
     pub fn new(capacity: usize) -> Self {
         Self {

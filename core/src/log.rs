@@ -6,7 +6,6 @@
 //! back instead: evicted values and wakers are returned to the caller, who lets go of them
 //! after the lock is released.
 
-use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use crate::config::Overflow;
@@ -133,7 +132,11 @@ pub(crate) const REVOKED: usize = usize::MAX;
 
 #[derive(Debug)]
 pub(crate) struct Log<T> {
-    ring: Box<[Option<Entry<T>>]>,
+    /// The slots, `capacity` of them once the first lap is written. Only their memory
+    /// is reserved up front: a slot is added by the first publish that reaches it, so a
+    /// log uses memory for what it has held, not for its capacity (and creating many
+    /// large partitions touches no pages). Every offset below `high` has its slot.
+    ring: Vec<Option<Entry<T>>>,
     capacity: u64,
     /// Oldest retained offset.
     pub(crate) low: u64,
@@ -192,9 +195,8 @@ impl<T> Log<T> {
     pub(crate) fn new(capacity: usize, release: bool, partition: usize) -> Option<Self> {
         let mut ring = Vec::new();
         ring.try_reserve_exact(capacity).ok()?;
-        ring.resize_with(capacity, || None);
         Some(Self {
-            ring: ring.into_boxed_slice(),
+            ring,
             partition,
             capacity: capacity as u64,
             low: 0,
@@ -238,6 +240,18 @@ impl<T> Log<T> {
     #[inline]
     fn index(&self, offset: u64) -> usize {
         (offset % self.capacity) as usize
+    }
+
+    /// The message in slot `i`, if any (a slot not written yet holds none).
+    #[inline]
+    fn slot(&self, i: usize) -> Option<&Entry<T>> {
+        self.ring.get(i).and_then(Option::as_ref)
+    }
+
+    /// Takes the message out of slot `i`, if any.
+    #[inline]
+    fn take_slot(&mut self, i: usize) -> Option<Entry<T>> {
+        self.ring.get_mut(i).and_then(Option::take)
     }
 
     // ----- readers' positions -------------------------------------------------------
@@ -454,7 +468,7 @@ impl<T> Log<T> {
     /// The timestamp of the oldest message still in the log, if any.
     pub(crate) fn oldest_ts(&self) -> Option<u64> {
         (self.low < self.high)
-            .then(|| self.ring[self.index(self.low)].as_ref().map(|e| e.ts))
+            .then(|| self.slot(self.index(self.low)).map(|e| e.ts))
             .flatten()
     }
 
@@ -467,9 +481,9 @@ impl<T> Log<T> {
         let start = self.low;
         while self.low < self.high {
             let i = self.index(self.low);
-            match &self.ring[i] {
+            match self.slot(i) {
                 Some(e) if now.saturating_sub(e.ts) > ttl => {
-                    if let Some(e) = self.ring[i].take() {
+                    if let Some(e) = self.take_slot(i) {
                         dead.push(e.value);
                     }
                     self.low += 1;
@@ -512,7 +526,7 @@ impl<T> Log<T> {
     #[inline]
     fn evict_oldest(&mut self) {
         let i = self.index(self.low);
-        if self.ring[i].is_some() {
+        if self.slot(i).is_some() {
             if self.read_by_every_reader(self.low) {
                 self.released += 1;
             } else {
@@ -544,7 +558,16 @@ impl<T> Log<T> {
         let ts = ts.max(self.last_ts);
         self.last_ts = ts;
         let i = self.index(offset);
-        let old = self.ring[i].replace(Entry { offset, ts, value });
+        let entry = Entry { offset, ts, value };
+        let old = match self.ring.get_mut(i) {
+            Some(slot) => slot.replace(entry),
+            None => {
+                // First lap: the slot is added (its memory was reserved by `Log::new`).
+                debug_assert_eq!(i, self.ring.len());
+                self.ring.push(Some(entry));
+                None
+            }
+        };
         debug_assert!(old.as_ref().is_none_or(|e| e.offset < self.low));
         self.high += 1;
         self.published += 1;
@@ -692,7 +715,7 @@ impl<T> Log<T> {
         }
         let i = self.index(pos);
         if dest != Dest::Copy && self.may_release(cursor, pos) {
-            if let Some(e) = self.ring[i].take() {
+            if let Some(e) = self.take_slot(i) {
                 debug_assert_eq!(e.offset, pos);
                 self.cursors[cursor] = pos + 1;
                 self.released_to = pos + 1;
@@ -707,7 +730,7 @@ impl<T> Log<T> {
                 return Read::Message(e);
             }
         }
-        let Some(entry) = &self.ring[i] else {
+        let Some(entry) = self.slot(i) else {
             debug_assert!(false, "retained slot {pos} is empty");
             return Read::Empty;
         };
@@ -749,13 +772,17 @@ impl<T> Log<T> {
         let mut given = 0;
         while let Some(e) = buf.front() {
             let (offset, i) = (e.offset, self.index(e.offset));
-            if offset < self.low || offset >= self.high || self.ring[i].is_some() {
+            if offset < self.low || offset >= self.high || self.slot(i).is_some() {
                 // A copy (the log holds the message), or the window moved on.
                 debug_assert!(offset >= self.low, "a held message's slot was reused");
                 break;
             }
+            let Some(slot) = self.ring.get_mut(i) else {
+                debug_assert!(false, "slot {i} of a held message was never written");
+                break;
+            };
             if let Some(e) = buf.pop_front() {
-                self.ring[i] = Some(e);
+                *slot = Some(e);
                 given += 1;
             }
         }
@@ -785,7 +812,7 @@ impl<T> Log<T> {
         while self.low < end {
             let i = self.index(self.low);
             // Empty slots were moved out (and counted) already.
-            if let Some(e) = self.ring[i].take() {
+            if let Some(e) = self.take_slot(i) {
                 out.push(e.value);
                 self.released += 1;
             }
@@ -801,7 +828,7 @@ impl<T> Log<T> {
         if offset < self.low || offset >= self.high {
             return None;
         }
-        let e = self.ring[self.index(offset)].as_ref()?;
+        let e = self.slot(self.index(offset))?;
         debug_assert_eq!(e.offset, offset);
         Some(Entry {
             offset: e.offset,

@@ -235,3 +235,57 @@ fn subscriber_errors_leave_state_unchanged() {
     assert_eq!(s.subscribers, 1);
     assert!(s.groups.is_empty());
 }
+
+/// Resident memory of this process, in bytes (Linux), if it can be read.
+#[cfg(target_os = "linux")]
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages * u64::try_from(page).ok()?)
+}
+
+/// A topic's capacity reserves memory, and pages are used as messages arrive: creating
+/// many large partitions must neither touch gigabytes (which got the process killed by
+/// the kernel's OOM killer instead of an error when capacity × partitions ran into the
+/// billions) nor fail when the memory is merely reserved.
+#[cfg(target_os = "linux")]
+#[test]
+fn large_capacities_use_memory_as_messages_arrive() {
+    const CAPACITY: usize = 1 << 20;
+    const PARTITIONS: u32 = 64; // 2 GiB of slots for `u64` messages
+    let before = resident_bytes().expect("/proc/self/statm");
+    let topic = match Topic::<u64>::new(TopicConfig::new(CAPACITY).partitions(PARTITIONS)) {
+        Ok(t) => t,
+        // A machine that does not overcommit may refuse the reservation: an error is
+        // fine, a kill is not.
+        Err(e) => {
+            assert_eq!(e, Error::CapacityTooLarge { capacity: CAPACITY });
+            return;
+        }
+    };
+    let grown = resident_bytes()
+        .expect("/proc/self/statm")
+        .saturating_sub(before);
+    assert!(
+        grown < 256 << 20,
+        "creating the topic made {grown} bytes resident"
+    );
+    // Slots come into use as the first lap is written, and the log works across it.
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    for p in 0..PARTITIONS {
+        for i in 0..100u64 {
+            topic.try_publish_to(p, u64::from(p) * 1000 + i).unwrap();
+        }
+    }
+    let mut seen = vec![0u64; PARTITIONS as usize];
+    for _ in 0..PARTITIONS * 100 {
+        let m = sub.try_recv().unwrap();
+        let p = m.partition() as usize;
+        assert_eq!(*m.value(), p as u64 * 1000 + seen[p]);
+        assert_eq!(m.offset(), seen[p]);
+        seen[p] += 1;
+    }
+    assert!(matches!(sub.try_recv(), Err(TryRecvError::Empty)));
+}
