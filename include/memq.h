@@ -525,6 +525,12 @@ typedef struct memq_partition_stats {
      * Publishers waiting for room.
      */
     size_t waiting_publishers;
+    /**
+     * Messages removed because every attached reader had read them or started past them
+     * (`MEMQ_TOPIC_RELEASE_ON_READ`), as in `memq_topic_stats`:
+     * `published == depth + evicted + expired + released`.
+     */
+    uint64_t released;
 } memq_partition_stats;
 
 /**

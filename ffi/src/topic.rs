@@ -278,6 +278,10 @@ pub struct memq_partition_stats {
     pub subscribers: usize,
     /// Publishers waiting for room.
     pub waiting_publishers: usize,
+    /// Messages removed because every attached reader had read them or started past them
+    /// (`MEMQ_TOPIC_RELEASE_ON_READ`), as in `memq_topic_stats`:
+    /// `published == depth + evicted + expired + released`.
+    pub released: u64,
 }
 
 /// Counters of one consumer group.
@@ -988,6 +992,7 @@ pub unsafe extern "C" fn memq_topic_get_partition_stats(
             expired: p.expired,
             subscribers: p.subscribers,
             waiting_publishers: p.waiting_publishers,
+            released: p.released,
         };
         // SAFETY: the caller passes a pointer valid for writes.
         unsafe { stats_out.write(stats) };

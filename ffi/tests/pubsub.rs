@@ -123,6 +123,14 @@ fn a_releasing_topic_lets_go_of_what_every_reader_read() {
         (st.published, st.released, st.depth, st.evicted),
         (3, 3, 0, 0)
     );
+    // The partition's counters balance on their own too.
+    let mut ps = memq_partition_stats::default();
+    // SAFETY: live topic, valid out-pointer.
+    unsafe { assert_eq!(memq_topic_get_partition_stats(t, 0, &mut ps), OK) };
+    assert_eq!(
+        (ps.published, ps.released, ps.depth, ps.evicted, ps.expired),
+        (3, 3, 0, 0, 0)
+    );
     // Freed before it was handed "c": "c" goes back to the log, for the next reader.
     // SAFETY: live subscriber, freed once.
     unsafe { memq_subscriber_free(s) };
