@@ -752,13 +752,16 @@ impl<T> Consumer<T> {
             }
         };
         let old = log.cursor(cursor);
-        while got < limit {
-            // A batch goes straight to the user; a single receive fetches into the pool.
-            let dest = match (shared.release_on_read, buf.is_some()) {
-                (false, _) => Dest::Copy,
-                (true, true) => Dest::User,
-                (true, false) => Dest::Held,
-            };
+        // A batch goes straight to the user; a single receive fetches into the pool.
+        let dest = match (shared.release_on_read, buf.is_some()) {
+            (false, _) => Dest::Copy,
+            (true, true) => Dest::User,
+            (true, false) => Dest::Held,
+        };
+        // Messages taken from the pool are not followed by a gap in the same batch: the
+        // gap is the next receive's to report (a batch holds messages or reports a gap).
+        let gap_after_pooled = got > 0 && log.gap_at(cursor, dest);
+        while got < limit && !gap_after_pooled {
             match log.read(cursor, dest) {
                 Read::Message(e) => {
                     let e = if buf.is_none() {
