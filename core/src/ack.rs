@@ -74,12 +74,17 @@ impl Backoff {
         }
     }
 
-    /// Delays doubling from `initial` up to `max`.
+    /// Delays doubling from `initial` up to `max`, then `max` for every later attempt. An
+    /// `initial` of zero redelivers the first time at once, then waits `max`.
     pub fn exponential(initial: Duration, max: Duration) -> Self {
         let mut delays = Vec::new();
         let mut d = initial;
-        while d < max && delays.len() < 32 {
+        // A non-zero delay reaches `max` (at worst `Duration::MAX`) in under 100 doublings.
+        while d < max && delays.len() < 128 {
             delays.push(d);
+            if d.is_zero() {
+                break;
+            }
             d = d.saturating_mul(2);
         }
         delays.push(max);
@@ -294,6 +299,12 @@ impl<T> AckConfig<T> {
     /// delivered again) and the move is retried every few milliseconds. Once it is
     /// closed, nothing more can go there: messages are delivered again instead, as if
     /// `max_deliveries` were not set, so that none is lost.
+    ///
+    /// The group keeps `topic`, a publishing handle, for as long as the group lives (until
+    /// it is deleted and its last member and delivery are gone): dropping every other
+    /// handle does not close the dead-letter topic, and its readers wait for more. Close
+    /// it with [`Topic::close`] to end them; deleting the group may close it, when the
+    /// group held its last handle.
     pub fn dead_letter(mut self, topic: Topic<DeadLetter<T>>) -> Self
     where
         T: Send + 'static,
@@ -869,7 +880,7 @@ impl<T> AckConsumer<T> {
                 let deadline = now.saturating_add(ack_wait);
                 let attempt = match acks.unacked.get_mut(&offset) {
                     Some(pe) => {
-                        pe.deliveries += 1;
+                        pe.deliveries = pe.deliveries.saturating_add(1);
                         pe.member = member;
                         pe.state = PState::Leased { deadline };
                         pe.deliveries

@@ -8,8 +8,10 @@
 //! `i % members` in join order) and the assignment is rebalanced whenever a member joins
 //! or leaves, so order within a partition holds for the member reading it.
 //!
-//! With automatic commit (the only mode so far) a delivery commits: the group's position
-//! moves past the message as it is handed out.
+//! With automatic commit (groups joined with [`Topic::group`]) a delivery commits: the
+//! group's position moves past the message as it is handed out. Groups joined with
+//! [`Topic::group_acked`](crate::Topic::group_acked) commit on acknowledgement instead
+//! (see [`AckConsumer`](crate::AckConsumer)).
 //!
 //! After the topic closes, a member's receive returns `Closed` once the whole group has
 //! drained, not just the member's own partitions: until then a member that finished
@@ -196,7 +198,9 @@ impl<T> Topic<T> {
     ///
     /// # Errors
     ///
-    /// [`Error::OffsetOutOfRange`] if a new group would start past the end of a partition.
+    /// [`Error::OffsetOutOfRange`] if a new group would start past the end of a partition;
+    /// [`Error::GroupModeMismatch`] if `name` is an explicit-ack group (joined with
+    /// [`Topic::group_acked`](crate::Topic::group_acked)).
     ///
     /// # Examples
     ///

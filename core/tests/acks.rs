@@ -135,6 +135,35 @@ fn backoff_schedule_spaces_redeliveries() {
 }
 
 #[test]
+fn exponential_backoff_doubles_all_the_way_to_its_max() {
+    // From 1 ns to an hour is 42 doublings: every one of them is in the schedule (it
+    // jumped to the max after 32).
+    let b = Backoff::exponential(Duration::from_nanos(1), Duration::from_secs(3600));
+    let mut last = Duration::ZERO;
+    for attempt in 1..=60 {
+        let d = b.delay(attempt);
+        assert!(d >= last, "attempt {attempt}: {d:?} after {last:?}");
+        assert!(
+            d <= (last * 2).max(Duration::from_nanos(1)),
+            "attempt {attempt}: {d:?} after {last:?} is more than double"
+        );
+        last = d;
+    }
+    assert_eq!(last, Duration::from_secs(3600));
+    assert_eq!(b.delay(u32::MAX), Duration::from_secs(3600));
+    // Up to the largest delay there is.
+    let b = Backoff::exponential(Duration::from_nanos(1), Duration::MAX);
+    assert_eq!(b.delay(u32::MAX), Duration::MAX);
+    assert!(b.delay(64) < Duration::MAX && b.delay(64) > Duration::from_secs(1 << 30));
+    // A zero start: one redelivery at once, then the max (not a run of immediate ones).
+    let b = Backoff::exponential(Duration::ZERO, ms(50));
+    assert_eq!(
+        (b.delay(1), b.delay(2), b.delay(3)),
+        (Duration::ZERO, ms(50), ms(50))
+    );
+}
+
+#[test]
 fn max_deliveries_sends_to_the_dead_letter_topic_with_its_origin() {
     let clock = Arc::new(ManualClock::new());
     let broker = Broker::<u32>::new();
