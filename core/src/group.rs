@@ -27,7 +27,7 @@ use core::task::{Context, Poll, Waker};
 
 use crate::config::StartAt;
 use crate::error::{Error, RecvError, TryRecvError};
-use crate::log::{Dest, Entry, Fetcher, Log, Read, REVOKED};
+use crate::log::{Dest, Entry, Fetcher, GroupId, Log, Read, REVOKED};
 use crate::message::Message;
 use crate::subscriber::{start_position, to_message};
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering, Padded};
@@ -49,7 +49,7 @@ struct Members {
 pub(crate) struct GroupShared<T> {
     pub(crate) name: String,
     /// The group's id in each partition's log, indexed by partition.
-    pub(crate) ids: Vec<usize>,
+    pub(crate) ids: Vec<GroupId>,
     members: Mutex<Members>,
     /// Bumped on every membership change; members compare it to refresh assignments.
     epoch: AtomicUsize,

@@ -21,6 +21,24 @@ pub(crate) struct Entry<T> {
     pub(crate) value: T,
 }
 
+/// A consumer group's id on one partition's log: the slot its state is kept in, and the
+/// generation that slot was at when the group took it. A deleted group's slot is taken by
+/// the next group attached, at the next generation, so that a log keeps as many slots as
+/// it has ever had groups at once, not one per group ever attached; and a member of a
+/// deleted group, whose id names the old generation, never reaches the new group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct GroupId {
+    slot: usize,
+    generation: u64,
+}
+
+/// A slot of [`Log::groups`].
+#[derive(Debug)]
+pub(crate) struct GroupSlot {
+    generation: u64,
+    part: Option<GroupPart>,
+}
+
 /// A consumer group's state on one partition.
 #[derive(Debug)]
 pub(crate) struct GroupPart {
@@ -103,11 +121,11 @@ pub(crate) enum Fetcher {
     Subscriber { release: bool },
     /// The shared pool of the group with this id (see `group::Pool`): never taken back
     /// while the group lives, so a fetch may move messages out of a releasing log.
-    Pool { group: usize, release: bool },
+    Pool { group: GroupId, release: bool },
 }
 
 impl Fetcher {
-    fn group(self) -> Option<usize> {
+    fn group(self) -> Option<GroupId> {
         match self {
             Fetcher::Subscriber { .. } => None,
             Fetcher::Pool { group: id, .. } => Some(id),
@@ -176,8 +194,10 @@ pub(crate) struct Log<T> {
     /// with a TTL: when (clock time) and whom. At most one per task at a time, so
     /// parking again does not pile up timer entries (see `Shared::expiry_alarm`).
     pub(crate) expiry_alarms: Vec<crate::alarm::Alarm>,
-    /// Groups reading this partition, indexed by the group's id on this partition.
-    pub(crate) groups: Vec<Option<GroupPart>>,
+    /// Groups reading this partition, in the slots their [`GroupId`]s name.
+    groups: Vec<GroupSlot>,
+    /// Slots of deleted groups, for the next groups attached.
+    free_groups: Vec<usize>,
     pub(crate) subscribers: usize,
     /// The number of the partition this is the log of.
     pub(crate) partition: usize,
@@ -213,6 +233,7 @@ impl<T> Log<T> {
             expiry_alarms: Vec::new(),
             pubs: WaiterList::new(),
             groups: Vec::new(),
+            free_groups: Vec::new(),
             subscribers: 0,
             last_ts: 0,
             published: 0,
@@ -620,7 +641,7 @@ impl<T> Log<T> {
         if self.subs.waiting() > 0 {
             more |= self.subs.notify_all(out);
         }
-        for g in self.groups.iter_mut().flatten() {
+        for g in self.groups.iter_mut().filter_map(|s| s.part.as_mut()) {
             if g.waiters.waiting() > 0 {
                 if g.acks.is_some() {
                     more |= g.notify_explicit(n, now, out);
@@ -688,7 +709,7 @@ impl<T> Log<T> {
         self.closed = true;
         let mut more = self.subs.notify_all(out);
         more |= self.pubs.notify_all(out);
-        for g in self.groups.iter_mut().flatten() {
+        for g in self.groups.iter_mut().filter_map(|s| s.part.as_mut()) {
             more |= g.waiters.notify_all(out);
         }
         more
@@ -858,34 +879,67 @@ impl<T> Log<T> {
 
     // ----- groups -------------------------------------------------------------------
 
-    /// Attaches a new group at `start`. Group ids are never reused, so a member of a
-    /// deleted group can never reach another group's state. `explicit` is `Some` for an
-    /// explicit-ack group, with what its partitions keep of its settings.
-    pub(crate) fn add_group(&mut self, start: u64, explicit: Option<crate::ack::AckPart>) -> usize {
+    /// Attaches a new group at `start`, in the slot of a deleted group if there is one
+    /// (see [`GroupId`]). `explicit` is `Some` for an explicit-ack group, with what its
+    /// partitions keep of its settings.
+    pub(crate) fn add_group(
+        &mut self,
+        start: u64,
+        explicit: Option<crate::ack::AckPart>,
+    ) -> GroupId {
         let cursor = self.add_cursor(start);
         self.explicit_groups += usize::from(explicit.is_some());
-        self.groups.push(Some(GroupPart {
+        let part = GroupPart {
             cursor,
             waiters: WaiterList::new(),
             delivered: 0,
             acks: explicit.map(|part| crate::ack::Acks::new(start, part)),
-        }));
-        self.groups.len() - 1
+        };
+        if let Some(slot) = self.free_groups.pop() {
+            if let Some(s) = self.groups.get_mut(slot) {
+                // Generations of a slot never repeat (2^64 reuses of one slot).
+                s.generation = s.generation.wrapping_add(1);
+                s.part = Some(part);
+                return GroupId {
+                    slot,
+                    generation: s.generation,
+                };
+            }
+        }
+        self.groups.push(GroupSlot {
+            generation: 0,
+            part: Some(part),
+        });
+        GroupId {
+            slot: self.groups.len() - 1,
+            generation: 0,
+        }
     }
 
-    pub(crate) fn group(&mut self, id: usize) -> Option<&mut GroupPart> {
-        self.groups.get_mut(id).and_then(Option::as_mut)
+    pub(crate) fn group(&mut self, id: GroupId) -> Option<&mut GroupPart> {
+        match self.groups.get_mut(id.slot) {
+            Some(s) if s.generation == id.generation => s.part.as_mut(),
+            _ => None,
+        }
     }
 
-    pub(crate) fn group_ref(&self, id: usize) -> Option<&GroupPart> {
-        self.groups.get(id).and_then(Option::as_ref)
+    pub(crate) fn group_ref(&self, id: GroupId) -> Option<&GroupPart> {
+        match self.groups.get(id.slot) {
+            Some(s) if s.generation == id.generation => s.part.as_ref(),
+            _ => None,
+        }
     }
 
-    /// Detaches group `id`: its position no longer holds back retention. Returns its wait
-    /// list: the caller wakes every member still on it once the lock is released (there
-    /// may be more than one [`WakeList`] holds).
-    pub(crate) fn remove_group(&mut self, id: usize) -> Option<WaiterList> {
-        let g = self.groups[id].take()?;
+    /// Detaches group `id`: its position no longer holds back retention, and its slot
+    /// goes to the next group attached. Returns its wait list: the caller wakes every
+    /// member still on it once the lock is released (there may be more than one
+    /// [`WakeList`] holds).
+    pub(crate) fn remove_group(&mut self, id: GroupId) -> Option<WaiterList> {
+        let g = match self.groups.get_mut(id.slot) {
+            Some(s) if s.generation == id.generation => s.part.take()?,
+            _ => return None,
+        };
+        self.free_groups.push(id.slot);
         self.explicit_groups -= usize::from(g.acks.is_some());
         self.remove_cursor(g.cursor);
         Some(g.waiters)
@@ -900,5 +954,41 @@ impl<T> Log<T> {
         if notified {
             list.notify_one(out);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deleted groups' slots are taken by the next groups: a program that makes and
+    /// deletes short-lived groups keeps as many slots as it had groups at once (each
+    /// publish visits every slot; with one per group ever made, 200,000 made and deleted
+    /// groups made 100,000 publishes take 84 s instead of 4 ms).
+    #[test]
+    fn group_slots_are_reused_and_stale_ids_reach_nothing() {
+        let mut log = Log::<u32>::new(8, false, 0).unwrap();
+        let keep = log.add_group(0, None);
+        let mut stale = Vec::new();
+        for _ in 0..1000 {
+            let id = log.add_group(0, None);
+            assert!(log.group(id).is_some());
+            assert!(log.remove_group(id).is_some());
+            stale.push(id);
+        }
+        assert_eq!(log.groups.len(), 2, "one slot kept, one reused");
+        let fresh = log.add_group(0, None);
+        assert_eq!(log.groups.len(), 2);
+        for id in stale {
+            assert_ne!(id, fresh);
+            assert!(log.group(id).is_none() && log.group_ref(id).is_none());
+            assert!(
+                log.remove_group(id).is_none(),
+                "a stale id detaches nothing"
+            );
+        }
+        assert!(log.group(fresh).is_some() && log.group(keep).is_some());
+        // Every cursor but the two groups' went back too.
+        assert_eq!(log.cursors.iter().filter(|&&c| c != UNUSED).count(), 2);
     }
 }

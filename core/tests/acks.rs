@@ -1947,3 +1947,39 @@ fn a_waker_that_panics_does_not_stop_the_thread_timer() {
         "the timer stopped"
     );
 }
+
+/// A deleted group's slot on each partition goes to the next group made; a delivery and a
+/// member of the deleted group must reach nothing of the group that took it.
+#[test]
+fn a_deleted_groups_leftovers_never_reach_the_group_in_its_place() {
+    let (_clock, topic) = setup(16);
+    let mut old = topic
+        .group_acked("old", StartAt::Earliest, config())
+        .unwrap();
+    topic.try_publish(1).unwrap();
+    let held = old.try_recv().unwrap();
+    topic.delete_group("old").unwrap();
+    // Made and deleted many times over, then one that stays: it sits in the old slot.
+    for i in 0..100 {
+        let name = format!("tmp{i}");
+        drop(topic.group(&name, StartAt::Earliest).unwrap());
+        topic.delete_group(&name).unwrap();
+    }
+    let mut new = topic
+        .group_acked("new", StartAt::Earliest, config())
+        .unwrap();
+    assert_eq!(held.ack(), Err(AckError::GroupDeleted));
+    assert_eq!(old.try_recv().unwrap_err(), TryRecvError::Closed);
+    drop(old);
+    // The new group has the message to itself, unacknowledged, and its count is its own.
+    let d = new.try_recv().unwrap();
+    assert_eq!((*d.message().value(), d.deliveries()), (1, 1));
+    d.ack().unwrap();
+    assert_eq!(new.committed(0), Ok(1));
+    let stats = topic.stats();
+    assert_eq!(stats.groups.len(), 1);
+    assert_eq!(
+        (stats.groups[0].delivered, stats.groups[0].in_flight),
+        (1, 0)
+    );
+}
