@@ -797,3 +797,38 @@ fn threads_block_on_works_in_a_thread_locals_destructor_at_thread_exit() {
     .unwrap();
     assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(7));
 }
+
+/// A blocking pool on Tokio has a task on the runtime that watches for its shutdown; a
+/// pool that ends on its own (its topic closed and its group drained) and is joined must
+/// not leave that task behind, parked for good: one per pool, for as long as the runtime
+/// lives.
+#[test]
+fn a_blocking_pool_that_ends_on_its_own_leaves_no_task_behind() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let rt = Tokio::from(runtime.handle().clone());
+    for i in 0..20 {
+        let topic = Topic::<u32>::with_capacity(8).unwrap();
+        let pool = WorkerPool::builder(&topic, &format!("g{i}"))
+            .mode(memq::pool::Mode::Parallel(2))
+            .spawn_blocking(&rt, |m| Ok::<_, String>(*m.value()))
+            .unwrap();
+        topic.publish_blocking(1).unwrap();
+        drop(topic); // the last handle: closed
+        let stats = pool.join_blocking().unwrap();
+        assert_eq!((stats.processed, stats.active), (1, 0));
+    }
+    // The watchers end as soon as their runtime polls them after the last worker ended.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while runtime.metrics().num_alive_tasks() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(
+        runtime.metrics().num_alive_tasks(),
+        0,
+        "tasks left behind by pools that ended"
+    );
+}

@@ -595,7 +595,9 @@ where
 }
 
 /// Lives on the runtime of a pool with blocking workers until the pool is asked to shut
-/// down; if the runtime drops it first (it is shutting down), tells the workers to stop.
+/// down or every worker has ended (the topic closed and the group drained: a pool that
+/// ends on its own must not leave this task behind); if the runtime drops it first (it is
+/// shutting down), tells the workers to stop.
 ///
 /// A runtime such as Tokio's waits for its blocking work when it shuts down, and a
 /// blocking worker waiting for messages would keep that wait going for ever. Stopped,
@@ -604,8 +606,9 @@ fn watch_runtime(shared: Arc<PoolShared>) -> impl Future<Output = ()> + Send + '
     struct StopIfDropped(Arc<PoolShared>);
     impl Drop for StopIfDropped {
         fn drop(&mut self) {
-            // Dropped unfinished: nobody asked the pool to shut down yet.
-            if self.0.signal.state() < DRAINING {
+            // Dropped unfinished: nobody asked the pool to shut down yet, and workers
+            // are still running.
+            if self.0.signal.state() < DRAINING && self.0.active.load(SeqCst) > 0 {
                 self.0.signal.request(STOPPING);
             }
         }
@@ -615,7 +618,19 @@ fn watch_runtime(shared: Arc<PoolShared>) -> impl Future<Output = ()> + Send + '
     let guard = StopIfDropped(shared);
     async move {
         let slot = guard.0.workers;
-        core::future::poll_fn(|cx| guard.0.signal.poll_reached(DRAINING, slot, cx)).await;
+        core::future::poll_fn(|cx| {
+            if guard.0.signal.poll_reached(DRAINING, slot, cx).is_ready() {
+                return Poll::Ready(());
+            }
+            // Registered first: a worker that ends counts itself out, then wakes every
+            // slot, so the last one cannot end unseen between this look and the wait.
+            if guard.0.active.load(SeqCst) == 0 {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
     }
 }
 
