@@ -340,6 +340,12 @@ where
     F: Future<Output = Result<M, RecvError>> + Unpin,
 {
     poll_fn(|cx| {
+        // The state first: a worker woken by a shutdown request and a message at once
+        // takes no message published after `Stop` (which leaves them in the group); the
+        // run loop drains for `Drain`.
+        if shared.signal.state() >= DRAINING {
+            return Poll::Ready(Next::Signalled);
+        }
         if let Poll::Ready(r) = R::poll_cooperative(cx, |cx| Pin::new(&mut recv).poll(cx)) {
             return Poll::Ready(received(r, wrap));
         }
