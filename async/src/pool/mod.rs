@@ -185,7 +185,8 @@ pub struct PoolStats {
     /// Messages the group lost before a worker received them (a `DropOldest` topic or a
     /// TTL evicted them), as reported by the group's `Lagged`.
     pub missed: u64,
-    /// Results not published: the results topic was closed, or full while the pool was
+    /// Results not published: the results topic was closed or refused them (full under
+    /// [`Overflow::Reject`](crate::Overflow::Reject)), or was full while the pool was
     /// stopping.
     pub results_dropped: u64,
     /// Explicit-ack pools only: acks (or nacks) refused because the lease had run out;
