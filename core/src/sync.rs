@@ -80,6 +80,22 @@ impl<T> Mutex<T> {
         self.lock_now()
     }
 
+    /// [`Mutex::lock_now`] if `at_once` and this thread is not inside one of memq's
+    /// blocking calls, [`Mutex::lock`] otherwise: for a reader whose only likely
+    /// contender holds the lock for one message at a time (see `Subscriber`'s receive).
+    /// Blocking calls keep the backoff: there threads queued on the OS mutex park, and
+    /// each handover becomes a wake-up.
+    #[inline]
+    pub(crate) fn lock_at_once_if(&self, at_once: bool) -> MutexGuard<'_, T> {
+        #[cfg(all(not(loom), feature = "std"))]
+        if at_once && !IN_BLOCKING_CALL.with(core::cell::Cell::get) {
+            return self.lock_now();
+        }
+        #[cfg(not(all(not(loom), feature = "std")))]
+        let _ = at_once;
+        self.lock()
+    }
+
     /// [`Mutex::lock_now`] for a caller with a batch, [`Mutex::lock`] otherwise.
     #[inline]
     pub(crate) fn lock_for(&self, batch: bool) -> MutexGuard<'_, T> {
