@@ -145,9 +145,12 @@ pub fn run<P: AsyncPeer>(peer: &P, scenario: Scenario, params: &Params) -> Optio
             Scenario::S7Partitioned => partitioned(peer, params, payload, deadline).await,
         }
     });
-    // Some peers leave tasks behind that never end (tokio-memq's cleanup loop): do not
-    // wait for them.
-    rt.shutdown_background();
+    // Wait for the runtime's threads to drop every task and exit before the next run
+    // starts. Some peers leave tasks behind that never end (tokio-memq's cleanup loop,
+    // which owns every message it retained); dropping them, and what they own, must not
+    // run on the CPUs while the next implementation is measured. The bound only matters
+    // for a task that never yields, which no peer has.
+    rt.shutdown_timeout(Duration::from_secs(10));
     drop(keep_alive);
     outcome
 }
