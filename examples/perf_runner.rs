@@ -8,7 +8,9 @@
 //! ```
 //!
 //! Every run counts what arrived by message id: losses and duplicates are counted, never
-//! assumed. Rates are distinct deliveries per second from the first publish to the last
+//! assumed. Each run (one scenario, one implementation, one round) runs in a fresh child
+//! process, so that no run is measured in the heap, threads or caches another left behind
+//! (`--in-process` runs them all in this one, for tools that do not follow children). Rates are distinct deliveries per second from the first publish to the last
 //! delivery (S3 counts each of the 4 subscribers' deliveries; S6 is 1e9 / median round
 //! trip in ns). The figures are noisy on a loaded or 2-core machine: compare ratios within
 //! one run, and never assert on them.
@@ -33,6 +35,8 @@ usage: perf_runner [options]
   --timeout SECS      wall-clock cap of one run (default 60; quick 3)
   --workers N         Tokio worker threads of the async rows (default 2)
   --csv               print `scenario,impl,median_msgs_per_s,lost` lines instead of a table
+  --in-process        run every cell in this process instead of a fresh child process each
+  --cell S,IMPL       (used by perf_runner itself) run one cell, print its outcome line
   -h, --help          this text";
 
 #[derive(Debug)]
@@ -45,6 +49,8 @@ struct Args {
     timeout: Option<u64>,
     workers: Option<usize>,
     csv: bool,
+    in_process: bool,
+    cell: Option<(Scenario, Impl)>,
 }
 
 fn parse_args() -> Result<Option<Args>, String> {
@@ -57,6 +63,8 @@ fn parse_args() -> Result<Option<Args>, String> {
         timeout: None,
         workers: None,
         csv: false,
+        in_process: false,
+        cell: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -70,6 +78,8 @@ fn parse_args() -> Result<Option<Args>, String> {
             "--workers" => args.workers = Some(parse_num(&value("--workers")?)?),
             "--scenarios" => args.scenarios = Scenario::parse_list(&value("--scenarios")?)?,
             "--impls" => args.impls = Impl::parse_list(&value("--impls")?)?,
+            "--in-process" => args.in_process = true,
+            "--cell" => args.cell = Some(parse_cell(&value("--cell")?)?),
             "-h" | "--help" => return Ok(None),
             // `cargo bench` and some wrappers pass this to every target.
             "--bench" => {}
@@ -77,6 +87,59 @@ fn parse_args() -> Result<Option<Args>, String> {
         }
     }
     Ok(Some(args))
+}
+
+/// `S1,memq`: one scenario id and one implementation name.
+fn parse_cell(text: &str) -> Result<(Scenario, Impl), String> {
+    let (s, i) = text
+        .split_once(',')
+        .ok_or_else(|| format!("--cell wants SCENARIO,IMPL, not `{text}`"))?;
+    match (
+        Scenario::parse_list(s)?.as_slice(),
+        Impl::parse_list(i)?.as_slice(),
+    ) {
+        ([s], [i]) => Ok((*s, *i)),
+        _ => Err(format!(
+            "--cell wants one scenario and one implementation: `{text}`"
+        )),
+    }
+}
+
+/// What a child process prints before its outcome.
+const OUTCOME: &str = "perf_runner outcome: ";
+
+/// Runs one cell in a fresh child process (this program with `--cell`, and the options
+/// that shape a run), and reads back its outcome. `Err` says what went wrong.
+fn run_in_child(args: &Args, scenario: Scenario, imp: Impl) -> Result<perf::Outcome, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find perf_runner: {e}"))?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("--cell")
+        .arg(format!("{},{}", scenario.id(), imp.name()));
+    if args.quick {
+        cmd.arg("--quick");
+    }
+    for (flag, value) in [
+        ("--messages", args.messages),
+        ("--timeout", args.timeout),
+        ("--workers", args.workers.map(|w| w as u64)),
+    ] {
+        if let Some(v) = value {
+            cmd.arg(flag).arg(v.to_string());
+        }
+    }
+    let out = cmd
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot start perf_runner: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(OUTCOME))
+        .ok_or_else(|| format!("the run printed no outcome ({})", out.status))?;
+    if !out.status.success() {
+        return Err(format!("the run ended with {}", out.status));
+    }
+    perf::Outcome::from_line(line)
 }
 
 fn parse_num<T: core::str::FromStr>(text: &str) -> Result<T, String> {
@@ -118,6 +181,19 @@ fn main() -> ExitCode {
     if let Some(workers) = args.workers {
         params.workers = workers.max(1);
     }
+    if let Some((scenario, imp)) = args.cell {
+        // A child of perf_runner: one run, its outcome on stdout.
+        return match perf::run(scenario, imp, &params) {
+            Some(outcome) => {
+                println!("{OUTCOME}{}", outcome.to_line());
+                ExitCode::SUCCESS
+            }
+            None => {
+                eprintln!("perf_runner: {} does not run {}", imp.name(), scenario.id());
+                ExitCode::from(2)
+            }
+        };
+    }
     let rounds = args.rounds.unwrap_or(if args.quick { 1 } else { 3 }).max(1);
 
     eprintln!(
@@ -158,12 +234,30 @@ fn main() -> ExitCode {
     // starts one cell further on, so that no row always runs first, or always right after
     // the same neighbour.
     let n = cells.len();
+    let mut failed = 0;
     for round in 1..=rounds {
         for k in 0..n {
             let cell = &mut cells[(k + round - 1) % n];
-            let t = Instant::now();
-            let Some(outcome) = perf::run(cell.scenario, cell.imp, &params) else {
+            if !cell.imp.supports(cell.scenario) {
                 continue;
+            }
+            let t = Instant::now();
+            let outcome = if args.in_process {
+                perf::run(cell.scenario, cell.imp, &params)
+                    .expect("runs every scenario it supports")
+            } else {
+                match run_in_child(&args, cell.scenario, cell.imp) {
+                    Ok(outcome) => outcome,
+                    Err(e) => {
+                        eprintln!(
+                            "perf_runner: ERROR round {round} {} {}: {e}",
+                            cell.scenario.id(),
+                            cell.imp.name()
+                        );
+                        failed += 1;
+                        continue;
+                    }
+                }
             };
             eprintln!(
                 "round {round}/{rounds} {:<10} {:<16} {:>9} msgs/s  lost {:<8} ({:.2?})",
@@ -201,6 +295,10 @@ fn main() -> ExitCode {
             params.messages
         );
         print!("{}", report::markdown(&cells));
+    }
+    if failed > 0 {
+        eprintln!("perf_runner: {failed} run(s) failed (see ERROR above)");
+        return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
 }

@@ -372,6 +372,72 @@ pub struct Outcome {
     pub median_rtt: Option<Duration>,
 }
 
+impl Outcome {
+    /// One line of `key=value` fields: how a run in a child process reports to
+    /// perf_runner (see [`Outcome::from_line`]).
+    pub fn to_line(&self) -> String {
+        format!(
+            "msgs_per_s={} lost={} duplicated={} delivered={} expected={} elapsed_ns={} \
+             timed_out={} out_of_range={} out_of_order={} split_keys={} \
+             payload_mismatch={} lag_reported={} median_rtt_ns={}",
+            self.msgs_per_s,
+            self.lost,
+            self.duplicated,
+            self.delivered,
+            self.expected,
+            self.elapsed.as_nanos(),
+            self.timed_out,
+            self.out_of_range,
+            self.out_of_order,
+            self.split_keys,
+            self.payload_mismatch,
+            self.lag_reported,
+            self.median_rtt
+                .map_or_else(|| "-".to_owned(), |d| d.as_nanos().to_string()),
+        )
+    }
+
+    /// Reads back what [`Outcome::to_line`] wrote.
+    pub fn from_line(line: &str) -> Result<Outcome, String> {
+        fn num<T: core::str::FromStr>(key: &str, v: &str) -> Result<T, String> {
+            v.parse().map_err(|_| format!("bad value of {key}: `{v}`"))
+        }
+        let mut out = Outcome::default();
+        let mut seen = 0;
+        for field in line.split_whitespace() {
+            let (key, v) = field
+                .split_once('=')
+                .ok_or_else(|| format!("not a key=value field: `{field}`"))?;
+            match key {
+                "msgs_per_s" => out.msgs_per_s = num(key, v)?,
+                "lost" => out.lost = num(key, v)?,
+                "duplicated" => out.duplicated = num(key, v)?,
+                "delivered" => out.delivered = num(key, v)?,
+                "expected" => out.expected = num(key, v)?,
+                "elapsed_ns" => out.elapsed = Duration::from_nanos(num(key, v)?),
+                "timed_out" => out.timed_out = num(key, v)?,
+                "out_of_range" => out.out_of_range = num(key, v)?,
+                "out_of_order" => out.out_of_order = num(key, v)?,
+                "split_keys" => out.split_keys = num(key, v)?,
+                "payload_mismatch" => out.payload_mismatch = num(key, v)?,
+                "lag_reported" => out.lag_reported = num(key, v)?,
+                "median_rtt_ns" => {
+                    out.median_rtt = match v {
+                        "-" => None,
+                        v => Some(Duration::from_nanos(num(key, v)?)),
+                    }
+                }
+                other => return Err(format!("unknown field `{other}`")),
+            }
+            seen += 1;
+        }
+        if seen != 13 {
+            return Err(format!("{seen} of 13 fields in `{line}`"));
+        }
+        Ok(out)
+    }
+}
+
 /// The message every scenario sends: an id to count it by, and a shared payload.
 ///
 /// `Serialize`/`Deserialize` are only there because tokio-memq's API demands them; its
