@@ -295,6 +295,8 @@ fn main() -> ExitCode {
             params.messages
         );
         print!("{}", report::markdown(&cells));
+        println!("\nThe floors of issue 5, from these medians:\n");
+        print!("{}", report::floors(&cells));
     }
     if failed > 0 {
         eprintln!("perf_runner: {failed} run(s) failed (see ERROR above)");

@@ -215,3 +215,110 @@ pub fn csv(cells: &[Cell]) -> String {
     }
     out
 }
+
+/// The floors issue 5 set memq, checked against this run's medians: one markdown row per
+/// floor whose cells ran. memq's side is its best row (memq, memq-release or
+/// memq-threads) that lost nothing and showed no anomaly; a floor with no such row is
+/// not met.
+pub fn floors(cells: &[Cell]) -> String {
+    use Impl::{AsyncChannel, Crossbeam, Kanal, TokioBroadcast, TokioMemq, TokioMpsc};
+    use Scenario::{
+        S1OneToOne, S2Competing, S3Fanout, S4Batches, S5Large100MiB, S5Large1MiB, S7Partitioned,
+    };
+    let mut out =
+        String::from("| floor | best memq row | against | ratio | met |\n|---|---|---|---:|---|\n");
+    let mut row =
+        |floor: String, ours: Option<(Impl, f64)>, theirs: String, ratio: f64, need: f64| {
+            let (mine, ratio, met) = match ours {
+                Some((imp, rate)) => (
+                    format!("{} {}", imp.name(), fmt_rate(rate)),
+                    format!("{ratio:.2} ×"),
+                    if ratio >= need { "yes" } else { "**no**" },
+                ),
+                None => ("none lossless".to_owned(), "–".to_owned(), "**no**"),
+            };
+            let _ = writeln!(out, "| {floor} | {mine} | {theirs} | {ratio} | {met} |");
+        };
+    let peers = [
+        (S1OneToOne, AsyncChannel, 1.0),
+        (S2Competing, Crossbeam, 1.0),
+        (S3Fanout, TokioBroadcast, 1.5),
+        (S4Batches, Kanal, 1.0),
+        (S5Large1MiB, TokioMpsc, 1.0),
+        (S5Large100MiB, TokioMpsc, 1.0),
+    ];
+    for (scenario, peer, need) in peers {
+        let (Some(theirs), true) = (rate_of(cells, scenario, peer), ran_memq(cells, scenario))
+        else {
+            continue;
+        };
+        let ours = best_memq(cells, scenario);
+        let times = if need == 1.0 {
+            String::new()
+        } else {
+            format!("{need} × ")
+        };
+        row(
+            format!("{} ≥ {times}{}", scenario.id(), peer.name()),
+            ours,
+            format!("{} {}", peer.name(), fmt_rate(theirs)),
+            ours.map_or(0.0, |(_, r)| r / theirs),
+            need,
+        );
+    }
+    if let (Some(s2), true) = (
+        best_memq(cells, S2Competing),
+        ran_memq(cells, S7Partitioned),
+    ) {
+        let ours = best_memq(cells, S7Partitioned);
+        row(
+            "S7 ≥ S2".to_owned(),
+            ours,
+            format!("S2 {} {}", s2.0.name(), fmt_rate(s2.1)),
+            ours.map_or(0.0, |(_, r)| r / s2.1),
+            1.0,
+        );
+    }
+    for scenario in Scenario::ALL {
+        let (Some(theirs), true) = (
+            rate_of(cells, scenario, TokioMemq),
+            ran_memq(cells, scenario),
+        ) else {
+            continue;
+        };
+        let ours = best_memq(cells, scenario);
+        row(
+            format!("{} ≥ 20 × tokio-memq", scenario.id()),
+            ours,
+            format!("tokio-memq {}", fmt_rate(theirs)),
+            ours.map_or(0.0, |(_, r)| r / theirs),
+            20.0,
+        );
+    }
+    out
+}
+
+/// The median rate of `imp` in `scenario`, if it ran.
+fn rate_of(cells: &[Cell], scenario: Scenario, imp: Impl) -> Option<f64> {
+    cells
+        .iter()
+        .find(|c| c.scenario == scenario && c.imp == imp)
+        .and_then(Cell::median_rate)
+}
+
+/// Whether any memq row ran `scenario`.
+fn ran_memq(cells: &[Cell], scenario: Scenario) -> bool {
+    cells
+        .iter()
+        .any(|c| c.scenario == scenario && c.imp.is_memq() && !c.outcomes.is_empty())
+}
+
+/// memq's fastest row in `scenario` among those that lost nothing and showed no anomaly.
+fn best_memq(cells: &[Cell], scenario: Scenario) -> Option<(Impl, f64)> {
+    cells
+        .iter()
+        .filter(|c| c.scenario == scenario && c.imp.is_memq())
+        .filter(|c| c.lost() == 0 && anomalies(c).is_empty())
+        .filter_map(|c| Some((c.imp, c.median_rate()?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+}
