@@ -833,6 +833,54 @@ fn a_blocking_pool_that_ends_on_its_own_leaves_no_task_behind() {
     );
 }
 
+/// A member waiting for a lease to run out asks the runtime's timer for a wake-up, which
+/// is a task sleeping until then. A member that stopped waiting and went away withdraws
+/// it: no task is left sleeping out a lease of an hour.
+#[test]
+fn a_member_that_went_away_leaves_no_timer_task_behind() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let rt = Tokio::from(runtime.handle().clone());
+    runtime.block_on(async {
+        let topic = Topic::<u32>::with_capacity(4).unwrap();
+        let config = || {
+            memq::AckConfig::new()
+                .ack_wait(Duration::from_secs(3600))
+                .timer(rt.timer())
+        };
+        let mut holder = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+        let mut waiter = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+        topic.try_publish(1).unwrap();
+        let _lease = holder.try_recv().unwrap();
+        for _ in 0..3 {
+            let waited = tokio::time::timeout(Duration::from_millis(5), waiter.recv()).await;
+            assert!(waited.is_err(), "the lease is held for an hour");
+        }
+        assert_eq!(runtime_tasks(), 1, "one wake-up for the waiting member");
+        drop(waiter);
+    });
+    // The sleeping task ends as soon as the runtime polls it after the withdrawal.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while runtime.metrics().num_alive_tasks() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(
+        runtime.metrics().num_alive_tasks(),
+        0,
+        "a timer task left sleeping for a member that went away"
+    );
+}
+
+/// Tasks alive on the current Tokio runtime.
+fn runtime_tasks() -> usize {
+    tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks()
+}
+
 /// A runtime whose spawned tasks the test polls by hand, for interleavings that a real
 /// executor makes only by chance.
 #[derive(Clone, Default)]

@@ -116,6 +116,68 @@ impl Backoff {
 pub trait Timer: Send + Sync {
     /// Wakes `waker` once `delay` has passed.
     fn wake_after(&self, delay: Duration, waker: Waker);
+
+    /// Wakes `waker` once `delay` has passed, unless the returned entry is dropped first:
+    /// dropping it withdraws the wake-up. memq asks for every wake-up this way and drops
+    /// the entry as soon as nobody waits for it any more (the wait ended, the member or
+    /// the publisher gave up, the topic is gone), so that a long lease or TTL does not
+    /// keep the wake-up, or a thread or task to serve it, until its time.
+    ///
+    /// memq drops entries outside its locks, and may drop one while the wake-up is
+    /// running or after it ran: withdrawing must then do nothing.
+    ///
+    /// The default cannot withdraw: it calls [`Timer::wake_after`] and returns `None`.
+    /// Such a wake-up still comes at its time, and then wakes nothing (memq's waker no
+    /// longer reaches a task that stopped waiting); until then the timer holds only that
+    /// small waker.
+    fn wake_after_cancellable(&self, delay: Duration, waker: Waker) -> Option<TimerEntry> {
+        self.wake_after(delay, waker);
+        None
+    }
+}
+
+/// A wake-up a [`Timer`] can withdraw, returned by [`Timer::wake_after_cancellable`]:
+/// dropping it runs the withdrawal the timer gave it, once.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::sync::Arc;
+///
+/// use memq_core::TimerEntry;
+///
+/// let withdrawn = Arc::new(AtomicBool::new(false));
+/// let flag = withdrawn.clone();
+/// let entry = TimerEntry::new(move || flag.store(true, Ordering::SeqCst));
+/// drop(entry);
+/// assert!(withdrawn.load(Ordering::SeqCst));
+/// ```
+pub struct TimerEntry {
+    withdraw: Option<alloc::boxed::Box<dyn FnOnce() + Send + Sync>>,
+}
+
+impl TimerEntry {
+    /// An entry that runs `withdraw` when it is dropped.
+    pub fn new(withdraw: impl FnOnce() + Send + Sync + 'static) -> Self {
+        Self {
+            withdraw: Some(alloc::boxed::Box::new(withdraw)),
+        }
+    }
+}
+
+impl Drop for TimerEntry {
+    fn drop(&mut self) {
+        if let Some(withdraw) = self.withdraw.take() {
+            withdraw();
+        }
+    }
+}
+
+impl fmt::Debug for TimerEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimerEntry").finish_non_exhaustive()
+    }
 }
 
 /// Where messages that will not be delivered again go.
@@ -1113,10 +1175,11 @@ impl<T> AckConsumer<T> {
         {
             return;
         }
-        if let Some(timer) = self.settings().and_then(|s| s.timer.as_ref()) {
+        if let Some(timer) = self.settings().and_then(|s| s.timer.clone()) {
             let (alarm, arm) = Alarm::new(waker, at, now, self.scheduled.as_ref());
-            timer.wake_after(arm.delay, arm.waker);
+            // The replaced alarm goes first, withdrawing its wake-up (no lock is held).
             self.scheduled = Some(alarm);
+            arm.set(&*timer);
         }
     }
 
@@ -1773,8 +1836,10 @@ mod thread_timer {
         }
     }
 
-    impl super::Timer for ThreadTimer {
-        fn wake_after(&self, delay: Duration, waker: Waker) {
+    impl ThreadTimer {
+        /// Adds a wake-up at `delay` from now and returns its key; starts the thread if
+        /// none runs.
+        fn add(&self, delay: Duration, waker: Waker) -> (Instant, u64) {
             let at = Instant::now()
                 .checked_add(delay)
                 .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
@@ -1804,6 +1869,121 @@ mod thread_timer {
                     all.into_iter().for_each(Waker::wake);
                 }
             }
+            (at, seq)
+        }
+
+        /// Withdraws the wake-up `key` if it has not run. The thread is told when that
+        /// leaves nothing to wait for, so that it ends now rather than at the withdrawn
+        /// wake-up's time. The waker is dropped after the lock.
+        fn withdraw(inner: &'static Inner, key: (Instant, u64)) {
+            let mut state = inner.state.lock().unwrap_or_else(|e| e.into_inner());
+            let waker = state.wakeups.remove(&key);
+            let idle = waker.is_some() && state.wakeups.is_empty() && state.running;
+            drop(state);
+            drop(waker);
+            if idle {
+                inner.changed.notify_one();
+            }
+        }
+
+        /// How many wake-ups are scheduled, and whether the thread runs (for tests).
+        #[cfg(test)]
+        fn pending(&self) -> (usize, bool) {
+            let state = self.inner.state.lock().unwrap_or_else(|e| e.into_inner());
+            (state.wakeups.len(), state.running)
+        }
+    }
+
+    impl super::Timer for ThreadTimer {
+        fn wake_after(&self, delay: Duration, waker: Waker) {
+            self.add(delay, waker);
+        }
+
+        fn wake_after_cancellable(
+            &self,
+            delay: Duration,
+            waker: Waker,
+        ) -> Option<super::TimerEntry> {
+            let key = self.add(delay, waker);
+            let inner = self.inner;
+            Some(super::TimerEntry::new(move || Self::withdraw(inner, key)))
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::{Inner, ThreadTimer};
+        use crate::Timer;
+        use alloc::boxed::Box;
+        use alloc::sync::Arc;
+        use alloc::task::Wake;
+        use core::sync::atomic::{AtomicUsize, Ordering};
+        use core::task::Waker;
+        use core::time::Duration;
+        use std::time::Instant;
+
+        #[derive(Default)]
+        struct Count(AtomicUsize);
+
+        impl Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+
+        /// A timer of its own (not the process-wide one other tests share).
+        fn timer() -> ThreadTimer {
+            ThreadTimer {
+                inner: Box::leak(Box::new(Inner::default())),
+            }
+        }
+
+        fn until(what: impl Fn() -> bool) -> bool {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !what() {
+                if Instant::now() > deadline {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            true
+        }
+
+        /// A withdrawn wake-up is gone at once, with its waker, and once nothing is left
+        /// the timer's thread ends rather than sleeping until the withdrawn time.
+        #[test]
+        fn a_withdrawn_wake_up_leaves_nothing_behind() {
+            let timer = timer();
+            let count = Arc::new(Count::default());
+            let entry = timer
+                .wake_after_cancellable(Duration::from_secs(3600), Waker::from(count.clone()))
+                .expect("the thread timer can withdraw");
+            assert_eq!(timer.pending(), (1, true));
+            drop(entry);
+            assert_eq!(timer.pending().0, 0);
+            assert_eq!(Arc::strong_count(&count), 1, "the waker was kept");
+            assert!(until(|| !timer.pending().1), "the thread did not end");
+            assert_eq!(count.0.load(Ordering::SeqCst), 0);
+        }
+
+        /// Withdrawing one of several leaves the others to come at their time; withdrawing
+        /// one that already ran does nothing.
+        #[test]
+        fn withdrawing_one_keeps_the_others() {
+            let timer = timer();
+            let (soon, late) = (Arc::new(Count::default()), Arc::new(Count::default()));
+            let ran = timer
+                .wake_after_cancellable(Duration::from_millis(1), Waker::from(soon.clone()))
+                .unwrap();
+            let later = timer
+                .wake_after_cancellable(Duration::from_secs(3600), Waker::from(late.clone()))
+                .unwrap();
+            assert!(until(|| soon.0.load(Ordering::SeqCst) == 1));
+            drop(ran);
+            assert_eq!(timer.pending(), (1, true));
+            drop(later);
+            assert!(until(|| timer.pending() == (0, false)));
+            assert_eq!(late.0.load(Ordering::SeqCst), 0);
         }
     }
 }

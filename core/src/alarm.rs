@@ -6,53 +6,105 @@
 //! reached and waits again. An [`Alarm`] remembers whether it rang, so that the task's
 //! next wait arms a new one instead of counting on the spent one; until it rings, it spares
 //! a task that waits again (woken by something else) from piling up timer entries.
+//!
+//! An alarm is the only owner of what it rings: the timer holds it weakly. Dropping the
+//! alarm (the wait it served ended; its member, publisher or topic is gone) lets go of
+//! the task's waker at once and withdraws the timer's entry, if the timer can
+//! ([`Timer::wake_after_cancellable`]), so that a lease or TTL of an hour does not keep
+//! either for an hour.
 
-use alloc::sync::Arc;
+use alloc::sync::{Arc, Weak};
 use alloc::task::Wake;
 use core::sync::atomic::{AtomicBool, Ordering};
 use core::task::Waker;
 use core::time::Duration;
+
+use crate::ack::{Timer, TimerEntry};
+use crate::sync::Mutex;
 
 /// The shortest delay of an alarm armed after one that rang before the clock showed its
 /// time: the clock is behind the timer, and the task then looks at it at most this often
 /// until it catches up, never in a tight loop.
 const AFTER_EARLY_RING: Duration = Duration::from_millis(1);
 
-/// A timer wake-up of one task at clock time `at`.
+/// A timer wake-up of one task at clock time `at`. Dropping it withdraws the wake-up (see
+/// [`Bell`]); it is dropped outside every lock of memq's, as the timer's code runs then.
 #[derive(Debug)]
 pub(crate) struct Alarm {
     at: u64,
     bell: Arc<Bell>,
 }
 
-/// What the timer wakes: marks the alarm as rung, then wakes the task.
+/// What the timer rings: marks the alarm as rung, then wakes the task. Owned by its
+/// [`Alarm`] alone; the timer holds a [`Rope`] to it, so that when the alarm goes (the
+/// wait it served ended, its member or topic is gone) the task's waker goes with it at
+/// once, however long the timer would have held its wake-up, and the timer's entry is
+/// withdrawn if the timer can (see [`Timer::wake_after_cancellable`]).
 #[derive(Debug)]
 struct Bell {
     rung: AtomicBool,
     task: Waker,
+    /// The timer's entry, once the alarm is armed: withdrawn when the bell is dropped.
+    entry: Mutex<Option<TimerEntry>>,
 }
 
-impl Wake for Bell {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
+impl Bell {
+    fn ring(&self) {
         self.rung.store(true, Ordering::Release);
         self.task.wake_by_ref();
     }
 }
 
-/// What to ask a timer for: wake `waker` after `delay`.
+/// The timer's hold on a [`Bell`]: rings it if it is still there.
+struct Rope(Weak<Bell>);
+
+impl Wake for Rope {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if let Some(bell) = self.0.upgrade() {
+            bell.ring();
+        }
+    }
+}
+
+/// What to ask a timer for, outside any lock ([`Arm::set`]): ring the alarm after `delay`.
+#[derive(Debug)]
 pub(crate) struct Arm {
-    pub(crate) delay: Duration,
-    pub(crate) waker: Waker,
+    delay: Duration,
+    bell: Weak<Bell>,
+}
+
+impl Arm {
+    /// Asks `timer` for the wake-up, and hands its entry (if the timer can withdraw it) to
+    /// the alarm, to be withdrawn when the alarm goes. An alarm already gone meanwhile
+    /// withdraws it here. Must be called with no lock held: the timer's code runs here,
+    /// and so may the withdrawal.
+    pub(crate) fn set(self, timer: &dyn Timer) {
+        let rope = Waker::from(Arc::new(Rope(self.bell.clone())));
+        let Some(entry) = timer.wake_after_cancellable(self.delay, rope) else {
+            return;
+        };
+        match self.bell.upgrade() {
+            // If the alarm went meanwhile, this is the last hold on the bell, and the entry
+            // is withdrawn as it drops, right here.
+            Some(bell) => *bell.entry.lock() = Some(entry),
+            None => drop(entry),
+        }
+    }
 }
 
 impl Alarm {
     /// Whether this alarm wakes `task`.
     pub(crate) fn is_for(&self, task: &Waker) -> bool {
         self.bell.task.will_wake(task)
+    }
+
+    /// Whether the timer rang it.
+    pub(crate) fn rung(&self) -> bool {
+        self.bell.rung.load(Ordering::Acquire)
     }
 
     /// The clock time it is set for.
@@ -80,8 +132,12 @@ impl Alarm {
         let bell = Arc::new(Bell {
             rung: AtomicBool::new(false),
             task: task.clone(),
+            entry: Mutex::new(None),
         });
-        let waker = Waker::from(bell.clone());
-        (Alarm { at, bell }, Arm { delay, waker })
+        let arm = Arm {
+            delay,
+            bell: Arc::downgrade(&bell),
+        };
+        (Alarm { at, bell }, arm)
     }
 }

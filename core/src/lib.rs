@@ -80,7 +80,7 @@ mod wait;
 pub use ack::ThreadTimer;
 pub use ack::{
     AckConfig, AckConsumer, AckError, AckRecv, AckRecvMany, Backoff, DeadLetter, DeadLetterReason,
-    Delivery, PendingInfo, Timer,
+    Delivery, PendingInfo, Timer, TimerEntry,
 };
 pub use broker::Broker;
 #[cfg(feature = "std")]

@@ -269,33 +269,69 @@ impl<T> Shared<T> {
     /// wake-up pending for that time or earlier. Each task has at most one pending
     /// wake-up per partition, so a publisher that parks again and again (a slow reader, a
     /// clock that does not move) arms no more; one whose alarm rang before the clock
-    /// showed the expiry is armed again (see [`Alarm`]).
-    fn expiry_alarm(&self, log: &mut Log<T>, now: u64, waker: &Waker) -> Option<Arm> {
-        let ttl = self.ttl?;
-        self.timer.as_ref()?;
+    /// showed the expiry is armed again (see [`Alarm`]). Alarms that are spent (their
+    /// time passed and they rang) or replaced go into the result too, to be dropped after
+    /// the lock.
+    fn expiry_alarm(&self, log: &mut Log<T>, now: u64, waker: &Waker) -> Expiry {
+        let mut out = Expiry::default();
+        let Some(ttl) = self.ttl else {
+            return out;
+        };
+        if self.timer.is_none() {
+            return out;
+        }
         // Expired once `now - ts > ttl`. With no message to expire (a publisher held back
         // by room promised to others, in a log they have not published to yet), the first
         // that can: one published from now on.
         let oldest = log.oldest_ts().unwrap_or(now);
         let at = oldest.saturating_add(ttl).saturating_add(1);
         let alarms = &mut log.expiry_alarms;
-        alarms.retain(|a| a.at() > now);
+        // Spent: its time has come and it rang. One whose time the clock shows but that
+        // the timer has not rung yet still has a task to wake (the clock may be ahead of
+        // the timer), and dropping it would withdraw that wake-up.
+        let mut i = 0;
+        while i < alarms.len() {
+            if alarms[i].at() > now || !alarms[i].rung() {
+                i += 1;
+            } else {
+                out.spent.push(alarms.swap_remove(i));
+            }
+        }
         let old = alarms.iter().position(|a| a.is_for(waker));
         if old.is_some_and(|i| alarms[i].covers(waker, at)) {
-            return None;
+            return out;
         }
         let old = old.map(|i| alarms.swap_remove(i));
         let (alarm, arm) = Alarm::new(waker, at, now, old.as_ref());
         alarms.push(alarm);
-        // The replaced alarm, if it has not rung, wakes the task once more, harmlessly.
-        Some(arm)
+        out.spent.extend(old);
+        out.arm = Some(arm);
+        out
     }
 
-    /// Asks the timer for `alarm` (see [`Shared::expiry_alarm`]), outside the lock; the
-    /// publisher then finds the room expiry freed, or parks again.
-    fn arm_expiry_alarm(&self, alarm: Option<Arm>) {
-        if let (Some(arm), Some(timer)) = (alarm, &self.timer) {
-            timer.wake_after(arm.delay, arm.waker);
+    /// Asks the timer for the alarm [`Shared::expiry_alarm`] made, and drops the alarms it
+    /// took off (withdrawing their wake-ups); outside the lock. The publisher then finds
+    /// the room expiry freed, or parks again.
+    fn arm_expiry_alarm(&self, expiry: Expiry) {
+        if let (Some(arm), Some(timer)) = (expiry.arm, &self.timer) {
+            arm.set(&**timer);
+        }
+        drop(expiry.spent);
+    }
+
+    /// After a publisher's wait on a log ended (it got on, or gave up) and no publisher
+    /// is left waiting there: takes every TTL alarm off the log, into `spent`, to be
+    /// dropped after the lock, which withdraws their wake-ups. Nobody needs them: a
+    /// publisher woken and not back yet arms a new one if it parks again. While others
+    /// wait, every alarm stays (which task an alarm is for is known only by
+    /// `Waker::will_wake`, which may miss; an alarm kept for a task that left rings once,
+    /// for nothing, and is dropped as spent). Out of line: it runs only where alarms are
+    /// kept, on topics with a TTL and a timer.
+    #[cold]
+    #[inline(never)]
+    fn drop_unwanted_alarms(log: &mut Log<T>, spent: &mut Vec<Alarm>) {
+        if log.pubs.waiting() == 0 {
+            spent.append(&mut log.expiry_alarms);
         }
     }
 
@@ -377,14 +413,42 @@ impl<T> Shared<T> {
     /// Takes the registration of a publisher that got on (if it had parked) off the wait
     /// list; the caller then runs [`Shared::after_publish`], which stores the wake
     /// position of whoever is first in line now, or here none if nobody waits any more.
+    ///
+    /// If nobody waits any more, the TTL alarms go into `spent` (see
+    /// [`Shared::drop_unwanted_alarms`]), and so does the waker it registered, both to be
+    /// dropped after the lock.
     #[inline]
-    fn leave_publishers(&self, p: usize, log: &mut Log<T>, key: &mut Option<WaitKey>) {
+    fn leave_publishers(
+        &self,
+        p: usize,
+        log: &mut Log<T>,
+        key: &mut Option<WaitKey>,
+        spent: &mut Spent,
+    ) {
         if key.is_some() {
-            drop(log.pubs.remove(key));
-            if log.pubs.waiting() == 0 {
-                self.parts[p].wake_at.0.store(0, Ordering::Relaxed);
-            }
+            self.leave_parked(p, log, key, spent);
         }
+    }
+
+    /// [`Shared::leave_publishers`] for a publisher that parked. Out of line, as the rest
+    /// of the parked-publisher work (see `docs/PERF-NOTES.md`).
+    #[cold]
+    #[inline(never)]
+    fn leave_parked(
+        &self,
+        p: usize,
+        log: &mut Log<T>,
+        key: &mut Option<WaitKey>,
+        spent: &mut Spent,
+    ) {
+        let (_, registered) = log.pubs.remove(key);
+        if log.pubs.waiting() == 0 {
+            self.parts[p].wake_at.0.store(0, Ordering::Relaxed);
+        }
+        if !log.expiry_alarms.is_empty() {
+            Self::drop_unwanted_alarms(log, &mut spent.alarms);
+        }
+        spent.waker = registered;
     }
 
     /// After a publish: if publishers are parked, the next one gets its turn when room is
@@ -520,6 +584,8 @@ impl<T> Shared<T> {
         let now = self.now();
         let mut dead = Vec::new();
         let mut wl = WakeList::new();
+        // What the publisher's wait left behind, dropped after the lock.
+        let mut spent = Spent::default();
         let (offset, old, more) = {
             let mut log = self.parts[p].log.lock();
             self.expire(&mut log, now, &mut wl, &mut dead);
@@ -539,7 +605,7 @@ impl<T> Shared<T> {
                     Ok((offset, old)) => {
                         // Our notification (if any) is consumed by this publish; if room
                         // is left, the next waiting publisher gets its turn.
-                        self.leave_publishers(p, &mut log, key);
+                        self.leave_publishers(p, &mut log, key, &mut spent);
                         self.after_publish(p, &mut log, &mut wl);
                         let more = log.notify_readers(1, now, &mut wl);
                         break (offset, old, more);
@@ -618,6 +684,8 @@ impl<T> Shared<T> {
         // so that they can be dropped after it.
         let mut olds = Vec::with_capacity(n);
         let mut wl = WakeList::new();
+        // What the publisher's wait left behind, dropped after the lock.
+        let mut spent = Spent::default();
         let (first, more) = {
             let mut log = self.parts[p].log.lock_now();
             self.expire(&mut log, now, &mut wl, &mut olds);
@@ -640,7 +708,7 @@ impl<T> Shared<T> {
             loop {
                 match log.append_batch(&mut batch, now, self.overflow, &mut olds) {
                     Some(first) => {
-                        self.leave_publishers(p, &mut log, key);
+                        self.leave_publishers(p, &mut log, key, &mut spent);
                         self.after_publish(p, &mut log, &mut wl);
                         let more = log.notify_readers(n, now, &mut wl);
                         break (first, more);
@@ -685,8 +753,14 @@ impl<T> Shared<T> {
         // stored.
         let (_, waker) = log.pubs.remove(key);
         self.rearm(p, &mut log, &mut wl);
+        // Its TTL alarm is not wanted any more either, if nobody else waits here.
+        let mut spent = Vec::new();
+        if !log.expiry_alarms.is_empty() {
+            Self::drop_unwanted_alarms(&mut log, &mut spent);
+        }
         drop(log);
         drop(waker);
+        drop(spent);
         wl.wake_all();
     }
 }
@@ -733,6 +807,22 @@ impl<T> Drop for Topic<T> {
             self.shared.close();
         }
     }
+}
+
+/// A TTL alarm asked for by a parking publisher, and the alarms it took off the log: all
+/// to be handled after the lock ([`Shared::arm_expiry_alarm`]).
+#[derive(Default)]
+struct Expiry {
+    arm: Option<Arm>,
+    spent: Vec<Alarm>,
+}
+
+/// What a publisher that got on after parking leaves behind under the lock: its waker and
+/// its TTL alarm, dropped after it (the alarm withdraws its timer wake-up then).
+#[derive(Default)]
+struct Spent {
+    alarms: Vec<Alarm>,
+    waker: Option<Waker>,
 }
 
 /// The outcome of one publish attempt.

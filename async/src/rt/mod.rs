@@ -63,7 +63,9 @@ use std::sync::Arc;
 use std::task::Wake;
 use std::thread::{self, Thread};
 
-use crate::{Clock, Timer};
+use futures_util::future::{AbortHandle, Abortable};
+
+use crate::{Clock, Timer, TimerEntry};
 
 mod coop;
 mod task;
@@ -318,6 +320,22 @@ impl<R: Runtime> Timer for RuntimeTimer<R> {
             sleep.await;
             waker.wake();
         }));
+    }
+
+    /// The sleeping task ends as soon as the entry is dropped (it is woken to see that),
+    /// taking the runtime's timer entry and the waker with it.
+    fn wake_after_cancellable(&self, delay: Duration, waker: Waker) -> Option<TimerEntry> {
+        let (handle, registration) = AbortHandle::new_pair();
+        let sleep = self.0.sleep(delay);
+        let wake = async move {
+            sleep.await;
+            waker.wake();
+        };
+        self.0.spawn_detached(Box::pin(async move {
+            // Aborted: the wake-up is withdrawn; nothing more to do.
+            let _ = Abortable::new(wake, registration).await;
+        }));
+        Some(TimerEntry::new(move || handle.abort()))
     }
 }
 
