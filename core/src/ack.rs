@@ -182,7 +182,8 @@ impl fmt::Debug for TimerEntry {
 
 /// Where messages that will not be delivered again go.
 trait DeadLetterSink<T> {
-    fn send(&self, letter: DeadLetter<T>) -> Result<(), SinkError>;
+    /// Publishes `letter`, or hands it back with why not.
+    fn send(&self, letter: DeadLetter<T>) -> Result<(), (SinkError, DeadLetter<T>)>;
 }
 
 /// Why a dead letter was not published.
@@ -194,11 +195,11 @@ enum SinkError {
 }
 
 impl<T> DeadLetterSink<T> for Topic<DeadLetter<T>> {
-    fn send(&self, letter: DeadLetter<T>) -> Result<(), SinkError> {
+    fn send(&self, letter: DeadLetter<T>) -> Result<(), (SinkError, DeadLetter<T>)> {
         match self.try_publish(letter) {
             Ok(_) => Ok(()),
-            Err(crate::PublishError::Closed(_)) => Err(SinkError::Closed),
-            Err(_) => Err(SinkError::Later),
+            Err(crate::PublishError::Closed(letter)) => Err((SinkError::Closed, letter)),
+            Err(e) => Err((SinkError::Later, e.into_inner())),
         }
     }
 }
@@ -401,6 +402,12 @@ pub(crate) struct AckSettings<T> {
     dead_letter: Option<alloc::sync::Arc<dyn DeadLetterSink<T> + Send + Sync>>,
     /// 1 once a publish to the dead-letter topic found it closed (it never reopens).
     dead_letter_closed: crate::sync::AtomicUsize,
+    /// The values of messages whose move to the dead-letter topic found it full, by
+    /// partition and offset, kept for the retry: the log may evict a message meanwhile
+    /// (`DropOldest`, TTL), and the move must not then be lost. Taken under a
+    /// partition's lock (never the other way round); what is let go of is dropped after
+    /// both.
+    parcels: crate::sync::Mutex<BTreeMap<(usize, u64), T>>,
     clock: alloc::sync::Arc<dyn Clock>,
     timer: Option<alloc::sync::Arc<dyn Timer>>,
 }
@@ -436,6 +443,7 @@ impl<T> AckSettings<T> {
             max_in_flight: config.max_in_flight,
             dead_letter: config.dead_letter,
             dead_letter_closed: crate::sync::AtomicUsize::new(0),
+            parcels: crate::sync::Mutex::new(BTreeMap::new()),
             clock,
             timer,
         })
@@ -899,7 +907,11 @@ impl<T> AckConsumer<T> {
                 acks.ready.pop_front();
                 continue; // stale queue entry
             }
-            if offset < low {
+            // Evicted before it was settled, unless it is bound for the dead-letter topic
+            // and its value was kept for that (see `AckSettings::parcels`).
+            if offset < low
+                && !(pe.dead.is_some() && settings.parcels.lock().contains_key(&(p, offset)))
+            {
                 acks.ready.pop_front();
                 acks.unacked.remove(&offset);
                 acks.evicted_unacked += 1;
@@ -918,7 +930,16 @@ impl<T> AckConsumer<T> {
         let value = match choice {
             Choice::Redeliver(offset) | Choice::Fresh(offset) => log.entry_at(offset),
             Choice::DeadLetter(offset, ..) if settings.dead_letter.is_some() => {
-                log.entry_at(offset)
+                // The copy kept by an earlier try, if any: the log may have evicted it.
+                let kept = settings.parcels.lock().get(&(p, offset)).cloned();
+                match kept {
+                    Some(value) => Some(crate::log::Entry {
+                        offset,
+                        ts: 0,
+                        value,
+                    }),
+                    None => log.entry_at(offset),
+                }
             }
             _ => None,
         };
@@ -1363,6 +1384,22 @@ fn dead_letter<T: Clone>(
             }
         }
     };
+    // A move that must wait keeps its value for the retry; one that is over (made, or
+    // never to be made: the topic closed) lets go of what an earlier try kept. Dropped
+    // here, outside every lock.
+    let (sent, spent) = match sent {
+        Err((SinkError::Later, letter)) => (
+            Err(SinkError::Later),
+            settings.parcels.lock().insert((p, offset), letter.value),
+        ),
+        Err((SinkError::Closed, letter)) => {
+            let kept = settings.parcels.lock().remove(&(p, offset));
+            drop(letter);
+            (Err(SinkError::Closed), kept)
+        }
+        Ok(moved) => (Ok(moved), settings.parcels.lock().remove(&(p, offset))),
+    };
+    drop(spent);
     let now = settings.now();
     let mut wl = WakeList::new();
     let mut log = shared.parts[p].log.lock();

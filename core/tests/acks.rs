@@ -1023,6 +1023,50 @@ fn a_rejected_message_evicted_from_the_log_still_reaches_the_dead_letter_topic()
 }
 
 #[test]
+fn a_message_bound_for_a_full_dead_letter_topic_still_reaches_it_after_eviction() {
+    // Review finding: a move to a full dead-letter topic is retried later, from the log;
+    // the copy the move was made from was dropped. If the log evicted the message
+    // meanwhile (`DropOldest`, TTL), the retry found nothing and counted it as evicted:
+    // a rejected message, or one past `max_deliveries`, was lost instead of dead-lettered.
+    for reason in [DeadLetterReason::Rejected, DeadLetterReason::MaxDeliveries] {
+        let (clock, topic) = drop_oldest_setup(2);
+        let dlq = Topic::<DeadLetter<u32>>::with_capacity(1).unwrap();
+        let mut dead = dlq.subscribe(StartAt::Earliest).unwrap();
+        let mut m = topic
+            .group_acked(
+                "g",
+                StartAt::Earliest,
+                config().max_deliveries(1).dead_letter(dlq.clone()),
+            )
+            .unwrap();
+        topic.try_publish(40).unwrap();
+        topic.try_publish(41).unwrap();
+        let (d0, d1) = (m.try_recv().unwrap(), m.try_recv().unwrap());
+        d0.reject().unwrap(); // the dead-letter topic is full now
+        match reason {
+            DeadLetterReason::Rejected => d1.reject().unwrap(),
+            _ => {
+                d1.nack().unwrap();
+                // Past `max_deliveries`: bound for the full dead-letter topic.
+                assert!(matches!(m.try_recv(), Err(TryRecvError::Empty)));
+            }
+        }
+        topic.try_publish(42).unwrap();
+        topic.try_publish(43).unwrap(); // offsets 0 and 1 are evicted
+        assert_eq!(dead.try_recv().unwrap().into_value().value, 40);
+        clock.advance(ms(20)); // past the retry
+        assert_eq!(m.try_recv().unwrap().offset(), 2);
+        let letter = dead.try_recv().expect("41 was lost").into_value();
+        assert_eq!(
+            (letter.offset, letter.value, letter.reason),
+            (1, 41, reason)
+        );
+        let g = &topic.stats().groups[0];
+        assert_eq!((g.dead_lettered, g.evicted_unacked), (2, 0), "{reason:?}");
+    }
+}
+
+#[test]
 fn once_the_dead_letter_topic_is_closed_messages_are_delivered_again() {
     // Review finding: a message bound for a closed dead-letter topic was retried there
     // for ever: never delivered again, the committed position stuck, and after close
