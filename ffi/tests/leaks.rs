@@ -10,9 +10,12 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::ffi::c_void;
 use std::ptr::{null, null_mut};
+use std::task::Waker;
+use std::time::Duration;
 
 use common::*;
 use memq::*;
+use memq_core::Timer;
 
 struct Counting;
 
@@ -372,4 +375,56 @@ fn acknowledgements_leak_nothing() {
             memq_dead_letter_free(null_mut());
         }
     });
+}
+
+/// A wait that times out leaves a timer wake-up behind (a lease to run out, a TTL to
+/// expire, an hour away); once the consumer or the publish that asked for it is gone, the
+/// wake-up is withdrawn and what it held is freed, not kept until its time.
+#[test]
+fn timed_out_waits_leak_nothing() {
+    // The shared timer thread is kept running through both runs by a wake-up of its own:
+    // starting it allocates here and frees on that thread, which is not a leak.
+    let keep = memq_core::ThreadTimer::global()
+        .wake_after_cancellable(Duration::from_secs(3600), Waker::noop().clone());
+    assert!(keep.is_some(), "the thread timer can withdraw");
+    no_leak(|| {
+        // SAFETY: every pointer is NULL, live, or valid for its use; each handle is
+        // freed once.
+        unsafe {
+            let t = topic(4);
+            let mut cfg = memq_ack_config::default();
+            assert_eq!(memq_ack_config_init(&mut cfg), OK);
+            cfg.ack_wait_ms = 3_600_000;
+            let mut c = null_mut();
+            assert_eq!(
+                memq_ack_consumer_new(t, c"g".as_ptr(), 0, 0, &cfg, &mut c),
+                OK
+            );
+            publish(t, b"held");
+            let mut d = null_mut();
+            assert_eq!(memq_ack_consumer_recv(c, 0, &mut d, null_mut()), OK);
+            let mut none = null_mut();
+            assert_eq!(
+                memq_ack_consumer_recv(c, 5, &mut none, null_mut()),
+                memq_status::Timeout
+            );
+            assert_eq!(memq_delivery_ack(d), OK);
+            memq_delivery_free(d);
+            memq_ack_consumer_free(c);
+            memq_topic_free(t);
+
+            let mut c = config(1, 1, memq_overflow::Block);
+            c.ttl_ms = 3_600_000;
+            let t = topic_with(&c);
+            let s = subscribe(t, memq_start::Earliest);
+            publish(t, b"kept");
+            assert_eq!(
+                memq_topic_publish(t, b"late".as_ptr(), 4, 5, null_mut()),
+                memq_status::Timeout
+            );
+            memq_subscriber_free(s);
+            memq_topic_free(t);
+        }
+    });
+    drop(keep);
 }
