@@ -123,8 +123,10 @@ pub trait Timer: Send + Sync {
     /// the publisher gave up, the topic is gone), so that a long lease or TTL does not
     /// keep the wake-up, or a thread or task to serve it, until its time.
     ///
-    /// memq drops entries outside its locks, and may drop one while the wake-up is
-    /// running or after it ran: withdrawing must then do nothing.
+    /// memq drops entries outside its locks, on any thread, and may drop one while the
+    /// wake-up is running on another thread or after it ran: withdrawing must then do
+    /// nothing. It never withdraws from inside the wake-up call itself (an entry whose
+    /// waker was woken is let go of without withdrawing).
     ///
     /// The default cannot withdraw: it calls [`Timer::wake_after`] and returns `None`.
     /// Such a wake-up still comes at its time, and then wakes nothing (memq's waker no
@@ -163,6 +165,11 @@ impl TimerEntry {
         Self {
             withdraw: Some(alloc::boxed::Box::new(withdraw)),
         }
+    }
+
+    /// Lets go of the entry without withdrawing: its wake-up has run.
+    pub(crate) fn disarm(mut self) {
+        drop(self.withdraw.take());
     }
 }
 

@@ -49,8 +49,15 @@ struct Bell {
 }
 
 impl Bell {
+    /// Called by the timer's wake-up. The entry is done with: it is disarmed, so that
+    /// dropping this bell later (perhaps right here, if the alarm went meanwhile) never
+    /// calls back into the timer from inside its own wake-up call.
     fn ring(&self) {
         self.rung.store(true, Ordering::Release);
+        let entry = self.entry.lock().take();
+        if let Some(entry) = entry {
+            entry.disarm();
+        }
         self.task.wake_by_ref();
     }
 }

@@ -191,9 +191,10 @@ pub(crate) struct Log<T> {
     /// Publishers parked on a full partition: woken by the number of slots freed.
     pub(crate) pubs: WaiterList,
     /// Timer wake-ups pending for publishers parked on this full partition of a topic
-    /// with a TTL: when (clock time) and whom. At most one per task at a time, so
-    /// parking again does not pile up timer entries (see `Shared::expiry_alarm`).
-    pub(crate) expiry_alarms: Vec<crate::alarm::Alarm>,
+    /// with a TTL, by the publisher's place in `pubs`: when (clock time) and whom. One per
+    /// parked publisher, so parking again does not pile up timer entries, and taken off
+    /// when its wait ends (see `Shared::expiry_alarm`).
+    pub(crate) expiry_alarms: Vec<(WaitKey, crate::alarm::Alarm)>,
     /// Groups reading this partition, in the slots their [`GroupId`]s name.
     groups: Vec<GroupSlot>,
     /// Slots of deleted groups, for the next groups attached.

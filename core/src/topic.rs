@@ -221,7 +221,7 @@ impl<T> Shared<T> {
         now: u64,
     ) {
         log.pubs.register_needing(key, waker, need);
-        let alarm = self.expiry_alarm(&mut log, now, waker);
+        let alarm = self.expiry_alarm(&mut log, now, waker, *key);
         drop(log);
         self.arm_expiry_alarm(alarm);
     }
@@ -263,18 +263,24 @@ impl<T> Shared<T> {
         true
     }
 
-    /// For a publisher (`waker`) that just parked on a full log (`log`, still locked):
-    /// the timer wake-up to ask for when the oldest retained message expires and frees
-    /// its slot, if the topic has a TTL and a timer to wake it then, and the task has no
-    /// wake-up pending for that time or earlier. Each task has at most one pending
-    /// wake-up per partition, so a publisher that parks again and again (a slow reader, a
-    /// clock that does not move) arms no more; one whose alarm rang before the clock
-    /// showed the expiry is armed again (see [`Alarm`]). Alarms that are spent (their
-    /// time passed and they rang) or replaced go into the result too, to be dropped after
-    /// the lock.
-    fn expiry_alarm(&self, log: &mut Log<T>, now: u64, waker: &Waker) -> Expiry {
+    /// For a publisher (`waker`, registered at `key`) that just parked on a full log
+    /// (`log`, still locked): the timer wake-up to ask for when the oldest retained
+    /// message expires and frees its slot, if the topic has a TTL and a timer to wake it
+    /// then, and this publisher has no wake-up pending for that time or earlier. Each
+    /// parked publisher has at most one, so one that parks again and again (a slow
+    /// reader, a clock that does not move) arms no more; one whose alarm rang before the
+    /// clock showed the expiry is armed again (see [`Alarm`]). Alarms that are spent
+    /// (their time passed and they rang) or replaced go into the result too, to be
+    /// dropped after the lock.
+    fn expiry_alarm(
+        &self,
+        log: &mut Log<T>,
+        now: u64,
+        waker: &Waker,
+        key: Option<WaitKey>,
+    ) -> Expiry {
         let mut out = Expiry::default();
-        let Some(ttl) = self.ttl else {
+        let (Some(ttl), Some(key)) = (self.ttl, key) else {
             return out;
         };
         if self.timer.is_none() {
@@ -291,19 +297,19 @@ impl<T> Shared<T> {
         // the timer), and dropping it would withdraw that wake-up.
         let mut i = 0;
         while i < alarms.len() {
-            if alarms[i].at() > now || !alarms[i].rung() {
+            if alarms[i].1.at() > now || !alarms[i].1.rung() {
                 i += 1;
             } else {
-                out.spent.push(alarms.swap_remove(i));
+                out.spent.push(alarms.swap_remove(i).1);
             }
         }
-        let old = alarms.iter().position(|a| a.is_for(waker));
-        if old.is_some_and(|i| alarms[i].covers(waker, at)) {
+        let old = alarms.iter().position(|(k, _)| *k == key);
+        if old.is_some_and(|i| alarms[i].1.covers(waker, at)) {
             return out;
         }
-        let old = old.map(|i| alarms.swap_remove(i));
+        let old = old.map(|i| alarms.swap_remove(i).1);
         let (alarm, arm) = Alarm::new(waker, at, now, old.as_ref());
-        alarms.push(alarm);
+        alarms.push((key, alarm));
         out.spent.extend(old);
         out.arm = Some(arm);
         out
@@ -319,19 +325,18 @@ impl<T> Shared<T> {
         drop(expiry.spent);
     }
 
-    /// After a publisher's wait on a log ended (it got on, or gave up) and no publisher
-    /// is left waiting there: takes every TTL alarm off the log, into `spent`, to be
-    /// dropped after the lock, which withdraws their wake-ups. Nobody needs them: a
-    /// publisher woken and not back yet arms a new one if it parks again. While others
-    /// wait, every alarm stays (which task an alarm is for is known only by
-    /// `Waker::will_wake`, which may miss; an alarm kept for a task that left rings once,
-    /// for nothing, and is dropped as spent). Out of line: it runs only where alarms are
-    /// kept, on topics with a TTL and a timer.
+    /// After the wait of the publisher registered at `key` on a log ended (it got on,
+    /// gave up, or found the log closed): takes its TTL alarm off the log, into `spent`,
+    /// to be dropped after the lock, which withdraws its wake-up. Once nobody waits there,
+    /// every alarm left goes too. Out of line: it runs only where alarms are kept, on
+    /// topics with a TTL and a timer.
     #[cold]
     #[inline(never)]
-    fn drop_unwanted_alarms(log: &mut Log<T>, spent: &mut Vec<Alarm>) {
+    fn drop_expiry_alarm(log: &mut Log<T>, key: WaitKey, spent: &mut Vec<Alarm>) {
         if log.pubs.waiting() == 0 {
-            spent.append(&mut log.expiry_alarms);
+            spent.extend(log.expiry_alarms.drain(..).map(|(_, a)| a));
+        } else if let Some(i) = log.expiry_alarms.iter().position(|(k, _)| *k == key) {
+            spent.push(log.expiry_alarms.swap_remove(i).1);
         }
     }
 
@@ -414,9 +419,8 @@ impl<T> Shared<T> {
     /// list; the caller then runs [`Shared::after_publish`], which stores the wake
     /// position of whoever is first in line now, or here none if nobody waits any more.
     ///
-    /// If nobody waits any more, the TTL alarms go into `spent` (see
-    /// [`Shared::drop_unwanted_alarms`]), and so does the waker it registered, both to be
-    /// dropped after the lock.
+    /// Its TTL alarm goes into `spent` (see [`Shared::drop_expiry_alarm`]), and so does
+    /// the waker it registered, both to be dropped after the lock.
     #[inline]
     fn leave_publishers(
         &self,
@@ -441,12 +445,13 @@ impl<T> Shared<T> {
         key: &mut Option<WaitKey>,
         spent: &mut Spent,
     ) {
+        let place = *key;
         let (_, registered) = log.pubs.remove(key);
         if log.pubs.waiting() == 0 {
             self.parts[p].wake_at.0.store(0, Ordering::Relaxed);
         }
-        if !log.expiry_alarms.is_empty() {
-            Self::drop_unwanted_alarms(log, &mut spent.alarms);
+        if let (Some(place), false) = (place, log.expiry_alarms.is_empty()) {
+            Self::drop_expiry_alarm(log, place, &mut spent.alarms);
         }
         spent.waker = registered;
     }
@@ -485,11 +490,15 @@ impl<T> Shared<T> {
         for p in 0..self.parts.len() {
             loop {
                 let mut wl = WakeList::new();
-                let more = {
+                let (more, alarms) = {
                     let mut log = self.parts[p].log.lock();
                     self.parts[p].note_tail(u64::MAX);
-                    log.close_and_notify(&mut wl)
+                    // Parked publishers are woken to find the log closed: their TTL
+                    // alarms are not needed, and go (withdrawn) after the lock.
+                    let alarms = core::mem::take(&mut log.expiry_alarms);
+                    (log.close_and_notify(&mut wl), alarms)
                 };
+                drop(alarms);
                 wl.wake_all();
                 if !more {
                     break;
@@ -613,7 +622,7 @@ impl<T> Shared<T> {
                     Err(back) => match waker {
                         Some(w) if self.overflow == Overflow::Block => {
                             if self.park_publisher(p, &mut log, 1, key, w, &mut wl) {
-                                let alarm = self.expiry_alarm(&mut log, now, w);
+                                let alarm = self.expiry_alarm(&mut log, now, w, *key);
                                 drop(log);
                                 self.arm_expiry_alarm(alarm);
                                 return Attempt::Parked(back);
@@ -716,7 +725,7 @@ impl<T> Shared<T> {
                     None => match waker {
                         Some(w) if self.overflow == Overflow::Block => {
                             if self.park_publisher(p, &mut log, n as u64, key, w, &mut wl) {
-                                let alarm = self.expiry_alarm(&mut log, now, w);
+                                let alarm = self.expiry_alarm(&mut log, now, w, *key);
                                 drop(log);
                                 self.arm_expiry_alarm(alarm);
                                 return Attempt::Parked(batch);
@@ -751,12 +760,13 @@ impl<T> Shared<T> {
         // A wake-up it had not used (and the room promised with it) goes to whoever is
         // first in line now, if that one's room is free; and that one's wake position is
         // stored.
+        let place = *key;
         let (_, waker) = log.pubs.remove(key);
         self.rearm(p, &mut log, &mut wl);
-        // Its TTL alarm is not wanted any more either, if nobody else waits here.
+        // Its TTL alarm is not wanted any more either.
         let mut spent = Vec::new();
-        if !log.expiry_alarms.is_empty() {
-            Self::drop_unwanted_alarms(&mut log, &mut spent);
+        if let (Some(place), false) = (place, log.expiry_alarms.is_empty()) {
+            Self::drop_expiry_alarm(&mut log, place, &mut spent);
         }
         drop(log);
         drop(waker);

@@ -249,8 +249,8 @@ fn a_publisher_woken_then_dropped_withdraws_its_wake_up() {
     assert_eq!(Arc::strong_count(&task), 1);
 }
 
-/// Two publishes of one task parked on the same full log: the one that gives up leaves
-/// the wake-up to the other, which still needs it; once neither waits, none is left.
+/// Two publishes of one task parked on the same full log each have their wake-up: the
+/// one that gives up withdraws its own and leaves the other's, which still needs it.
 #[test]
 fn a_wake_up_stays_while_another_publish_of_the_task_waits() {
     let timer = Arc::new(WithdrawingTimer::default());
@@ -260,22 +260,47 @@ fn a_wake_up_stays_while_another_publish_of_the_task_waits() {
     let mut second = topic.publish(2);
     park(&mut first, &waker);
     park(&mut second, &waker);
-    // One per task (`Waker::will_wake` may miss, under Miri for one, and then two).
-    let asked = timer.live();
-    assert!(asked >= 1);
+    assert_eq!(timer.live(), 2, "one wake-up per parked publish");
+    // Parking again asks for nothing more.
+    park(&mut first, &waker);
+    assert_eq!(timer.live(), 2);
     drop(first);
-    assert_eq!(
-        timer.live(),
-        asked,
-        "the publish still parked lost its wake-up"
-    );
+    assert_eq!(timer.live(), 1, "the publish still parked lost its wake-up");
     timer.fire();
-    assert!(task.0.load(Ordering::SeqCst) >= 1);
+    assert_eq!(task.0.load(Ordering::SeqCst), 1);
     // Woken by its alarm before the clock moved: it waits again, with a new one.
     park(&mut second, &waker);
     assert_eq!(timer.live(), 1);
     drop(second);
     assert_eq!(timer.live(), 0);
+}
+
+/// With others parked (the usual case when a publish times out on a full topic), each
+/// publisher that gives up withdraws its own wake-up; and closing the topic withdraws
+/// those of the publishers it wakes.
+#[test]
+fn publishers_that_give_up_while_others_wait_withdraw_their_wake_ups() {
+    let timer = Arc::new(WithdrawingTimer::default());
+    let (topic, _idle) = full_with_ttl(timer.clone());
+    let (_stays, waker) = task();
+    let mut stays = topic.publish(0);
+    park(&mut stays, &waker);
+    let (gone, gone_waker) = task();
+    for n in 1..=100 {
+        let mut publish = topic.publish(n);
+        park(&mut publish, &gone_waker);
+    }
+    drop(gone_waker);
+    assert_eq!(
+        timer.live(),
+        1,
+        "wake-ups left behind by publishers that gave up"
+    );
+    assert_eq!(Arc::strong_count(&gone), 1);
+    topic.close();
+    assert_eq!(timer.live(), 0, "closing left a parked publisher's wake-up");
+    let poll = Pin::new(&mut stays).poll(&mut Context::from_waker(&waker));
+    assert!(matches!(poll, Poll::Ready(Err(_))));
 }
 
 /// A wake-up whose time the topic's clock already shows but that the timer has not run
@@ -316,4 +341,91 @@ fn a_wake_up_not_yet_run_stays_when_the_clock_is_ahead_of_the_timer() {
     );
     timer.fire();
     assert_eq!(batch_task.0.load(Ordering::SeqCst), 1);
+}
+
+/// A timer that wakes under its own lock (allowed: the wake-up is its own code) and
+/// counts withdrawals that come from inside a wake-up call, which would take that lock
+/// again.
+#[derive(Default)]
+struct WakingUnderLock {
+    live: Mutex<BTreeMap<u64, Waker>>,
+    next: AtomicU64,
+    waking: std::sync::atomic::AtomicBool,
+    reentered: AtomicU64,
+}
+
+impl WakingUnderLock {
+    fn fire(&self) {
+        let live = self.live.lock().unwrap();
+        self.waking.store(true, Ordering::SeqCst);
+        for waker in live.values() {
+            waker.wake_by_ref();
+        }
+        self.waking.store(false, Ordering::SeqCst);
+    }
+}
+
+/// A [`WakingUnderLock`] shared with its entries.
+#[derive(Default, Clone)]
+struct SharedTimer(Arc<WakingUnderLock>);
+
+impl Timer for SharedTimer {
+    fn wake_after(&self, _delay: Duration, _waker: Waker) {
+        panic!("memq asks a timer that can withdraw for wake-ups it can withdraw");
+    }
+
+    fn wake_after_cancellable(&self, _delay: Duration, waker: Waker) -> Option<TimerEntry> {
+        let id = self.0.next.fetch_add(1, Ordering::Relaxed);
+        self.0.live.lock().unwrap().insert(id, waker);
+        let timer = self.0.clone();
+        Some(TimerEntry::new(move || {
+            if timer.waking.load(Ordering::SeqCst) {
+                timer.reentered.fetch_add(1, Ordering::SeqCst);
+                return;
+            }
+            timer.live.lock().unwrap().remove(&id);
+        }))
+    }
+}
+
+/// A task whose wake-up drops its publish future: the alarm goes while the timer is
+/// still inside the wake-up call (as when the woken task runs on another thread at once).
+struct DropOnWake(Mutex<Option<memq_core::Publish<'static, u32>>>);
+
+impl Wake for DropOnWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        drop(self.0.lock().unwrap().take());
+    }
+}
+
+/// A wake-up that has run is let go of without a withdrawal: none comes from inside the
+/// timer's own wake-up call, where a timer that wakes under its lock would deadlock.
+#[test]
+fn no_withdrawal_comes_from_inside_the_wake_up_call() {
+    let timer = SharedTimer::default();
+    let (topic, idle) = full_with_ttl(Arc::new(timer.clone()));
+    // The publish future borrows the topic and lives in the task: the topic is leaked.
+    let topic: &'static Topic<u32> = Box::leak(Box::new(topic));
+    let task = Arc::new(DropOnWake(Mutex::new(Some(topic.publish(1)))));
+    let waker = Waker::from(task.clone());
+    {
+        let mut slot = task.0.lock().unwrap();
+        park(slot.as_mut().unwrap(), &waker);
+    }
+    assert_eq!(timer.0.live.lock().unwrap().len(), 1);
+    timer.0.fire();
+    assert!(
+        task.0.lock().unwrap().is_none(),
+        "the wake-up reached the task"
+    );
+    assert_eq!(
+        timer.0.reentered.load(Ordering::SeqCst),
+        0,
+        "a withdrawal from inside the wake-up call"
+    );
+    drop(idle);
 }
