@@ -358,6 +358,115 @@ fn pool_errors() {
     assert!(topic.groups().is_empty(), "a failed pool joined nothing");
 }
 
+/// A value whose drop panics (but not while the thread already unwinds).
+#[derive(Clone)]
+struct PanicsOnDrop;
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("dropped");
+        }
+    }
+}
+
+/// A handler's panic becomes an error result and the worker goes on, even when dropping
+/// the panic's payload panics; so does dropping an output that nobody takes (no results
+/// topic) or that could not be published. From review: the worker ended, its message
+/// lost to an automatic-commit group, and a sequential pool handled nothing more.
+#[test]
+fn a_pool_goes_on_when_dropping_a_panic_payload_or_an_output_panics() {
+    quiet_panics();
+    let panicking = Topic::<u64>::with_capacity(16).unwrap();
+    let pool = WorkerPool::builder(&panicking, "g")
+        .spawn_blocking(&Threads, |m| {
+            if *m.value() == 0 {
+                std::panic::panic_any(PanicsOnDrop)
+            }
+            Ok::<_, String>(())
+        })
+        .unwrap();
+    let outputs = Topic::<u64>::with_capacity(16).unwrap();
+    let unkept = WorkerPool::builder(&outputs, "g")
+        .spawn(&Threads, |m| async move {
+            Ok::<_, String>((*m.value() == 0).then(|| PanicsOnDrop))
+        })
+        .unwrap();
+    let closed = Topic::<u64>::with_capacity(16).unwrap();
+    let results = Topic::with_capacity(16).unwrap();
+    let unpublished = WorkerPool::builder(&closed, "g")
+        .results(results.clone())
+        .spawn_blocking(&Threads, |m| {
+            Ok::<_, String>((*m.value() == 0).then(|| PanicsOnDrop))
+        })
+        .unwrap();
+    results.close();
+    for i in 0..3 {
+        panicking.publish_blocking(i).unwrap();
+        outputs.publish_blocking(i).unwrap();
+        closed.publish_blocking(i).unwrap();
+    }
+    for (name, pool, errors) in [
+        ("panic", pool, 1),
+        ("output", unkept, 0),
+        ("result", unpublished, 0),
+    ] {
+        let stats = pool
+            .shutdown_blocking(Shutdown::Drain)
+            .unwrap_or_else(|e| panic!("{name}: the worker ended: {e:?}"));
+        assert_eq!(
+            (stats.processed, stats.errors, stats.consumed),
+            (3, errors, 3),
+            "{name}"
+        );
+    }
+}
+
+/// A draining pool on Tokio takes its turns like a running one: a backlog handled by a
+/// handler that never waits does not keep the other tasks of its thread from running
+/// until the drain is over (from review: 142 ms without a turn for 200,000 messages).
+#[test]
+fn a_draining_pool_leaves_turns_to_other_tasks() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let turns = runtime.block_on(async {
+        let rt = Tokio::current();
+        let n = 100_000u64;
+        let topic = Topic::<u64>::with_capacity(n as usize).unwrap();
+        for i in 0..n {
+            topic.try_publish(i).unwrap();
+        }
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let turns = Arc::new(AtomicUsize::new(0));
+        let neighbour = {
+            let (done, turns) = (done.clone(), turns.clone());
+            tokio::spawn(async move {
+                while !done.load(Ordering::SeqCst) {
+                    turns.fetch_add(1, Ordering::SeqCst);
+                    tokio::task::yield_now().await;
+                }
+            })
+        };
+        let pool = WorkerPool::builder(&topic, "g")
+            .spawn(&rt, |m| async move { Ok::<_, String>(*m.value()) })
+            .unwrap();
+        let stats = pool.shutdown(Shutdown::Drain).await.unwrap();
+        assert_eq!(stats.processed, n);
+        let turns = turns.load(Ordering::SeqCst);
+        done.store(true, Ordering::SeqCst);
+        neighbour.await.unwrap();
+        turns
+    });
+    // Tokio's budget is 128 operations a turn: about 780 turns for the drain. Without
+    // the budget the neighbour gets one or two (before and after).
+    assert!(
+        turns > 100,
+        "the neighbour ran {turns} times during the drain"
+    );
+}
+
 #[test]
 fn dropping_a_pool_stops_its_workers() {
     let topic = Topic::<u32>::with_capacity(8).unwrap();

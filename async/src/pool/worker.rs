@@ -19,7 +19,7 @@ use std::sync::Arc;
 use super::barrier::{Arrival, Barrier};
 use super::signal::{DRAINING, RUNNING, STOPPING};
 use super::{HandlerError, PoolShared, WorkResult};
-use crate::rt::{panic_message, CatchUnwind, Runtime};
+use crate::rt::{drop_caught, panic_message, CatchUnwind, Runtime};
 use crate::{AckConsumer, Consumer, Delivery, Message, RecvError, Topic, TryRecvError};
 
 /// How a worker runs the user's handler on one message. Errors and panics come back as
@@ -47,9 +47,9 @@ where
                 Ok(fut) => match CatchUnwind::new(fut).await {
                     Ok(Ok(out)) => Ok(out),
                     Ok(Err(e)) => Err(failure(e)),
-                    Err(payload) => Err(HandlerError::panicked(panic_message(payload.as_ref()))),
+                    Err(payload) => Err(panic_error(payload)),
                 },
-                Err(payload) => Err(HandlerError::panicked(panic_message(payload.as_ref()))),
+                Err(payload) => Err(panic_error(payload)),
             }
         }
     }
@@ -70,10 +70,18 @@ where
         let out = match catch_unwind(AssertUnwindSafe(|| (self.0)(msg))) {
             Ok(Ok(out)) => Ok(out),
             Ok(Err(e)) => Err(failure(e)),
-            Err(payload) => Err(HandlerError::panicked(panic_message(payload.as_ref()))),
+            Err(payload) => Err(panic_error(payload)),
         };
         core::future::ready(out)
     }
+}
+
+/// The [`HandlerError`] for a handler's panic: its message, and the payload dropped with
+/// a panic in its `Drop` caught, so that the worker goes on.
+fn panic_error(payload: Box<dyn core::any::Any + Send>) -> HandlerError {
+    let message = panic_message(payload.as_ref());
+    drop_caught(payload);
+    HandlerError::panicked(message)
 }
 
 /// The [`HandlerError`] for an error a handler returned. Its text comes from the user's
@@ -86,10 +94,12 @@ fn failure<E: fmt::Display>(e: E) -> HandlerError {
         error
     };
     catch_unwind(AssertUnwindSafe(shown)).unwrap_or_else(|payload| {
-        HandlerError::panicked(format!(
+        let message = format!(
             "the handler's error panicked when shown or dropped: {}",
             panic_message(payload.as_ref())
-        ))
+        );
+        drop_caught(payload);
+        HandlerError::panicked(message)
     })
 }
 
@@ -193,10 +203,19 @@ where
                 RUNNING => self.next::<R>().await,
                 DRAINING if shared.barrier.passed() => Next::Closed,
                 DRAINING => {
-                    let taken = match &mut self.member {
-                        Member::Auto(c) => c.try_recv().map(Next::Message),
-                        Member::Acked(c) => c.try_recv().map(Next::Leased),
-                    };
+                    // Under the runtime's budget, as every wait while running is: a
+                    // backlog drained by a handler that never waits must still leave
+                    // turns to the other tasks of its thread.
+                    let member = &mut self.member;
+                    let taken = poll_fn(|cx| {
+                        R::poll_cooperative(cx, |_| {
+                            Poll::Ready(match member {
+                                Member::Auto(c) => c.try_recv().map(Next::Message),
+                                Member::Acked(c) => c.try_recv().map(Next::Leased),
+                            })
+                        })
+                    })
+                    .await;
                     match taken {
                         Ok(next) => next,
                         Err(TryRecvError::Lagged(n)) => Next::Missed(n),
@@ -295,21 +314,25 @@ where
             shared.errors.fetch_add(1, SeqCst);
         }
         let mut done = !failed;
-        if let Some(results) = &self.results {
-            let result = WorkResult {
-                partition,
-                offset,
-                outcome,
-            };
-            match publish_result::<R, O>(results, result, &shared, self.slot).await {
-                Published::Yes => {}
-                Published::Closed => {
-                    shared.results_dropped.fetch_add(1, SeqCst);
-                }
-                Published::Stopping => {
-                    shared.results_dropped.fetch_add(1, SeqCst);
-                    // Its result is lost: an explicit-ack group delivers it again later.
-                    done = false;
+        match &self.results {
+            // Nobody takes the output: it is let go of here.
+            None => drop_caught(outcome),
+            Some(results) => {
+                let result = WorkResult {
+                    partition,
+                    offset,
+                    outcome,
+                };
+                match publish_result::<R, O>(results, result, &shared, self.slot).await {
+                    Published::Yes => {}
+                    Published::Closed => {
+                        shared.results_dropped.fetch_add(1, SeqCst);
+                    }
+                    Published::Stopping => {
+                        shared.results_dropped.fetch_add(1, SeqCst);
+                        // Its result is lost: an explicit-ack group delivers it again later.
+                        done = false;
+                    }
                 }
             }
         }
@@ -450,11 +473,15 @@ async fn publish_result<R: Runtime, O>(
     slot: usize,
 ) -> Published {
     let mut publish = results.publish(result);
-    poll_fn(|cx| {
+    let published = poll_fn(|cx| {
         if let Poll::Ready(r) = R::poll_cooperative(cx, |cx| Pin::new(&mut publish).poll(cx)) {
             return Poll::Ready(match r {
                 Ok(_) => Published::Yes,
-                Err(_) => Published::Closed,
+                // The result comes back: let go of with a panic in its drop caught.
+                Err(e) => {
+                    drop_caught(e);
+                    Published::Closed
+                }
             });
         }
         // Stopping: give up on a full results topic rather than hang the shutdown.
@@ -464,7 +491,10 @@ async fn publish_result<R: Runtime, O>(
             .poll_reached(STOPPING, slot, cx)
             .map(|()| Published::Stopping)
     })
-    .await
+    .await;
+    // Still holding the result if it was not published.
+    drop_caught(publish);
+    published
 }
 
 /// The pool is done with a message.

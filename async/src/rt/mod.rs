@@ -100,7 +100,7 @@ pub use timeout::{
 };
 pub use timer::ThreadSleep;
 
-pub(crate) use task::{panic_message, CatchUnwind};
+pub(crate) use task::{drop_caught, panic_message, CatchUnwind};
 
 /// A future that the runtime runs to completion on its own; its output is `()`.
 pub type BoxTask = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;

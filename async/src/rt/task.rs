@@ -25,7 +25,9 @@ pub enum JoinError {
 
 impl JoinError {
     pub(crate) fn from_panic(payload: Box<dyn Any + Send>) -> Self {
-        Self::Panicked(panic_message(payload.as_ref()))
+        let message = panic_message(payload.as_ref());
+        drop_caught(payload);
+        Self::Panicked(message)
     }
 
     /// Whether the task panicked.
@@ -46,6 +48,17 @@ impl fmt::Display for JoinError {
 impl std::error::Error for JoinError {}
 
 /// The text of a panic payload (`&str` or `String`), or a placeholder.
+/// Drops `value`, a user's (a panic's payload, a handler's output), catching a panic in
+/// its `Drop`: the worker or task that lets go of it goes on. The payload of that second
+/// panic is leaked rather than dropped, as its drop might panic again.
+pub(crate) fn drop_caught<T>(value: T) {
+    if let Err(payload) =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(value)))
+    {
+        core::mem::forget(payload);
+    }
+}
+
 pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()
