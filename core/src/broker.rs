@@ -65,11 +65,19 @@ impl<T> Broker<T> {
     /// [`Error::TopicExists`] if the name is taken; configuration errors as
     /// [`Topic::new`].
     pub fn create(&self, name: &str, config: TopicConfig) -> Result<Topic<T>, Error> {
-        let mut topics = self.topics.lock();
-        if topics.contains_key(name) {
+        if self.contains(name) {
             return Err(Error::TopicExists(name.into()));
         }
+        // Built (and a bad config dropped) outside the registry lock: building reads the
+        // user's clock.
         let topic = Topic::build(Some(name.into()), config)?;
+        let mut topics = self.topics.lock();
+        if topics.contains_key(name) {
+            // Made meanwhile by another caller; this one goes after the lock.
+            drop(topics);
+            drop(topic);
+            return Err(Error::TopicExists(name.into()));
+        }
         topics.insert(name.into(), topic.clone());
         Ok(topic)
     }
@@ -94,11 +102,20 @@ impl<T> Broker<T> {
     ///
     /// Configuration errors as [`Topic::new`], only when the topic is created.
     pub fn get_or_create(&self, name: &str, config: TopicConfig) -> Result<Topic<T>, Error> {
+        let existing = self.topics.lock().get(name).cloned();
+        if let Some(t) = existing {
+            return Ok(t);
+        }
+        // Built outside the registry lock, as in `create`.
+        let topic = Topic::build(Some(name.into()), config)?;
         let mut topics = self.topics.lock();
         if let Some(t) = topics.get(name) {
-            return Ok(t.clone());
+            // Made meanwhile by another caller: that one is the topic.
+            let t = t.clone();
+            drop(topics);
+            drop(topic);
+            return Ok(t);
         }
-        let topic = Topic::build(Some(name.into()), config)?;
         topics.insert(name.into(), topic.clone());
         Ok(topic)
     }

@@ -781,6 +781,16 @@ impl<T> Shared<T> {
 /// when [`Topic::close`] is called or the last handle is dropped: publishers then get
 /// [`PublishError::Closed`], and readers drain what is retained before they see `Closed`.
 ///
+/// # Values are cloned under the partition's lock
+///
+/// A reader gets its own copy of each message (`T::clone`; values that are large are
+/// shared, `Arc` or `bytes::Bytes`, so a copy is a reference count). Those copies are
+/// made inside the partition's critical section, where the log's slots are: so `T`'s
+/// `Clone` must not call into the same topic (publish to it, read it, subscribe to it,
+/// ask its stats). If it does, on the partition being read, it waits for a lock its own
+/// thread holds, for ever. Every other piece of user code memq calls (wakers, clocks,
+/// timers, routers, `Drop` of values it lets go of) runs outside memq's locks.
+///
 /// # Examples
 ///
 /// ```

@@ -236,3 +236,51 @@ fn a_topic_closed_through_a_handle_stays_registered_until_deleted() {
     assert!(!b.contains("x"));
     assert!(!b.create("x", TopicConfig::new(4)).unwrap().is_closed());
 }
+
+/// A clock that looks at the broker its topic is being made in: the topic's clock (user
+/// code) is read while the topic is built, which must not be under the broker's lock.
+struct LookingClock(std::sync::Arc<std::sync::OnceLock<std::sync::Arc<Broker<u32>>>>);
+
+impl memq_core::Clock for LookingClock {
+    fn now(&self) -> Duration {
+        if let Some(broker) = self.0.get() {
+            let _ = broker.len();
+        }
+        Duration::from_secs(1)
+    }
+}
+
+/// From review: `create` and `get_or_create` built the topic with the registry locked,
+/// so a clock that looks at the broker (or a router or timer dropped with a bad config)
+/// ran under that lock, and the first deadlocked.
+#[test]
+fn a_topics_clock_may_look_at_its_broker_while_the_topic_is_made() {
+    let cell = std::sync::Arc::new(std::sync::OnceLock::new());
+    let broker = std::sync::Arc::new(Broker::<u32>::new());
+    cell.set(broker.clone()).ok().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let clock = || std::sync::Arc::new(LookingClock(cell.clone()));
+    let (a, b) = (clock(), clock());
+    let made = broker.clone();
+    std::thread::spawn(move || {
+        let first = made.create("a", TopicConfig::new(4).clock(a)).is_ok();
+        let second = made
+            .get_or_create("b", TopicConfig::new(4).clock(b))
+            .is_ok();
+        let _ = tx.send((first, second));
+    });
+    let done = rx.recv_timeout(Duration::from_secs(10));
+    assert_eq!(done, Ok((true, true)), "making a topic deadlocked");
+    assert_eq!(broker.len(), 2);
+    assert!(matches!(
+        broker.create("a", TopicConfig::new(4).clock(clock())),
+        Err(Error::TopicExists(_))
+    ));
+    assert_eq!(
+        broker
+            .get_or_create("a", TopicConfig::new(8))
+            .unwrap()
+            .capacity(),
+        4
+    );
+}
