@@ -913,12 +913,7 @@ fn threads_block_on_works_in_a_thread_locals_destructor_at_thread_exit() {
 /// lives.
 #[test]
 fn a_blocking_pool_that_ends_on_its_own_leaves_no_task_behind() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let rt = Tokio::from(runtime.handle().clone());
+    let (runtime, rt) = one_worker_tokio();
     for i in 0..20 {
         let topic = Topic::<u32>::with_capacity(8).unwrap();
         let pool = WorkerPool::builder(&topic, &format!("g{i}"))
@@ -931,15 +926,31 @@ fn a_blocking_pool_that_ends_on_its_own_leaves_no_task_behind() {
         assert_eq!((stats.processed, stats.active), (1, 0));
     }
     // The watchers end as soon as their runtime polls them after the last worker ended.
+    assert_eq!(
+        tasks_left(&runtime),
+        0,
+        "tasks left behind by pools that ended"
+    );
+}
+
+/// A multi-threaded Tokio runtime with one worker, and memq's handle to it.
+fn one_worker_tokio() -> (tokio::runtime::Runtime, Tokio) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let rt = Tokio::from(runtime.handle().clone());
+    (runtime, rt)
+}
+
+/// The tasks alive on `runtime` once they have had up to 10 s to end.
+fn tasks_left(runtime: &tokio::runtime::Runtime) -> usize {
     let deadline = Instant::now() + Duration::from_secs(10);
     while runtime.metrics().num_alive_tasks() > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert_eq!(
-        runtime.metrics().num_alive_tasks(),
-        0,
-        "tasks left behind by pools that ended"
-    );
+    runtime.metrics().num_alive_tasks()
 }
 
 /// A member waiting for a lease to run out asks the runtime's timer for a wake-up, which
@@ -947,12 +958,7 @@ fn a_blocking_pool_that_ends_on_its_own_leaves_no_task_behind() {
 /// it: no task is left sleeping out a lease of an hour.
 #[test]
 fn a_member_that_went_away_leaves_no_timer_task_behind() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let rt = Tokio::from(runtime.handle().clone());
+    let (runtime, rt) = one_worker_tokio();
     runtime.block_on(async {
         let topic = Topic::<u32>::with_capacity(4).unwrap();
         let config = || {
@@ -972,12 +978,8 @@ fn a_member_that_went_away_leaves_no_timer_task_behind() {
         drop(waiter);
     });
     // The sleeping task ends as soon as the runtime polls it after the withdrawal.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while runtime.metrics().num_alive_tasks() > 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-    }
     assert_eq!(
-        runtime.metrics().num_alive_tasks(),
+        tasks_left(&runtime),
         0,
         "a timer task left sleeping for a member that went away"
     );

@@ -1022,6 +1022,20 @@ fn a_rejected_message_evicted_from_the_log_still_reaches_the_dead_letter_topic()
     assert_eq!((g.dead_lettered, g.evicted_unacked), (1, 0));
 }
 
+/// A member of group "g" whose messages go to `dlq` after one delivery.
+fn one_delivery_then_dead_letter(
+    topic: &Topic<u32>,
+    dlq: &Topic<DeadLetter<u32>>,
+) -> AckConsumer<u32> {
+    topic
+        .group_acked(
+            "g",
+            StartAt::Earliest,
+            config().max_deliveries(1).dead_letter(dlq.clone()),
+        )
+        .unwrap()
+}
+
 #[test]
 fn a_message_bound_for_a_full_dead_letter_topic_still_reaches_it_after_eviction() {
     // Review finding: a move to a full dead-letter topic is retried later, from the log;
@@ -1032,13 +1046,7 @@ fn a_message_bound_for_a_full_dead_letter_topic_still_reaches_it_after_eviction(
         let (clock, topic) = drop_oldest_setup(2);
         let dlq = Topic::<DeadLetter<u32>>::with_capacity(1).unwrap();
         let mut dead = dlq.subscribe(StartAt::Earliest).unwrap();
-        let mut m = topic
-            .group_acked(
-                "g",
-                StartAt::Earliest,
-                config().max_deliveries(1).dead_letter(dlq.clone()),
-            )
-            .unwrap();
+        let mut m = one_delivery_then_dead_letter(&topic, &dlq);
         topic.try_publish(40).unwrap();
         topic.try_publish(41).unwrap();
         let (d0, d1) = (m.try_recv().unwrap(), m.try_recv().unwrap());
@@ -1074,13 +1082,7 @@ fn once_the_dead_letter_topic_is_closed_messages_are_delivered_again() {
     // `max_deliveries` from then on.
     let (clock, topic) = setup(4);
     let dlq = Topic::<DeadLetter<u32>>::with_capacity(8).unwrap();
-    let mut m = topic
-        .group_acked(
-            "g",
-            StartAt::Earliest,
-            config().max_deliveries(1).dead_letter(dlq.clone()),
-        )
-        .unwrap();
+    let mut m = one_delivery_then_dead_letter(&topic, &dlq);
     topic.try_publish(7).unwrap();
     dlq.close();
     m.try_recv().unwrap().nack().unwrap();

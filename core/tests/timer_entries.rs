@@ -20,6 +20,13 @@ const HOUR: Duration = Duration::from_secs(3600);
 #[derive(Default)]
 struct KeepingTimer(Mutex<Vec<Waker>>);
 
+impl KeepingTimer {
+    /// How many wake-ups it was asked for.
+    fn asked(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+}
+
 impl Timer for KeepingTimer {
     fn wake_after(&self, _delay: Duration, waker: Waker) {
         self.0.lock().unwrap().push(waker);
@@ -36,6 +43,12 @@ struct WithdrawingTimer {
 impl WithdrawingTimer {
     fn live(&self) -> usize {
         self.live.lock().unwrap().len()
+    }
+
+    /// Checks that `n` wake-ups are wanted.
+    #[track_caller]
+    fn expect(&self, n: usize, what: &str) {
+        assert_eq!(self.live(), n, "{what}");
     }
 
     /// Wakes every wake-up still wanted, as if its time had come.
@@ -75,6 +88,26 @@ impl Wake for Task {
 fn task() -> (Arc<Task>, Waker) {
     let task = Arc::new(Task::default());
     (task.clone(), Waker::from(task))
+}
+
+/// A publish of `value` parked on the full `topic` by `waker`: it asked `timer`, which had
+/// no other wake-up wanted, for one.
+fn parked<'a>(
+    topic: &'a Topic<u32>,
+    value: u32,
+    waker: &Waker,
+    timer: &WithdrawingTimer,
+) -> memq_core::Publish<'a, u32> {
+    let mut publish = topic.publish(value);
+    park(&mut publish, waker);
+    timer.expect(1, "the parked publish asked for a wake-up");
+    publish
+}
+
+/// Drops the test's own waker and checks that nothing else holds the task any more.
+fn let_go(task: Arc<Task>, waker: Waker, what: &str) {
+    drop(waker);
+    assert_eq!(Arc::strong_count(&task), 1, "{what}");
 }
 
 /// Polls `fut` once with `waker`; it must wait.
@@ -120,17 +153,12 @@ fn a_dropped_member_leaves_its_task_to_no_timer() {
     let mut recv = waiter.recv();
     park(&mut recv, &waker);
     drop(recv);
-    assert_eq!(
-        timer.0.lock().unwrap().len(),
-        1,
-        "the member asked for a wake-up"
-    );
+    assert_eq!(timer.asked(), 1, "the member asked for a wake-up");
     drop(waiter);
-    drop(waker);
-    assert_eq!(
-        Arc::strong_count(&task),
-        1,
-        "the timer still holds the task of a member that is gone"
+    let_go(
+        task,
+        waker,
+        "the timer still holds the task of a member that is gone",
     );
 }
 
@@ -144,17 +172,12 @@ fn a_publisher_that_gave_up_leaves_its_task_to_no_timer() {
     let (task, waker) = task();
     let mut publish = topic.publish(1);
     park(&mut publish, &waker);
-    assert_eq!(
-        timer.0.lock().unwrap().len(),
-        1,
-        "the publisher asked for a wake-up"
-    );
+    assert_eq!(timer.asked(), 1, "the publisher asked for a wake-up");
     drop(publish);
-    drop(waker);
-    assert_eq!(
-        Arc::strong_count(&task),
-        1,
-        "the timer or the log still holds the task of a publisher that gave up"
+    let_go(
+        task,
+        waker,
+        "the timer or the log still holds the task of a publisher that gave up",
     );
 }
 
@@ -168,7 +191,7 @@ fn a_dropped_member_withdraws_its_wake_up() {
     {
         let mut recv = waiter.recv();
         park(&mut recv, &waker);
-        assert_eq!(timer.live(), 1);
+        timer.expect(1, "wake-ups wanted");
         timer.fire();
         assert_eq!(
             task.0.load(Ordering::SeqCst),
@@ -177,19 +200,14 @@ fn a_dropped_member_withdraws_its_wake_up() {
         );
         // Asked again (the clock did not move).
         park(&mut recv, &waker);
-        assert_eq!(timer.live(), 1);
+        timer.expect(1, "wake-ups wanted");
         // The same task waiting again asks for nothing more.
         park(&mut recv, &waker);
-        assert_eq!(timer.live(), 1, "one wake-up per task");
+        timer.expect(1, "one wake-up per task");
     }
     drop(waiter);
-    assert_eq!(
-        timer.live(),
-        0,
-        "a wake-up left behind by a member that is gone"
-    );
-    drop(waker);
-    assert_eq!(Arc::strong_count(&task), 1);
+    timer.expect(0, "a wake-up left behind by a member that is gone");
+    let_go(task, waker, "the task is still held");
 }
 
 /// With a timer that can withdraw, a publisher that gave up leaves no wake-up behind, and
@@ -199,31 +217,18 @@ fn a_publisher_that_gave_up_withdraws_its_wake_up() {
     let timer = Arc::new(WithdrawingTimer::default());
     let (topic, idle) = full_with_ttl(timer.clone());
     let (task, waker) = task();
-    let mut publish = topic.publish(1);
-    park(&mut publish, &waker);
-    assert_eq!(timer.live(), 1);
+    let publish = parked(&topic, 1, &waker, &timer);
     drop(publish);
-    assert_eq!(
-        timer.live(),
-        0,
-        "a wake-up left behind by a publisher that gave up"
-    );
+    timer.expect(0, "a wake-up left behind by a publisher that gave up");
 
     // Parked, then let on by a reader: its wake-up is not wanted any more either.
-    let mut publish = topic.publish(2);
-    park(&mut publish, &waker);
-    assert_eq!(timer.live(), 1);
+    let mut publish = parked(&topic, 2, &waker, &timer);
     drop(idle);
     let poll = Pin::new(&mut publish).poll(&mut Context::from_waker(&waker));
     assert!(matches!(poll, Poll::Ready(Ok(_))));
     drop(publish);
-    assert_eq!(
-        timer.live(),
-        0,
-        "a wake-up left behind by a publisher that got on"
-    );
-    drop(waker);
-    assert_eq!(Arc::strong_count(&task), 1);
+    timer.expect(0, "a wake-up left behind by a publisher that got on");
+    let_go(task, waker, "the task is still held");
 }
 
 /// A publisher woken (room was freed) that gives up before it comes back leaves no
@@ -234,19 +239,12 @@ fn a_publisher_woken_then_dropped_withdraws_its_wake_up() {
     let timer = Arc::new(WithdrawingTimer::default());
     let (topic, idle) = full_with_ttl(timer.clone());
     let (task, waker) = task();
-    let mut publish = topic.publish(1);
-    park(&mut publish, &waker);
-    assert_eq!(timer.live(), 1);
+    let publish = parked(&topic, 1, &waker, &timer);
     drop(idle);
     assert_eq!(task.0.load(Ordering::SeqCst), 1, "woken by the room freed");
     drop(publish);
-    assert_eq!(
-        timer.live(),
-        0,
-        "a wake-up left behind by a woken publisher that gave up"
-    );
-    drop(waker);
-    assert_eq!(Arc::strong_count(&task), 1);
+    timer.expect(0, "a wake-up left behind by a woken publisher that gave up");
+    let_go(task, waker, "the task is still held");
 }
 
 /// Two publishes of one task parked on the same full log each have their wake-up: the
@@ -260,19 +258,19 @@ fn a_wake_up_stays_while_another_publish_of_the_task_waits() {
     let mut second = topic.publish(2);
     park(&mut first, &waker);
     park(&mut second, &waker);
-    assert_eq!(timer.live(), 2, "one wake-up per parked publish");
+    timer.expect(2, "one wake-up per parked publish");
     // Parking again asks for nothing more.
     park(&mut first, &waker);
-    assert_eq!(timer.live(), 2);
+    timer.expect(2, "wake-ups wanted");
     drop(first);
-    assert_eq!(timer.live(), 1, "the publish still parked lost its wake-up");
+    timer.expect(1, "the publish still parked lost its wake-up");
     timer.fire();
     assert_eq!(task.0.load(Ordering::SeqCst), 1);
     // Woken by its alarm before the clock moved: it waits again, with a new one.
     park(&mut second, &waker);
-    assert_eq!(timer.live(), 1);
+    timer.expect(1, "wake-ups wanted");
     drop(second);
-    assert_eq!(timer.live(), 0);
+    timer.expect(0, "wake-ups wanted");
 }
 
 /// With others parked (the usual case when a publish times out on a full topic), each
@@ -291,14 +289,10 @@ fn publishers_that_give_up_while_others_wait_withdraw_their_wake_ups() {
         park(&mut publish, &gone_waker);
     }
     drop(gone_waker);
-    assert_eq!(
-        timer.live(),
-        1,
-        "wake-ups left behind by publishers that gave up"
-    );
+    timer.expect(1, "wake-ups left behind by publishers that gave up");
     assert_eq!(Arc::strong_count(&gone), 1);
     topic.close();
-    assert_eq!(timer.live(), 0, "closing left a parked publisher's wake-up");
+    timer.expect(0, "closing left a parked publisher's wake-up");
     let poll = Pin::new(&mut stays).poll(&mut Context::from_waker(&waker));
     assert!(matches!(poll, Poll::Ready(Err(_))));
 }
@@ -326,7 +320,7 @@ fn a_wake_up_not_yet_run_stays_when_the_clock_is_ahead_of_the_timer() {
     let (batch_task, batch_waker) = task();
     let mut batch = topic.publish_batch(vec![2, 3]);
     park(&mut batch, &batch_waker);
-    assert_eq!(timer.live(), 1);
+    timer.expect(1, "wake-ups wanted");
     // The clock shows the first expiry, the timer has not run yet. A publisher takes the
     // slot that freed (the batch needs two), and the next one parks.
     clock.advance(Duration::from_millis(6));
@@ -334,11 +328,7 @@ fn a_wake_up_not_yet_run_stays_when_the_clock_is_ahead_of_the_timer() {
     let (_task, waker) = task();
     let mut single = topic.publish(5);
     park(&mut single, &waker);
-    assert_eq!(
-        timer.live(),
-        2,
-        "the batch's wake-up was withdrawn before it ran"
-    );
+    timer.expect(2, "the batch's wake-up was withdrawn before it ran");
     timer.fire();
     assert_eq!(batch_task.0.load(Ordering::SeqCst), 1);
 }
