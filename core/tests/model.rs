@@ -1046,6 +1046,9 @@ struct Unacked {
     state: LeaseState,
     /// Bound for the dead-letter topic, which was full.
     dead: Option<DeadLetterReason>,
+    /// The value that move was made with, kept for the next try: the log may evict the
+    /// message meanwhile, and it still goes to the dead-letter topic.
+    kept: Option<u32>,
 }
 
 /// One explicit-ack group on a one-partition `Block` topic, as documented: a delivery is
@@ -1165,7 +1168,8 @@ impl AckModel {
         held: Option<u32>,
     ) {
         self.untime(offset);
-        let value = held.or_else(|| self.values.get(&offset).copied());
+        let kept = self.unacked.get(&offset).and_then(|u| u.kept);
+        let value = held.or(kept).or_else(|| self.values.get(&offset).copied());
         let sent = match (self.cfg.dead_letter, value) {
             // Without a dead-letter topic it is dropped, and counted.
             (None, _) => Some(true),
@@ -1186,7 +1190,9 @@ impl AckModel {
                 self.evicted_unacked += 1;
             }
         } else {
-            self.unacked.get_mut(&offset).unwrap().dead = Some(reason);
+            let u = self.unacked.get_mut(&offset).unwrap();
+            u.dead = Some(reason);
+            u.kept = value;
             self.requeue(offset, DEAD_LETTER_RETRY_MS.min(ACK_WAIT_MS));
         }
     }
@@ -1203,7 +1209,9 @@ impl AckModel {
                 if u.state != LeaseState::Ready {
                     continue;
                 }
-                if offset < self.low {
+                // Evicted before it was settled, unless it is bound for the dead-letter
+                // topic with its value kept.
+                if offset < self.low && !(u.dead.is_some() && u.kept.is_some()) {
                     self.unacked.remove(&offset);
                     self.evicted_unacked += 1;
                     continue;
@@ -1245,6 +1253,7 @@ impl AckModel {
                         deliveries: 1,
                         state: LeaseState::Ready,
                         dead: None,
+                        kept: None,
                     },
                 );
                 picked = Some((offset, 1));
