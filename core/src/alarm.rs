@@ -97,7 +97,18 @@ impl Arm {
         match self.bell.upgrade() {
             // If the alarm went meanwhile, this is the last hold on the bell, and the entry
             // is withdrawn as it drops, right here.
-            Some(bell) => *bell.entry.lock() = Some(entry),
+            Some(bell) => {
+                *bell.entry.lock() = Some(entry);
+                // Rung before the entry was stored: the wake-up has run, and the entry is
+                // let go of here, not withdrawn later from wherever the bell goes (which
+                // may be inside the timer's wake-up call).
+                if bell.rung.load(Ordering::Acquire) {
+                    let entry = bell.entry.lock().take();
+                    if let Some(entry) = entry {
+                        entry.disarm();
+                    }
+                }
+            }
             None => drop(entry),
         }
     }

@@ -380,7 +380,7 @@ impl Timer for SharedTimer {
 
 /// A task whose wake-up drops its publish future: the alarm goes while the timer is
 /// still inside the wake-up call (as when the woken task runs on another thread at once).
-struct DropOnWake(Mutex<Option<memq_core::Publish<'static, u32>>>);
+struct DropOnWake(Mutex<Option<Pin<Box<dyn Future<Output = ()> + Send>>>>);
 
 impl Wake for DropOnWake {
     fn wake(self: Arc<Self>) {
@@ -398,9 +398,10 @@ impl Wake for DropOnWake {
 fn no_withdrawal_comes_from_inside_the_wake_up_call() {
     let timer = SharedTimer::default();
     let (topic, idle) = full_with_ttl(Arc::new(timer.clone()));
-    // The publish future borrows the topic and lives in the task: the topic is leaked.
-    let topic: &'static Topic<u32> = Box::leak(Box::new(topic));
-    let task = Arc::new(DropOnWake(Mutex::new(Some(topic.publish(1)))));
+    let handle = topic.clone();
+    let task = Arc::new(DropOnWake(Mutex::new(Some(Box::pin(async move {
+        let _ = handle.publish(1).await;
+    })))));
     let waker = Waker::from(task.clone());
     {
         let mut slot = task.0.lock().unwrap();
@@ -418,4 +419,42 @@ fn no_withdrawal_comes_from_inside_the_wake_up_call() {
         "a withdrawal from inside the wake-up call"
     );
     drop(idle);
+}
+
+/// A timer whose wake-up runs at once, inside the call that asks for it (before memq has
+/// its entry), and that counts withdrawals.
+#[derive(Default)]
+struct AtOnce(Arc<AtomicU64>);
+
+impl Timer for AtOnce {
+    fn wake_after(&self, _delay: Duration, _waker: Waker) {
+        panic!("memq asks a timer that can withdraw for wake-ups it can withdraw");
+    }
+
+    fn wake_after_cancellable(&self, _delay: Duration, waker: Waker) -> Option<TimerEntry> {
+        waker.wake();
+        let withdrawn = self.0.clone();
+        Some(TimerEntry::new(move || {
+            withdrawn.fetch_add(1, Ordering::SeqCst);
+        }))
+    }
+}
+
+/// A wake-up that ran before memq stored its entry is let go of then, never withdrawn
+/// later (from wherever the alarm happens to go, which may be a timer's wake-up call).
+#[test]
+fn a_wake_up_that_ran_before_its_entry_was_stored_is_never_withdrawn() {
+    let timer = AtOnce::default();
+    let withdrawn = timer.0.clone();
+    let (topic, _idle) = full_with_ttl(Arc::new(timer));
+    let (task, waker) = task();
+    let mut publish = topic.publish(1);
+    park(&mut publish, &waker);
+    assert_eq!(task.0.load(Ordering::SeqCst), 1, "the wake-up ran");
+    drop(publish);
+    assert_eq!(
+        withdrawn.load(Ordering::SeqCst),
+        0,
+        "a wake-up that ran was withdrawn"
+    );
 }
