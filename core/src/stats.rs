@@ -31,9 +31,14 @@ pub struct PartitionStats {
     pub published: u64,
     /// Deliveries to subscribers and group members.
     pub delivered: u64,
-    /// Messages removed to make room (capacity).
+    /// Messages removed to make room (capacity), read or not: on a topic that retains
+    /// messages for replay, every message past the capacity is evicted in the end, so a
+    /// growing `evicted` is not a loss by itself. What a reader missed shows as its
+    /// `Lagged` (subscribers, under `DropOldest`) or as a group's `evicted_unacked`.
     pub evicted: u64,
-    /// Messages removed because their TTL ran out.
+    /// Messages removed because their TTL ran out, read or not (on a topic that releases
+    /// on read, a message every reader has a copy of and that expires before the log
+    /// lets go of it counts here, not in `released`).
     pub expired: u64,
     /// Messages removed because every attached reader had read them or started past
     /// them (a first reader that joins at `Latest` passes what waited for it), or moved
