@@ -969,7 +969,9 @@ impl<T> Consumer<T> {
     ///
     /// [`RecvError::Lagged`] if the group fell behind the retained window (policy
     /// `DropOldest` or TTL); [`RecvError::Closed`] when the topic is closed and the
-    /// member's partitions are drained, or the group was deleted.
+    /// whole group has drained (every partition read to its end, not only this
+    /// member's: a rebalance may still hand it a partition with messages left), or the
+    /// group was deleted.
     ///
     /// # Cancel safety
     ///

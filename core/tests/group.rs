@@ -889,3 +889,31 @@ fn a_member_is_not_told_closed_while_a_close_is_under_way() {
     assert_eq!(a.try_recv().unwrap_err(), TryRecvError::Closed);
     assert!(std::future::Future::poll(recv.as_mut(), &mut cx).is_ready());
 }
+
+#[test]
+fn a_member_whose_own_partitions_are_drained_waits_for_the_group_before_closed() {
+    use core::time::Duration;
+    use memq_core::RecvTimeoutError;
+
+    let t = Topic::<u32>::new(TopicConfig::new(8).partitions(2)).unwrap();
+    let mut a = t.group("g", StartAt::Earliest).unwrap();
+    let mut b = t.group("g", StartAt::Earliest).unwrap();
+    assert_eq!((a.assignment(), b.assignment()), (vec![0], vec![1]));
+    t.try_publish_to(1, 7).unwrap();
+    t.close();
+    // `a`'s own partition is drained, but the group is not: `a` waits (`b` could leave
+    // and hand partition 1 over), as `Consumer::recv` documents.
+    assert_eq!(
+        a.recv_blocking_timeout(Duration::from_millis(50))
+            .map(|m| m.into_value()),
+        Err(RecvTimeoutError::Timeout)
+    );
+    drop(b);
+    assert_eq!(a.assignment(), vec![0, 1]);
+    assert_eq!(a.try_recv().map(|m| m.into_value()), Ok(7));
+    assert_eq!(
+        a.recv_blocking_timeout(Duration::from_millis(50))
+            .map(|m| m.into_value()),
+        Err(RecvTimeoutError::Closed)
+    );
+}
