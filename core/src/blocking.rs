@@ -52,17 +52,38 @@ impl Unparker {
     }
 }
 
-thread_local! {
-    static THIS_THREAD: (Arc<Unparker>, Waker) = Unparker::for_this_thread();
+/// This thread's unparker and waker, and whether a blocking call is using them.
+struct ThisThread {
+    unparker: Arc<Unparker>,
+    waker: Waker,
+    busy: core::cell::Cell<bool>,
 }
 
-/// Runs `f` with this thread's unparker and its waker: the thread-local pair, made once
-/// per thread; or, while the thread exits and that pair is gone (a destructor of another
-/// thread-local, or a C caller's pthread key destructor, calling memq), a pair made for
-/// this call alone.
+thread_local! {
+    static THIS_THREAD: ThisThread = {
+        let (unparker, waker) = Unparker::for_this_thread();
+        ThisThread { unparker, waker, busy: core::cell::Cell::new(false) }
+    };
+}
+
+/// Runs `f` with an unparker for this thread and its waker: the thread-local pair, made
+/// once per thread, when no blocking call on this thread is using it; otherwise a pair
+/// made for this call alone. That is the case for a blocking call nested in another (user
+/// code that memq runs inside a blocking call, a value's `Drop` say, blocking on memq in
+/// turn), whose own wake-up flag must not erase the outer call's, and while the thread
+/// exits and the thread-local pair is gone (a destructor of another thread-local, or a C
+/// caller's pthread key destructor, calling memq).
 fn with_this_thread<R>(f: impl FnOnce(&Unparker, &Waker) -> R) -> R {
-    if THIS_THREAD.try_with(|_| ()).is_ok() {
-        THIS_THREAD.with(|(u, waker)| f(u, waker))
+    /// Gives the thread-local pair back however `f` ends.
+    struct Release;
+    impl Drop for Release {
+        fn drop(&mut self) {
+            let _ = THIS_THREAD.try_with(|t| t.busy.set(false));
+        }
+    }
+    if matches!(THIS_THREAD.try_with(|t| !t.busy.replace(true)), Ok(true)) {
+        let _release = Release;
+        THIS_THREAD.with(|t| f(&t.unparker, &t.waker))
     } else {
         let (u, waker) = Unparker::for_this_thread();
         f(&u, &waker)
@@ -117,10 +138,38 @@ fn watch_for_news(quiet: impl Fn() -> bool) {
     }
 }
 
-/// Polls `fut` until it is ready or `park` says to stop (returning `None`). Between
-/// polls, `park(woken)` is called: with `true` if the wake-up came while the thread
-/// watched for it (then it should only say whether to go on, not sleep).
-fn drive<F: Future>(fut: F, mut park: impl FnMut(bool) -> bool) -> Option<F::Output> {
+/// Parks this thread until `u` is woken, or until `deadline`. Returns `false` if the
+/// deadline passed first. Parking looks at `u`'s flag rather than trusting the thread's
+/// one unpark token: user code that memq runs inside a poll (a value's `Drop`) may park
+/// the thread itself and so use up the token of a wake-up meant for this call, which the
+/// flag still records.
+fn park_until_woken(u: &Unparker, deadline: Option<Instant>) -> bool {
+    if spin_for_wake(u) {
+        return true;
+    }
+    loop {
+        match deadline {
+            None => thread::park(),
+            Some(d) => {
+                let now = Instant::now();
+                if now >= d {
+                    return false;
+                }
+                thread::park_timeout(d - now);
+            }
+        }
+        if u.woken.load(Ordering::Acquire) {
+            return true;
+        }
+    }
+}
+
+/// Polls `fut` on this thread until it is ready, or until `deadline` passes (then
+/// returns `None`, and the caller drops the future). The thread parks between polls
+/// until the future's waker is called. The deadline is looked at after every poll, so
+/// a future woken again and again (a member that may take nothing more, woken by every
+/// publish) cannot outlive it, and a deadline that has passed polls exactly once.
+fn drive<F: Future>(fut: F, deadline: Option<Instant>) -> Option<F::Output> {
     let mut fut = pin!(fut);
     // Locks taken from here back off less (see `sync::BLOCKING_BACKOFF`).
     let _blocking = crate::sync::enter_blocking_call();
@@ -131,49 +180,81 @@ fn drive<F: Future>(fut: F, mut park: impl FnMut(bool) -> bool) -> Option<F::Out
             if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
                 return Some(out);
             }
-            // A deadline is looked at even when the wake-up came before the thread
-            // slept: a future woken again and again (a member that may take nothing
-            // more, woken by every publish) would otherwise outlive it.
-            if !park(spin_for_wake(u)) {
+            if deadline.is_some_and(|d| Instant::now() >= d) || !park_until_woken(u, deadline) {
                 return None;
             }
         }
     })
 }
 
-/// Runs `fut` to completion on this thread.
-fn block_on<F: Future>(fut: F) -> F::Output {
-    let mut fut = pin!(fut);
+/// Runs `future` to completion on the calling thread: the executor behind memq's
+/// blocking API (`recv_blocking`, `publish_blocking`, …), for any future.
+///
+/// The thread parks while the future waits and is unparked by the future's waker; it
+/// first watches for the wake-up for a few microseconds (bounded), so a busy hand-off
+/// costs no sleep, and an idle wait costs no CPU. A wake-up is never lost to user code
+/// that parks the thread during a poll, and a blocking call nested in another (user code
+/// run inside a poll that blocks on memq in turn) keeps the outer call's wake-up.
+///
+/// Do not call it from inside an async task: it blocks the executor's thread.
+///
+/// # Panics
+///
+/// If the future panics.
+///
+/// # Examples
+///
+/// ```
+/// use memq_core::{block_on, StartAt, Topic};
+/// let topic = Topic::with_capacity(8)?;
+/// let mut sub = topic.subscribe(StartAt::Earliest)?;
+/// block_on(topic.publish("hello"))?;
+/// assert_eq!(block_on(sub.recv())?.into_value(), "hello");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
     loop {
-        // `drive` returns `None` only when `park` gives up, which this one never does.
-        let parked = |woken: bool| {
-            if !woken {
-                thread::park();
-            }
-            true
-        };
-        if let Some(out) = drive(fut.as_mut(), parked) {
+        // `drive` gives up only at a deadline, and there is none.
+        if let Some(out) = drive(future.as_mut(), None) {
             return out;
         }
     }
 }
 
+/// [`block_on`] for at most `timeout`: `None` if the future is not ready by then (it is
+/// dropped; every memq future is cancel safe, see each method's "Cancel safety"). A
+/// zero timeout polls the future exactly once; a timeout too large to represent waits
+/// for ever.
+///
+/// # Panics
+///
+/// If the future panics.
+///
+/// # Examples
+///
+/// ```
+/// use core::time::Duration;
+/// use memq_core::{block_on_timeout, StartAt, Topic};
+/// let topic = Topic::<u32>::with_capacity(8)?;
+/// let mut sub = topic.subscribe(StartAt::Earliest)?;
+/// assert!(block_on_timeout(sub.recv(), Duration::from_millis(10)).is_none());
+/// topic.try_publish(7)?;
+/// let got = block_on_timeout(sub.recv(), Duration::ZERO).map(|m| m.map(|m| m.into_value()));
+/// assert_eq!(got, Some(Ok(7)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn block_on_timeout<F: Future>(future: F, timeout: Duration) -> Option<F::Output> {
+    block_on_deadline(future, deadline(timeout))
+}
+
 /// Runs `fut` until it completes or `deadline` passes; then the future is dropped (every
 /// memq future is cancel safe) and `None` is returned. No deadline waits forever.
 fn block_on_deadline<F: Future>(fut: F, deadline: Option<Instant>) -> Option<F::Output> {
-    let Some(deadline) = deadline else {
-        return Some(block_on(fut));
-    };
-    drive(fut, |woken| {
-        let now = Instant::now();
-        if now >= deadline {
-            return false;
-        }
-        if !woken {
-            thread::park_timeout(deadline - now);
-        }
-        true
-    })
+    match deadline {
+        None => Some(block_on(fut)),
+        Some(_) => drive(fut, deadline),
+    }
 }
 
 fn deadline(timeout: Duration) -> Option<Instant> {
@@ -280,7 +361,8 @@ impl<T> Topic<T> {
             key: None,
         };
         let mut value = value;
-        with_this_thread(|_, waker| loop {
+        with_this_thread(|u, waker| loop {
+            u.woken.store(false, Ordering::Relaxed);
             match self
                 .shared
                 .attempt_publish(p, value, &mut place.key, Some(waker))
@@ -288,15 +370,8 @@ impl<T> Topic<T> {
                 Attempt::Done(r) => return r,
                 Attempt::Parked(back) => value = back,
             }
-            match deadline {
-                None => thread::park(),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return Err(PublishError::Full(value));
-                    }
-                    thread::park_timeout(d - now);
-                }
+            if deadline.is_some_and(|d| Instant::now() >= d) || !park_until_woken(u, deadline) {
+                return Err(PublishError::Full(value));
             }
         })
     }

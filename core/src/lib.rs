@@ -82,6 +82,8 @@ pub use ack::{
     AckConfig, AckConsumer, AckError, AckRecv, AckRecvMany, Backoff, DeadLetter, DeadLetterReason,
     Delivery, PendingInfo, Timer, TimerEntry,
 };
+#[cfg(feature = "std")]
+pub use blocking::{block_on, block_on_timeout};
 pub use broker::Broker;
 #[cfg(feature = "std")]
 pub use clock::StdClock;

@@ -1225,9 +1225,13 @@ impl<T> Topic<T> {
 ///
 /// Under [`Overflow::Block`] a waiting publish holds its place in line: room that readers
 /// free for it is kept for it until it is polled again or dropped, so that publishers
-/// behind it cannot take it first. A future that is kept but never polled again (or is
-/// leaked with `mem::forget`) therefore holds up the publishers of its partition that
-/// parked after it; drop it to give its place and its room up.
+/// that parked after it cannot take it first. A publish that has not had to wait (a
+/// `try_publish`, or a new future's first poll) is not in line and may take free room
+/// before a woken publisher gets to it, as a mutex lets a newcomer in; the woken one
+/// then keeps the front of the line and gets the next room. A future that is kept but
+/// never polled again (or is leaked with `mem::forget`) therefore holds up the
+/// publishers of its partition that parked after it; drop it to give its place and its
+/// room up.
 #[must_use = "futures do nothing unless polled"]
 pub struct Publish<'a, T> {
     topic: &'a Topic<T>,
@@ -1318,9 +1322,13 @@ impl<T> Drop for Publish<'_, T> {
 ///
 /// Under [`Overflow::Block`] a waiting batch holds its place in line: room that readers
 /// free for it is kept for it until it is polled again or dropped, so that publishers
-/// behind it cannot take it first. A future that is kept but never polled again (or is
-/// leaked with `mem::forget`) therefore holds up the publishers of its partition that
-/// parked after it; drop it to give its place and its room up.
+/// that parked after it cannot take it first. A publish that has not had to wait (a
+/// `try_publish`, or a new future's first poll) is not in line and may take free room
+/// before a woken publisher gets to it, as a mutex lets a newcomer in; the woken one
+/// then keeps the front of the line and gets the next room. A future that is kept but
+/// never polled again (or is leaked with `mem::forget`) therefore holds up the
+/// publishers of its partition that parked after it; drop it to give its place and its
+/// room up.
 #[must_use = "futures do nothing unless polled"]
 pub struct PublishBatch<'a, T> {
     topic: &'a Topic<T>,

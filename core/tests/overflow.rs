@@ -735,3 +735,46 @@ fn block_parked_publisher_is_woken_after_a_publish_moved_its_wake_position() {
     assert!(wakes.0.load(Ordering::SeqCst) >= 1, "publisher left parked");
     assert!(publish.as_mut().poll(&mut cx).is_ready());
 }
+
+/// What `Publish`'s docs say of its place in line: a woken publisher keeps the front of
+/// the line, and publishers that parked after it wait for it; a publish that never had to
+/// wait may take free room first (as a mutex lets a newcomer in), and the woken one then
+/// waits for the next room, still first.
+#[test]
+fn block_a_newcomer_may_take_room_before_a_woken_publisher_which_stays_first_in_line() {
+    let (t, mut sub) = full_block_topic(1);
+    let (first_wakes, first_waker) = counting_waker();
+    let (second_wakes, second_waker) = counting_waker();
+    let mut first = pin!(t.publish(10));
+    let mut second = pin!(t.publish(20));
+    assert!(first
+        .as_mut()
+        .poll(&mut Context::from_waker(&first_waker))
+        .is_pending());
+    assert!(second
+        .as_mut()
+        .poll(&mut Context::from_waker(&second_waker))
+        .is_pending());
+    // A slot frees: `first` is woken, `second` is not.
+    let _ = sub.try_recv().unwrap();
+    assert_eq!(first_wakes.0.load(Ordering::SeqCst), 1);
+    assert_eq!(second_wakes.0.load(Ordering::SeqCst), 0);
+    // `second`, polled now, may not take `first`'s room; a newcomer may.
+    assert!(second
+        .as_mut()
+        .poll(&mut Context::from_waker(&second_waker))
+        .is_pending());
+    let newcomer = t.try_publish(30).unwrap();
+    assert!(first
+        .as_mut()
+        .poll(&mut Context::from_waker(&first_waker))
+        .is_pending());
+    // The next slot is `first`'s.
+    assert_eq!(sub.try_recv().unwrap().into_value(), 30);
+    assert_eq!(first_wakes.0.load(Ordering::SeqCst), 2);
+    assert_eq!(second_wakes.0.load(Ordering::SeqCst), 0);
+    match first.as_mut().poll(&mut Context::from_waker(&first_waker)) {
+        Poll::Ready(Ok(r)) => assert_eq!(r.offset, newcomer.offset + 1),
+        other => panic!("first in line did not get the next room: {other:?}"),
+    }
+}

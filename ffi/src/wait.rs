@@ -3,17 +3,12 @@
 //! Receives use memq-core's own `_blocking` methods. Publishes run the core's publish
 //! futures here, because the core has no blocking form with a timeout for keyed,
 //! partitioned and batch publishes: the future is polled on the calling thread, which
-//! parks (no spinning) until the future's waker unparks it or the deadline passes. Every
-//! memq future is cancel safe, so dropping one at the deadline publishes nothing.
+//! parks (after watching for a few microseconds, bounded) until the future's waker
+//! unparks it or the deadline passes. Every memq future is cancel safe, so dropping one
+//! at the deadline publishes nothing.
 
 use core::future::Future;
-use core::pin::pin;
-use core::task::{Context, Poll, Waker};
 use core::time::Duration;
-use std::sync::Arc;
-use std::task::Wake;
-use std::thread::{self, Thread};
-use std::time::Instant;
 
 /// How long a call may wait, from a `timeout_ms` argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,62 +31,23 @@ impl Wait {
     }
 }
 
-struct Unparker(Thread);
-
-impl Wake for Unparker {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
-thread_local! {
-    static WAKER: Waker = Waker::from(Arc::new(Unparker(thread::current())));
-}
-
 /// Runs `fut` until it completes, or gives up as `wait` says (dropping the future) and
-/// returns `None`. `Wait::Try` polls exactly once.
+/// returns `None`. `Wait::Try` polls exactly once. The core's executor: the thread parks
+/// until the future's waker is called, and a wake-up is kept even if user code run
+/// inside a poll (a C free callback, say) parks the thread itself.
 pub(crate) fn block_on<F: Future>(fut: F, wait: Wait) -> Option<F::Output> {
-    let mut fut = pin!(fut);
-    // A timeout too large to represent waits forever.
-    let deadline = match wait {
-        Wait::For(d) => Instant::now().checked_add(d),
-        Wait::Try | Wait::Forever => None,
-    };
-    let mut run = |waker: &Waker| {
-        let mut cx = Context::from_waker(waker);
-        loop {
-            if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
-                return Some(out);
-            }
-            match (wait, deadline) {
-                (Wait::Try, _) => return None,
-                (_, None) => thread::park(),
-                (_, Some(deadline)) => {
-                    let now = Instant::now();
-                    if now >= deadline {
-                        return None;
-                    }
-                    thread::park_timeout(deadline - now);
-                }
-            }
-        }
-    };
-    if WAKER.try_with(|_| ()).is_ok() {
-        WAKER.with(run)
-    } else {
-        // The thread is exiting and its waker is gone (a C caller's pthread key or
-        // thread_local destructor calling memq): one for this call alone.
-        run(&Waker::from(Arc::new(Unparker(thread::current()))))
+    match wait {
+        Wait::Try => memq_core::block_on_timeout(fut, Duration::ZERO),
+        Wait::Forever => Some(memq_core::block_on(fut)),
+        // A timeout too large to represent waits forever (the core's rule too).
+        Wait::For(d) => memq_core::block_on_timeout(fut, d),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     #[test]
     fn timeouts_from_c() {
@@ -116,5 +72,17 @@ mod tests {
         assert_eq!(r, None);
         assert!(t.elapsed() >= Duration::from_millis(20));
         assert_eq!(block_on(async { 7 }, Wait::Forever), Some(7));
+    }
+
+    #[test]
+    fn try_polls_exactly_once() {
+        let mut polls = 0;
+        let counted = core::future::poll_fn(|cx| {
+            polls += 1;
+            cx.waker().wake_by_ref(); // ready to be polled again at once
+            core::task::Poll::<()>::Pending
+        });
+        assert_eq!(block_on(counted, Wait::Try), None);
+        assert_eq!(polls, 1);
     }
 }

@@ -56,12 +56,10 @@
 
 use core::fmt;
 use core::future::Future;
-use core::pin::{pin, Pin};
+use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 use std::sync::Arc;
-use std::task::Wake;
-use std::thread::{self, Thread};
 
 use futures_util::future::{AbortHandle, Abortable};
 
@@ -339,40 +337,10 @@ impl<R: Runtime> Timer for RuntimeTimer<R> {
     }
 }
 
-/// Unparks the thread that is blocked in [`block_on`].
-struct Unparker(Thread);
-
-impl Wake for Unparker {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
-thread_local! {
-    static WAKER: Waker = Waker::from(Arc::new(Unparker(thread::current())));
-}
-
-/// Runs `future` to completion on this thread, parking it while the future waits.
+/// Runs `future` to completion on this thread, parking it while the future waits: the
+/// core's executor, which keeps a wake-up that comes while user code run inside a poll
+/// parks the thread (a value's `Drop` blocking on something else), and gives a blocking
+/// call nested in another a waker of its own.
 pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    let mut run = |waker: &Waker| {
-        let mut cx = Context::from_waker(waker);
-        loop {
-            if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
-                return out;
-            }
-            // A spurious unpark only costs one more poll.
-            thread::park();
-        }
-    };
-    if WAKER.try_with(|_| ()).is_ok() {
-        WAKER.with(run)
-    } else {
-        // The thread is exiting and its waker is gone (a thread-local's destructor
-        // blocking on memq): one for this call alone.
-        run(&Waker::from(Arc::new(Unparker(thread::current()))))
-    }
+    memq_core::block_on(future)
 }

@@ -36,8 +36,9 @@ use crate::{Clock, StdClock, ThreadTimer, Timer};
 pub struct Threads;
 
 impl Threads {
-    /// Runs `future` to completion on the calling thread, parking the thread (no
-    /// spinning) while the future waits.
+    /// Runs `future` to completion on the calling thread, parking the thread while the
+    /// future waits (after watching for its wake-up for a few microseconds, bounded): the
+    /// core's [`block_on`](crate::block_on), which the blocking API runs on too.
     ///
     /// Do not call it from inside an async task: it blocks the executor's thread.
     ///
