@@ -30,22 +30,75 @@ ensure_component() {
         rustup +"$tc" component add "$1"
 }
 
-# has_nightly: whether a nightly toolchain is available (installing it if possible).
+# has_nightly: whether a nightly toolchain is available (installing it if possible; what
+# rustup says when it cannot is shown). Components a stage needs of it (clippy, miri,
+# rust-src) are each asked for with ensure_component: the minimal profile has none.
+MEMQ_NIGHTLY=
 has_nightly() {
-    rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal >/dev/null 2>&1
+    [ -n "$MEMQ_NIGHTLY" ] && return "$MEMQ_NIGHTLY"
+    if rustup toolchain list | grep -q '^nightly' ||
+        run rustup toolchain install nightly --profile minimal; then
+        MEMQ_NIGHTLY=0
+    else
+        echo "rustup could not install a nightly toolchain (its output is above)" >&2
+        MEMQ_NIGHTLY=1
+    fi
+    return "$MEMQ_NIGHTLY"
 }
 
-# ensure_apt PACKAGE COMMAND: installs a Debian package if COMMAND is missing.
+# ensure_apt PACKAGE COMMAND: installs a Debian package if COMMAND is missing (through
+# `sudo -n` when not root). apt's output is kept, and shown if it fails.
 MEMQ_APT_UPDATED=0
 ensure_apt() {
     command -v "$2" >/dev/null 2>&1 && return 0
-    command -v apt-get >/dev/null 2>&1 || return 1
+    if ! command -v apt-get >/dev/null 2>&1; then
+        echo "no apt-get here to install $1 with" >&2
+        return 1
+    fi
+    local as_root=() log
+    [ "$(id -u)" = 0 ] || as_root=(sudo -n)
+    log=$(mktemp)
     if [ $MEMQ_APT_UPDATED = 0 ]; then
-        apt-get update -qq >/dev/null 2>&1 || return 1
+        if ! "${as_root[@]}" apt-get update -qq >"$log" 2>&1; then
+            echo "apt-get update failed:" >&2
+            cat "$log" >&2
+            rm -f "$log"
+            return 1
+        fi
         MEMQ_APT_UPDATED=1
     fi
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null 2>&1
+    if ! "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" \
+        >"$log" 2>&1; then
+        echo "apt-get install $1 failed:" >&2
+        cat "$log" >&2
+    fi
+    rm -f "$log"
     command -v "$2" >/dev/null 2>&1
+}
+
+# The whole run's time budget: a step run with `bounded` is cut off when its own limit
+# or what is left of the budget runs out, whichever comes first, so that a hang fails the
+# run with a clear message well before CI's limit (90 minutes) kills it. A normal run
+# takes about 27 minutes on 2 cores.
+MEMQ_BUDGET=${MEMQ_BUDGET:-4800}
+MEMQ_T0=$SECONDS
+
+# bounded SECS CMD...: runs CMD under `timeout` (and kills it 30 s later if it ignores
+# that), for at most SECS seconds and never past the run's budget.
+bounded() {
+    local limit=$1 left=$((MEMQ_BUDGET - (SECONDS - MEMQ_T0)))
+    shift
+    if [ "$left" -le 0 ]; then
+        echo "!!! the run's time budget (${MEMQ_BUDGET} s) is used up before: $*" >&2
+        return 124
+    fi
+    [ "$limit" -le "$left" ] || limit=$left
+    local rc=0
+    run timeout -k 30 "$limit" "$@" || rc=$?
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+        echo "!!! timed out after $limit s: $*" >&2
+    fi
+    return "$rc"
 }
 
 # Where the ci profile puts binaries.

@@ -1,4 +1,7 @@
-# Formatting, lints and docs: all must be clean.
+# Formatting, lints and docs: all must be clean. The committed lock files must be current
+# (no version is picked at run time).
+run cargo metadata --locked --format-version 1 >/dev/null
+run cargo metadata --locked --format-version 1 --manifest-path checks/no_std/Cargo.toml >/dev/null
 run cargo fmt --all -- --check
 (cd checks/no_std && run cargo fmt -- --check)
 run cargo clippy --workspace --all-targets --all-features --profile "$MEMQ_PROFILE" -- -D warnings

@@ -3,8 +3,8 @@
 # Builds first, then runs under `timeout`: a hung test (a lost wake-up) fails the stage
 # in minutes instead of eating CI's budget.
 run cargo test --workspace --all-targets --all-features --profile "$MEMQ_PROFILE" --no-run
-run timeout 900 cargo test --workspace --all-targets --all-features --profile "$MEMQ_PROFILE"
-run timeout 900 cargo test --workspace --doc --all-features --profile "$MEMQ_PROFILE"
+bounded 900 cargo test --workspace --all-targets --all-features --profile "$MEMQ_PROFILE"
+bounded 900 cargo test --workspace --doc --all-features --profile "$MEMQ_PROFILE"
 # The core alone with its default features, and without std on the host.
 run cargo test -p memq-core --profile "$MEMQ_PROFILE" --lib --tests --no-run
-run timeout 600 cargo test -p memq-core --profile "$MEMQ_PROFILE" --lib --tests
+bounded 600 cargo test -p memq-core --profile "$MEMQ_PROFILE" --lib --tests

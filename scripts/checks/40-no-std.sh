@@ -1,9 +1,12 @@
 # memq-core on bare metal: no std anywhere in its tree, and a program using it links.
 run cargo build -p memq-core --no-default-features --target thumbv7em-none-eabi
 run cargo build -p memq-core --no-default-features --features postcard --target thumbv7em-none-eabi
-if cargo tree -p memq-core --no-default-features --features postcard -e normal \
-    --target thumbv7em-none-eabi --prefix none --format '{p} {f}' | grep -E '(^| )std( |,|$)'; then
-    echo "a dependency of memq-core enables std" >&2
+# Each package with its features, `name version|feature,feature`: none may have `std` on.
+# (An assignment of its own, so that a failing `cargo tree` fails the stage.)
+nostd_tree=$(cargo tree -p memq-core --no-default-features --features postcard -e normal \
+    --target thumbv7em-none-eabi --prefix none --format '{p}|{f}')
+if awk -F'|' '$2 ~ /(^|,)std(,|$)/ { print; found = 1 } END { exit !found }' <<<"$nostd_tree"; then
+    echo "a dependency of memq-core enables std (above)" >&2
     exit 1
 fi
 (cd checks/no_std && run cargo build --release --target thumbv7em-none-eabi)

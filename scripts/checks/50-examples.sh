@@ -3,7 +3,7 @@
 run cargo build --examples --profile "$MEMQ_PROFILE"
 bin=$(target_dir)/examples
 for ex in quickstart; do
-    run timeout 300 "$bin/$ex"
+    bounded 300 "$bin/$ex"
 done
-run timeout 300 "$bin/large_object_test"
-run timeout 600 "$bin/perf_runner" --quick
+bounded 300 "$bin/large_object_test"
+bounded 600 "$bin/perf_runner" --quick

@@ -8,4 +8,4 @@ loom_args=(-p memq-core --test loom --profile "$MEMQ_PROFILE"
     --target-dir "${CARGO_TARGET_DIR:-target}/loom")
 RUSTFLAGS="--cfg loom" run cargo test "${loom_args[@]}" --no-run
 RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" \
-    run timeout 900 cargo test "${loom_args[@]}" -- --test-threads=1 --nocapture
+    bounded 900 cargo test "${loom_args[@]}" -- --test-threads=1 --nocapture

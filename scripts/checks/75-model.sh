@@ -2,5 +2,6 @@
 # memq-core and to a reference model of the documented semantics must agree on every
 # observable result. Stage 30 runs 256 sequences; this stage runs many more, from the same
 # build.
+run cargo test -p memq-core --profile "$MEMQ_PROFILE" --test model --no-run
 PROPTEST_CASES="${PROPTEST_CASES:-20000}" \
-    run cargo test -p memq-core --profile "$MEMQ_PROFILE" --test model
+    bounded 600 cargo test -p memq-core --profile "$MEMQ_PROFILE" --test model

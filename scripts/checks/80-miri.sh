@@ -14,7 +14,7 @@ elif ! ensure_component miri nightly || ! ensure_component rust-src nightly; the
 else
     miri_dir="${CARGO_TARGET_DIR:-target}/miri"
     run cargo +nightly miri setup
-    run timeout 1800 cargo +nightly miri test -p memq-core --target-dir "$miri_dir" \
+    bounded 1800 cargo +nightly miri test -p memq-core --target-dir "$miri_dir" \
         --test topic --test subscriber --test group --test wakeups --test acks \
         --test release -- \
         --skip readers_attached_from_the_start_receive_the_same_from_both \
@@ -23,9 +23,9 @@ else
         --skip stress_random_settlement_every_message_acked_once_or_dead_lettered
     miri_ffi=(-p memq-ffi --target-dir "$miri_dir")
     MIRIFLAGS="${MIRIFLAGS:--Zmiri-permissive-provenance}" \
-        run timeout 1200 cargo +nightly miri test "${miri_ffi[@]}" --test bad_input --test leaks
+        bounded 1200 cargo +nightly miri test "${miri_ffi[@]}" --test bad_input --test leaks
     # zero_copy leaks its 'static test payloads on purpose (Box::leak), so it runs without
     # miri's leak check; it counts the release callbacks itself.
     MIRIFLAGS="${MIRIFLAGS:--Zmiri-permissive-provenance} -Zmiri-ignore-leaks" \
-        run timeout 1200 cargo +nightly miri test "${miri_ffi[@]}" --test zero_copy
+        bounded 1200 cargo +nightly miri test "${miri_ffi[@]}" --test zero_copy
 fi

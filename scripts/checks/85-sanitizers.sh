@@ -19,6 +19,6 @@ else
         RUSTFLAGS="-Zsanitizer=$san" RUSTDOCFLAGS="-Zsanitizer=$san" \
             TSAN_OPTIONS="halt_on_error=1" ASAN_OPTIONS="detect_leaks=1:halt_on_error=1" \
             MEMQ_STRESS_SCALE="${MEMQ_STRESS_SCALE:-1}" \
-            run timeout 600 cargo +nightly test "${san_args[@]}"
+            bounded 600 cargo +nightly test "${san_args[@]}"
     done
 fi

@@ -14,11 +14,14 @@ if features_tool cargo-hack 0.6.46; then
 else
     skip "cargo-hack" "could not install cargo-hack 0.6.46: checking each feature alone instead"
     for pkg in memq-core memq; do
-        for f in $(cargo metadata --no-deps --format-version 1 | python3 -c '
+        # An assignment of its own, so that a failure here fails the stage.
+        pkg_features=$(cargo metadata --no-deps --format-version 1 | python3 -c '
 import json, sys
 for p in json.load(sys.stdin)["packages"]:
     if p["name"] == sys.argv[1]:
-        print(" ".join(f for f in p["features"] if f != "default"))' "$pkg"); do
+        print(" ".join(f for f in p["features"] if f != "default"))' "$pkg")
+        [ -n "$pkg_features" ] || { echo "no features found for $pkg" >&2; exit 1; }
+        for f in $pkg_features; do
             run cargo clippy -p "$pkg" --no-default-features --features "$f" -- -D warnings
         done
         run cargo clippy -p "$pkg" --no-default-features -- -D warnings
