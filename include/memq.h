@@ -409,6 +409,16 @@ typedef struct memq_receipt {
  * the `user_data`, `data` and `len` given there, from whichever thread lets go of the
  * payload last. It must not call back into memq, and must not throw a C++ exception (or
  * otherwise unwind): one that reaches memq aborts the process. NULL: nothing to release.
+ *
+ * It runs synchronously, on the caller's thread, inside whichever memq call lets go of
+ * the payload last: any publish (an eviction, an expired TTL); any receive (an expired
+ * TTL, a topic that releases on read); the stats getters and the calls that make a
+ * reader (`memq_topic_get_stats`, `memq_subscriber_new`, `memq_consumer_new`, ...), which
+ * may apply the TTL first; and every `*_free` of a handle that holds it (a topic,
+ * subscriber, consumer, message, delivery or dead letter). No memq
+ * lock is held while it runs, other than the calling handle's own serialisation (so a
+ * slow `free_fn` holds up only calls on that handle), but do not call those functions
+ * while holding a lock that `free_fn` takes.
  */
 typedef void (*memq_free_fn)(void *user_data, const uint8_t *data, size_t len);
 
@@ -883,9 +893,11 @@ memq_status memq_topic_publish_to(const struct memq_topic *topic,
 
 /**
  * Publishes `len` bytes at `data` without copying them: memq keeps the buffer and every
- * reader borrows it. When the last reference goes (the message evicted from the log and
- * every received `memq_message` of it freed), memq calls `free_fn(user_data, data, len)`
- * exactly once, from whichever thread lets go last. `free_fn` may be NULL for a buffer
+ * reader borrows it. When the last reference goes (the message evicted from the log;
+ * every `memq_message`, `memq_delivery` and `memq_dead_letter` of it freed; and, once it
+ * was dead-lettered, the dead-letter topic's log letting go of it too: it is not copied
+ * there), memq calls `free_fn(user_data, data, len)` exactly once, from whichever thread
+ * lets go last (see `memq_free_fn` for which calls may run it). `free_fn` may be NULL for a buffer
  * that needs no release (static data).
  *
  * Ownership passes to memq whatever this returns: if the message is not published (any
