@@ -190,11 +190,6 @@ impl Impl {
             .collect()
     }
 
-    /// Whether this is one of memq's own rows.
-    pub fn is_memq(self) -> bool {
-        matches!(self, Impl::Memq | Impl::MemqThreads | Impl::MemqRelease)
-    }
-
     /// Whether this implementation has a meaningful way to run `scenario`.
     ///
     /// `false` prints as "–". tokio broadcast is a fan-out channel only, so it runs S1 and S3.
