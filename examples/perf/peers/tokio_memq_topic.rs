@@ -14,11 +14,12 @@
 //!
 //! tokio-memq's `recv` sleeps 0–5 ms (a delay drawn per subscriber from the clock) after
 //! every wait for a message, for "fair scheduling" between the members of a group, and
-//! every subscriber is a group member to it. Where a subscriber is the only reader of its
-//! offsets (S1, S3, S4–S6, and each partition's member in S7) the harness receives with
-//! `recv_batch(1)` instead, which waits the same way without that sleep: the fastest
-//! honest way to take one message at a time. In S2's group `recv` stays, as `recv_batch`
-//! is not atomic between the members of a group (they would get duplicates).
+//! every subscriber is a group member to it. `recv_batch(1)` waits without that sleep,
+//! but measured slower wherever a run is about throughput (S1, S3, S5, S7: the sleep
+//! comes only after a wait, rare while the consumer trails an unbounded log), so the
+//! harness receives with `recv`. Only S6, one message in flight, pays the sleep on every
+//! round trip: 167–230 round trips/s with `recv` against 34–40K with `recv_batch(1)`
+//! (docs/PERF-NOTES.md); memq's S6 row is more than 20 × either.
 //!
 //! tokio-memq has no way to close a topic, so a consumer cannot know when it has
 //! everything. Each receiver therefore waits in slices of `idle`, and
@@ -98,9 +99,6 @@ impl core::fmt::Debug for MemqTx {
 /// A subscriber, plus what it needs to notice the end of the stream.
 pub struct MemqRx {
     sub: Subscriber,
-    /// Whether this subscriber is the only reader of its offsets, so that it may receive
-    /// one message at a time with `recv_batch(1)` (see the module docs).
-    sole_reader: bool,
     done: Arc<AtomicBool>,
     idle: Duration,
     last: Option<Instant>,
@@ -160,17 +158,6 @@ impl MemqRx {
 
 impl AsyncRx for MemqRx {
     async fn recv(&mut self) -> Recv {
-        if self.sole_reader {
-            let mut one = Vec::with_capacity(1);
-            return match self.recv_batch(&mut one, 1).await {
-                Batch::Got => match one.pop() {
-                    Some(msg) => Recv::Msg(msg),
-                    None => Recv::Closed,
-                },
-                Batch::Lagged(n) => Recv::Lagged(n),
-                Batch::Closed => Recv::Closed,
-            };
-        }
         loop {
             match self.sub.recv_timeout(self.idle).await {
                 Ok(Some(message)) => {
@@ -236,7 +223,6 @@ impl AsyncPeer for TokioMemq {
         let opts = options(capacity);
         let mut subs = Vec::new();
         let mut partitioned = false;
-        let sole_reader = !matches!(shape, Shape::Competing(_));
         match shape {
             Shape::Pair => {
                 subs.push(mq.subscriber_with_options(topic.clone(), opts).await.ok()?);
@@ -299,7 +285,6 @@ impl AsyncPeer for TokioMemq {
             .into_iter()
             .map(|sub| MemqRx {
                 sub,
-                sole_reader,
                 done: done.clone(),
                 idle: self.idle,
                 last: None,
