@@ -540,6 +540,7 @@ impl<T> Log<T> {
             }
             self.evict_oldest();
         }
+        crate::sync::count_published(1);
         Ok(self.push(value, ts))
     }
 
@@ -614,6 +615,7 @@ impl<T> Log<T> {
             return None;
         }
         let first = self.high;
+        crate::sync::count_published(values.len());
         for value in values.drain(..) {
             if self.len() == self.capacity {
                 self.evict_oldest();
