@@ -175,14 +175,10 @@ pub(crate) fn enter_blocking_call() -> impl Drop {
 #[cfg(all(not(loom), feature = "std"))]
 #[cold]
 fn backoff() {
-    use std::sync::OnceLock;
     if cfg!(miri) {
         return;
     }
-    static SEVERAL_CPUS: OnceLock<bool> = OnceLock::new();
-    if !*SEVERAL_CPUS
-        .get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
-    {
+    if !several_cpus() {
         return;
     }
     let wait = if IN_BLOCKING_CALL.with(core::cell::Cell::get) {
@@ -199,6 +195,15 @@ fn backoff() {
             return;
         }
     }
+}
+
+/// Whether this machine runs threads in parallel: where it does not, a waiter cannot
+/// gain by waiting for the holder (which cannot run meanwhile), and there is no choice
+/// for [`tune`] to make. Also `false` where the platform cannot tell (nor measure time).
+#[cfg(all(not(loom), feature = "std"))]
+fn several_cpus() -> bool {
+    static SEVERAL_CPUS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SEVERAL_CPUS.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
 }
 
 /// Keeps a value on its own cache line (128 bytes also covers adjacent-line prefetching),
@@ -293,7 +298,9 @@ pub(crate) mod tune {
     #[cold]
     #[inline(never)]
     fn flush(units: usize) {
-        if cfg!(miri) {
+        // Miri: its interpreted clock and threads gain nothing from it. One CPU (or a
+        // platform that cannot tell, and may have no clock): nothing to choose.
+        if cfg!(miri) || !super::several_cpus() {
             return;
         }
         match TUNER.try_lock() {
