@@ -66,3 +66,8 @@ pub mod codec;
 pub mod pool;
 #[cfg(feature = "std")]
 pub mod rt;
+
+/// The README's example, compiled and run as a doctest.
+#[cfg(all(doctest, feature = "std"))]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
