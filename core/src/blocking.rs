@@ -342,16 +342,152 @@ impl<T> Topic<T> {
     ///
     /// [`PublishError::Full`] if there was no room before the time ran out; otherwise as
     /// [`Topic::publish`]. The message is handed back.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use memq_core::{PublishError, StartAt, Topic};
+    ///
+    /// let topic = Topic::with_capacity(1)?;
+    /// let _slow = topic.subscribe(StartAt::Earliest)?; // holds the one slot
+    /// topic.publish_blocking_timeout("a", Duration::from_millis(10))?;
+    /// let err = topic.publish_blocking_timeout("b", Duration::from_millis(10));
+    /// assert!(matches!(err, Err(PublishError::Full("b"))));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn publish_blocking_timeout(
         &self,
         value: T,
         timeout: Duration,
     ) -> Result<Receipt, PublishError<T>> {
-        let p = match self.route(None, None) {
+        self.publish_within(
+            self.route(None, None),
+            value,
+            timeout,
+            Shared::attempt_publish,
+        )
+    }
+
+    /// [`Topic::publish_keyed`] for plain threads, giving up after `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`PublishError::Full`] if the key's partition had no room before the time ran out;
+    /// otherwise as [`Topic::publish_keyed`]. The message is handed back.
+    pub fn publish_keyed_blocking_timeout(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: T,
+        timeout: Duration,
+    ) -> Result<Receipt, PublishError<T>> {
+        let route = self.route(None, Some(key.as_ref()));
+        self.publish_within(route, value, timeout, Shared::attempt_publish)
+    }
+
+    /// [`Topic::publish_to`] for plain threads, giving up after `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`PublishError::Full`] if the partition had no room before the time ran out;
+    /// otherwise as [`Topic::publish_to`]. The message is handed back.
+    pub fn publish_to_blocking_timeout(
+        &self,
+        partition: u32,
+        value: T,
+        timeout: Duration,
+    ) -> Result<Receipt, PublishError<T>> {
+        let route = self.route(Some(partition), None);
+        self.publish_within(route, value, timeout, Shared::attempt_publish)
+    }
+
+    /// [`Topic::publish_batch`] for plain threads, giving up after `timeout`: the batch
+    /// goes in whole or not at all.
+    ///
+    /// # Errors
+    ///
+    /// [`PublishError::Full`] if there was no room for the whole batch before the time ran
+    /// out; otherwise as [`Topic::publish_batch`]. The batch is handed back whole.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use memq_core::{StartAt, Topic};
+    ///
+    /// let topic = Topic::with_capacity(3)?;
+    /// let _slow = topic.subscribe(StartAt::Earliest)?;
+    /// topic.publish_batch_blocking_timeout(vec![1, 2], Duration::from_millis(10))?;
+    /// // One slot left: the next two do not fit, and come back.
+    /// let err = topic.publish_batch_blocking_timeout(vec![3, 4], Duration::from_millis(10));
+    /// assert_eq!(err.unwrap_err().into_inner(), [3, 4]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn publish_batch_blocking_timeout(
+        &self,
+        batch: alloc::vec::Vec<T>,
+        timeout: Duration,
+    ) -> Result<Receipt, PublishError<alloc::vec::Vec<T>>> {
+        let route = self.route(None, None);
+        self.publish_within(route, batch, timeout, Shared::attempt_publish_batch)
+    }
+
+    /// [`Topic::publish_batch_keyed`] for plain threads, giving up after `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Topic::publish_batch_blocking_timeout`], and as
+    /// [`Topic::publish_batch_keyed`].
+    pub fn publish_batch_keyed_blocking_timeout(
+        &self,
+        key: impl AsRef<[u8]>,
+        batch: alloc::vec::Vec<T>,
+        timeout: Duration,
+    ) -> Result<Receipt, PublishError<alloc::vec::Vec<T>>> {
+        let route = self.route(None, Some(key.as_ref()));
+        self.publish_within(route, batch, timeout, Shared::attempt_publish_batch)
+    }
+
+    /// [`Topic::publish_batch_to`] for plain threads, giving up after `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Topic::publish_batch_blocking_timeout`], and as [`Topic::publish_batch_to`].
+    pub fn publish_batch_to_blocking_timeout(
+        &self,
+        partition: u32,
+        batch: alloc::vec::Vec<T>,
+        timeout: Duration,
+    ) -> Result<Receipt, PublishError<alloc::vec::Vec<T>>> {
+        let route = self.route(Some(partition), None);
+        self.publish_within(route, batch, timeout, Shared::attempt_publish_batch)
+    }
+
+    /// The `*_blocking_timeout` publishes: `attempt` (a message's or a batch's) is tried,
+    /// and this thread parked between tries, until it is done or `timeout` has passed;
+    /// then the value is handed back in [`PublishError::Full`]. Each attempt hands the
+    /// value back explicitly, so no path can lose it.
+    fn publish_within<V>(
+        &self,
+        route: Route,
+        value: V,
+        timeout: Duration,
+        attempt: impl Fn(
+            &Shared<T>,
+            usize,
+            V,
+            &mut Option<WaitKey>,
+            Option<&Waker>,
+        ) -> Attempt<V, Receipt>,
+    ) -> Result<Receipt, PublishError<V>> {
+        let p = match route {
             Route::Partition(p) => p,
             Route::Invalid => return Err(PublishError::InvalidPartition(value)),
         };
         let deadline = deadline(timeout);
+        // Locks taken from here back off less, as in every other blocking call (see
+        // `sync::BLOCKING_BACKOFF`).
+        let _blocking = crate::sync::enter_blocking_call();
         // Leaves its place in line however the wait ends: also by a panic out of the
         // user's clock or timer, which would otherwise leave the place behind, to be
         // woken and then hold the room promised to it for ever.
@@ -363,10 +499,7 @@ impl<T> Topic<T> {
         let mut value = value;
         with_this_thread(|u, waker| loop {
             u.woken.store(false, Ordering::Relaxed);
-            match self
-                .shared
-                .attempt_publish(p, value, &mut place.key, Some(waker))
-            {
+            match attempt(&self.shared, p, value, &mut place.key, Some(waker)) {
                 Attempt::Done(r) => return r,
                 Attempt::Parked(back) => value = back,
             }

@@ -668,7 +668,7 @@ impl<T> Shared<T> {
         }
     }
 
-    fn attempt_publish_batch(
+    pub(crate) fn attempt_publish_batch(
         &self,
         p: usize,
         mut batch: Vec<T>,

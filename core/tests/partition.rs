@@ -556,3 +556,87 @@ fn batches_to_a_partition_without_waiting_or_from_a_thread() {
     let e = t.publish_batch_to_blocking(0, vec![1]).unwrap_err();
     assert!(e.is_closed());
 }
+
+#[test]
+fn routed_and_batch_publishes_with_a_time_limit_hand_back_what_did_not_fit() {
+    use std::time::Duration;
+    let short = Duration::from_millis(20);
+    let t: Topic<u32> = Topic::new(TopicConfig::new(2).partitions(2)).unwrap();
+    let mut p0 = t.subscribe_partition(0, StartAt::Earliest).unwrap();
+    let mut p1 = t.subscribe_partition(1, StartAt::Earliest).unwrap();
+    let key_of_0 = PINNED.iter().find(|k| k.2 == 0).unwrap().0;
+    let key_of_1 = PINNED.iter().find(|k| k.2 == 1).unwrap().0;
+    // Room: each goes where it is routed, at once.
+    let r = t
+        .publish_keyed_blocking_timeout(key_of_0, 1, short)
+        .unwrap();
+    assert_eq!((r.partition, r.offset), (0, 0));
+    let r = t.publish_to_blocking_timeout(1, 2, short).unwrap();
+    assert_eq!((r.partition, r.offset), (1, 0));
+    let r = t
+        .publish_batch_keyed_blocking_timeout(key_of_1, vec![3], short)
+        .unwrap();
+    assert_eq!((r.partition, r.offset), (1, 1));
+    // Partition 1 is full and its reader does not read: everything routed there comes
+    // back after the time limit, a batch whole, and nothing was appended.
+    let e = t
+        .publish_keyed_blocking_timeout(key_of_1, 4, short)
+        .unwrap_err();
+    assert!(matches!(e, PublishError::Full(4)));
+    let e = t
+        .publish_to_blocking_timeout(1, 5, Duration::ZERO)
+        .unwrap_err();
+    assert!(matches!(e, PublishError::Full(5)));
+    let e = t
+        .publish_batch_to_blocking_timeout(1, vec![6, 7], short)
+        .unwrap_err();
+    assert!(matches!(&e, PublishError::Full(b) if b == &[6, 7]));
+    let e = t
+        .publish_batch_keyed_blocking_timeout(key_of_1, vec![8], short)
+        .unwrap_err();
+    assert!(matches!(&e, PublishError::Full(b) if b == &[8]));
+    assert_eq!(t.stats().partitions[1].published, 2);
+    // A batch that could never fit is refused at once, whatever the limit.
+    let e = t
+        .publish_batch_to_blocking_timeout(0, vec![0; 3], Duration::from_secs(60))
+        .unwrap_err();
+    assert!(matches!(&e, PublishError::Full(b) if b.len() == 3));
+    // Bad routes are errors, not waits.
+    let e = t.publish_to_blocking_timeout(2, 9, short).unwrap_err();
+    assert!(matches!(e, PublishError::InvalidPartition(9)));
+    let e = t
+        .publish_batch_to_blocking_timeout(u32::MAX, vec![9], short)
+        .unwrap_err();
+    assert!(matches!(&e, PublishError::InvalidPartition(b) if b == &[9]));
+    // A waiting publish gets in when a reader makes room before the limit.
+    t.publish_to_blocking_timeout(0, 10, short).unwrap(); // partition 0 is full now
+    std::thread::scope(|s| {
+        let publisher = s.spawn(|| {
+            t.publish_batch_to_blocking_timeout(0, vec![11, 12], Duration::from_secs(30))
+        });
+        let mut got = Vec::new();
+        while got.len() < 4 {
+            got.push(p0.recv_blocking().unwrap().into_value());
+        }
+        assert_eq!(got, [1, 10, 11, 12]);
+        assert_eq!(publisher.join().unwrap().unwrap().offset, 2);
+    });
+    // The publishes that timed out on partition 1 left no place in line behind: once
+    // its reader has read, the room is there for the next publisher.
+    let got: Vec<u32> = (0..2)
+        .map(|_| p1.recv_blocking().unwrap().into_value())
+        .collect();
+    assert_eq!(got, [2, 3]);
+    assert_eq!(t.try_publish_to(1, 13).unwrap().offset, 2);
+    assert_eq!(
+        t.publish_to_blocking_timeout(1, 14, Duration::ZERO)
+            .unwrap()
+            .offset,
+        3
+    );
+    t.close();
+    let e = t
+        .publish_keyed_blocking_timeout(key_of_0, 15, short)
+        .unwrap_err();
+    assert!(e.is_closed());
+}
