@@ -227,6 +227,11 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 /// zero timeout polls the future exactly once; a timeout too large to represent waits
 /// for ever.
 ///
+/// A publish future dropped this way publishes nothing, and the message it held is
+/// dropped with it. To get the message back, use the `*_blocking_timeout` publishes
+/// ([`Topic::publish_keyed_blocking_timeout`], [`Topic::publish_batch_blocking_timeout`],
+/// ...), which hand it back in [`PublishError::Full`].
+///
 /// # Panics
 ///
 /// If the future panics.
