@@ -564,8 +564,14 @@ fn routed_and_batch_publishes_with_a_time_limit_hand_back_what_did_not_fit() {
     let t: Topic<u32> = Topic::new(TopicConfig::new(2).partitions(2)).unwrap();
     let mut p0 = t.subscribe_partition(0, StartAt::Earliest).unwrap();
     let mut p1 = t.subscribe_partition(1, StartAt::Earliest).unwrap();
-    let key_of_0 = PINNED.iter().find(|k| k.2 == 0).unwrap().0;
-    let key_of_1 = PINNED.iter().find(|k| k.2 == 1).unwrap().0;
+    let key_to = |p| {
+        PINNED
+            .iter()
+            .map(|k| k.0)
+            .find(|k| key_partition(k, 2) == p)
+            .unwrap()
+    };
+    let (key_of_0, key_of_1) = (key_to(0), key_to(1));
     // Room: each goes where it is routed, at once.
     let r = t
         .publish_keyed_blocking_timeout(key_of_0, 1, short)
