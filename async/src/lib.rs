@@ -18,6 +18,8 @@
 //! # Examples
 //!
 //! ```
+//! # #[cfg(feature = "std")]
+//! # {
 //! use std::time::Duration;
 //! use memq::pool::{Mode, Shutdown, WorkerPool};
 //! use memq::rt::{RecvTimeoutExt, Threads};
@@ -33,6 +35,7 @@
 //! let seen = Threads::block_on(audit.recv_timeout(Duration::from_secs(5), &Threads))?;
 //! assert_eq!(*seen.value(), 7);
 //! assert_eq!(pool.shutdown_blocking(Shutdown::Drain)?.processed, 1);
+//! # }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!

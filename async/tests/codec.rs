@@ -712,6 +712,71 @@ fn zstd_stops_at_the_decompression_limit() {
     });
 }
 
+#[cfg(all(feature = "zstd", feature = "postcard"))]
+#[test]
+fn zstd_refuses_bytes_without_a_data_frame() {
+    // A lone skippable frame decompresses to nothing at all; postcard reads `()` from
+    // nothing, so only the frame check stands between it and a value.
+    let skippable = [0x50, 0x2A, 0x4D, 0x18, 0, 0, 0, 0];
+    for bytes in [&skippable[..], &[][..], &b"unit"[..]] {
+        assert_err(
+            Postcard::new().zstd().decode::<()>(bytes),
+            |e| matches!(e, CodecError::Decompress(msg) if msg.contains("not a zstd data frame")),
+        );
+    }
+    // The same behind a valid header.
+    let mut framed = Postcard::new().zstd().with_header().encode(&()).unwrap();
+    framed.truncate(Header::LEN);
+    framed.extend_from_slice(&skippable);
+    assert_err(decode_any::<()>(&framed), |e| {
+        matches!(e, CodecError::Decompress(_))
+    });
+    assert_eq!(
+        Postcard::new()
+            .zstd()
+            .decode::<()>(&Postcard::new().zstd().encode(&()).unwrap()),
+        Ok(())
+    );
+}
+
+#[test]
+fn a_header_inside_another_codec_is_refused() {
+    fn refused<C: Codec>(codec: C, label: &str) {
+        assert!(codec.writes_header(), "{label}");
+        assert_err(
+            codec.encode(&1u8),
+            |e| matches!(e, CodecError::Encode(msg) if msg.contains("outermost")),
+        );
+        let mut out = b"kept".to_vec();
+        assert!(codec.encode_into(&1u8, &mut out).is_err(), "{label}");
+        assert_eq!(out, b"kept", "{label}: nothing written on failure");
+        assert_err(codec.decode::<u8>(b"MQ\x01\xc8\x00unit"), |e| {
+            matches!(e, CodecError::Decode(_))
+        });
+    }
+    assert!(!Unit.writes_header());
+    assert!(Unit.with_header().writes_header());
+    assert!(
+        Codec::writes_header(&&Unit.with_header()),
+        "a reference forwards it"
+    );
+    refused(Unit.with_header().with_header(), "framed<framed<_>>");
+    #[cfg(feature = "gzip")]
+    {
+        refused(Unit.with_header().gzip(), "gzip<framed<_>>");
+        refused(
+            Unit.with_header().gzip().with_header(),
+            "framed<gzip<framed<_>>>",
+        );
+        // The right way round still works.
+        let codec = Unit.gzip().with_header();
+        assert!(codec.writes_header());
+        assert_eq!(codec.decode::<()>(&codec.encode(&()).unwrap()), Ok(()));
+    }
+    #[cfg(feature = "zstd")]
+    refused(Unit.with_header().zstd(), "zstd<framed<_>>");
+}
+
 #[cfg(all(feature = "gzip", feature = "zstd"))]
 #[test]
 fn stacked_compression_is_refused() {

@@ -21,8 +21,8 @@ use memq::rt::{
     Smol, Threads, Tokio,
 };
 use memq::{
-    key_partition, AckConfig, Message, Overflow, PublishError, RecvError, RecvTimeoutError,
-    StartAt, Topic, TopicConfig,
+    key_partition, AckConfig, Backoff, Message, Overflow, PublishError, RecvError,
+    RecvTimeoutError, StartAt, Topic, TopicConfig,
 };
 
 /// How a scenario is run.
@@ -867,6 +867,51 @@ async fn pool_acked<F: Flavor>(rt: F::Rt) {
     assert_eq!(ok, (0..N).collect(), "every message succeeded once");
 }
 
+/// A sequential explicit-ack pool keeps publishing order through a retry when the group
+/// has no backoff (the failed message comes back first); with a backoff, the messages
+/// behind it go on while it waits, and it is handled when its backoff ends.
+async fn pool_sequential_acked_retries<F: Flavor>(rt: F::Rt) {
+    for backoff in [None, Some(ms(30))] {
+        let topic = Topic::<u64>::with_capacity(32).unwrap();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut config = AckConfig::new().ack_wait(LONG).timer(rt.timer());
+        if let Some(b) = backoff {
+            config = config.backoff(Backoff::fixed(b));
+        }
+        let pool = {
+            let order = order.clone();
+            WorkerPool::builder(&topic, "seq-acked")
+                .acked(config)
+                .spawn_blocking(&rt, move |msg: Message<u64>| {
+                    let mut order = order.lock().unwrap();
+                    order.push(msg.offset());
+                    // Offset 1 fails on its first attempt.
+                    if msg.offset() == 1 && order.iter().filter(|&&o| o == 1).count() == 1 {
+                        return Err("first attempt");
+                    }
+                    Ok(())
+                })
+                .unwrap()
+        };
+        for n in 0..5 {
+            publish!(F, topic, n).unwrap();
+        }
+        topic.close();
+        let stats = pool.join().await.unwrap();
+        assert_final(stats, 1, 6, 1);
+        let order = order.lock().unwrap().clone();
+        match backoff {
+            None => assert_eq!(order, [0, 1, 1, 2, 3, 4], "no backoff: retried first"),
+            Some(_) => assert_eq!(order, [0, 1, 2, 3, 4, 1], "backoff: retried after its wait"),
+        }
+        let group = &topic.stats().groups[0];
+        assert_eq!(
+            (group.committed[0], group.in_flight, group.redelivered),
+            (5, 0, 1)
+        );
+    }
+}
+
 /// Errors as values: a handler's `Err` and a panic are results, not the end of the pool.
 async fn pool_errors_are_results<F: Flavor>(rt: F::Rt) {
     quiet_test_panics();
@@ -976,6 +1021,10 @@ macro_rules! suite {
             fn pool_stop() { $flavor::run(super::pool_stop::<$flavor>) }
             #[test]
             fn pool_acked() { $flavor::run(super::pool_acked::<$flavor>) }
+            #[test]
+            fn pool_sequential_acked_retries() {
+                $flavor::run(super::pool_sequential_acked_retries::<$flavor>)
+            }
             #[test]
             fn pool_errors_are_results() { $flavor::run(super::pool_errors_are_results::<$flavor>) }
         }

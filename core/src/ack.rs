@@ -255,6 +255,9 @@ pub struct DeadLetter<T> {
 /// # Examples
 ///
 /// ```
+/// # // Leases need a clock: `std`'s, or one given with `AckConfig::clock` on bare metal.
+/// # #[cfg(feature = "std")]
+/// # {
 /// use core::time::Duration;
 /// use memq_core::{AckConfig, Backoff, DeadLetter, StartAt, Topic};
 ///
@@ -270,6 +273,7 @@ pub struct DeadLetter<T> {
 /// let job = worker.try_recv()?;
 /// assert_eq!(*job.value(), 7);
 /// job.ack()?;
+/// # }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct AckConfig<T> {
@@ -1263,6 +1267,9 @@ impl<T> AckConsumer<T> {
     /// # Examples
     ///
     /// ```
+    /// # // Leases need a clock: `std`'s, or one given with `AckConfig::clock`.
+    /// # #[cfg(feature = "std")]
+    /// # {
     /// use memq_core::{AckConfig, StartAt, Topic};
     ///
     /// let topic = Topic::with_capacity(16)?;
@@ -1275,6 +1282,7 @@ impl<T> AckConsumer<T> {
     ///     d.ack()?;
     /// }
     /// assert_eq!(member.committed(0)?, 3);
+    /// # }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recv_many<'a>(

@@ -148,6 +148,28 @@ pub trait Codec {
         Compression::None
     }
 
+    /// Whether this codec's output starts with the magic header: `true` for `memq`'s
+    /// `Framed` and for wrappers that pass a framed codec's bytes through.
+    ///
+    /// The header must be the outermost layer, once, for a reader that knows only the
+    /// header to find it, so `Framed` and the compression wrappers refuse to wrap a codec
+    /// that answers `true`. The default is `false`; a wrapper of your own that transforms
+    /// another codec's bytes should answer what its inner codec answers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[cfg(feature = "postcard")]
+    /// # {
+    /// use memq_core::codec::{Codec, Postcard};
+    ///
+    /// assert!(!Postcard::new().writes_header());
+    /// # }
+    /// ```
+    fn writes_header(&self) -> bool {
+        false
+    }
+
     /// Encodes `value` into a new buffer.
     ///
     /// # Errors
@@ -240,6 +262,10 @@ impl<C: Codec + ?Sized> Codec for &C {
 
     fn compression(&self) -> Compression {
         (**self).compression()
+    }
+
+    fn writes_header(&self) -> bool {
+        (**self).writes_header()
     }
 
     fn encode<T: Serialize + ?Sized>(&self, value: &T) -> Result<Vec<u8>, CodecError> {

@@ -31,3 +31,8 @@ for p in json.load(sys.stdin)["packages"]:
             --target thumbv7em-none-eabi
     done
 fi
+# The doc examples without the default features: an example that needs `std` (a clock, the
+# blocking API, the pools) must say so, or it fails to build or run here.
+for pkg in memq-core memq; do
+    run cargo test -p "$pkg" --no-default-features --doc
+done

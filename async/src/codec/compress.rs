@@ -27,6 +27,12 @@ fn read_limited(reader: impl Read, limit: usize, what: &str) -> Result<Vec<u8>, 
 /// Refuses a second compression layer: the header has room for one, and compressing
 /// compressed bytes only costs time.
 fn check_single_layer<C: Codec>(inner: &C, outer: Compression) -> Result<(), String> {
+    if inner.writes_header() {
+        // The header must stay where a reader that knows only the header can see it.
+        return Err(format!(
+            "cannot compress a framed codec with {outer}: the header must be the outermost layer"
+        ));
+    }
     match inner.compression() {
         Compression::None => Ok(()),
         already => Err(format!(
@@ -63,6 +69,15 @@ pub(super) fn gunzip(compressed: &[u8], limit: usize) -> Result<Vec<u8>, CodecEr
 /// Decompresses the one zstd frame that fills `compressed` exactly, to at most `limit` bytes.
 #[cfg(feature = "zstd")]
 pub(super) fn unzstd(compressed: &[u8], limit: usize) -> Result<Vec<u8>, CodecError> {
+    // A zstd data frame starts with this magic number. Anything else, a lone skippable
+    // frame included (which the decoder reads as no data at all), is not a message
+    // memq wrote.
+    const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+    if !compressed.starts_with(&ZSTD_MAGIC) {
+        return Err(CodecError::Decompress(
+            "zstd: not a zstd data frame (bad magic number)".into(),
+        ));
+    }
     let mut decoder = zstd::stream::read::Decoder::with_buffer(compressed)
         .map_err(|e| CodecError::Decompress(format!("zstd: {e}")))?
         .single_frame();
@@ -99,6 +114,10 @@ macro_rules! compression_codec {
 
             fn compression(&self) -> Compression {
                 $id
+            }
+
+            fn writes_header(&self) -> bool {
+                self.inner.writes_header()
             }
 
             fn encode<T: serde::Serialize + ?Sized>(

@@ -183,7 +183,9 @@ impl Header {
 /// them. The header costs 5 bytes per message and no extra copy.
 ///
 /// Wrap the whole codec: `Framed<Gzip<Json>>`, not `Gzip<Framed<Json>>`, or the header would be
-/// compressed where no reader can see it.
+/// compressed where no reader can see it. A header inside another codec is refused: encoding
+/// and decoding with `Gzip<Framed<_>>`, `Zstd<Framed<_>>` or `Framed<Framed<_>>` fail with
+/// [`CodecError::Encode`] / [`CodecError::Decode`].
 ///
 /// # Examples
 ///
@@ -258,6 +260,18 @@ impl<C> Framed<C> {
     }
 }
 
+/// Refuses a header inside another header: [`decode_any`] reads only the outer one.
+fn check_one_header<C: Codec>(inner: &C) -> Result<(), String> {
+    if inner.writes_header() {
+        Err(
+            "cannot put a header over a codec that already writes one: use one Framed, outermost"
+                .into(),
+        )
+    } else {
+        Ok(())
+    }
+}
+
 impl<C: Codec> Codec for Framed<C> {
     fn format(&self) -> Format {
         self.inner.format()
@@ -265,6 +279,10 @@ impl<C: Codec> Codec for Framed<C> {
 
     fn compression(&self) -> Compression {
         self.inner.compression()
+    }
+
+    fn writes_header(&self) -> bool {
+        true
     }
 
     fn encode<T: Serialize + ?Sized>(&self, value: &T) -> Result<Vec<u8>, CodecError> {
@@ -278,6 +296,7 @@ impl<C: Codec> Codec for Framed<C> {
         value: &T,
         out: &mut Vec<u8>,
     ) -> Result<(), CodecError> {
+        check_one_header(&self.inner).map_err(CodecError::Encode)?;
         let header = Header::new(self.inner.format(), self.inner.compression())?;
         let start = out.len();
         out.extend_from_slice(&header.to_bytes());
@@ -287,6 +306,7 @@ impl<C: Codec> Codec for Framed<C> {
     }
 
     fn decode<T: DeserializeOwned>(&self, bytes: &[u8]) -> Result<T, CodecError> {
+        check_one_header(&self.inner).map_err(CodecError::Decode)?;
         let (header, payload) = Header::parse(bytes)?;
         let expected = (self.inner.format(), self.inner.compression());
         if header.format() != expected.0 {

@@ -101,6 +101,12 @@ use worker::{Active, AsyncFn, BlockingFn, Handler, Member, Worker};
 pub enum Mode {
     /// Exactly one worker: one message at a time, in offset order within each partition
     /// (on a one-partition topic, strictly in publishing order).
+    ///
+    /// In an explicit-ack pool ([`PoolBuilder::acked`]) a message whose handler failed is
+    /// nacked and comes back under the group's backoff. Without a backoff it comes back
+    /// at once, before anything published after it, and order holds. With one, the
+    /// worker goes on with the messages behind it while it waits, and handles it when
+    /// its backoff ends: order then holds for the messages that succeed first time.
     #[default]
     Sequential,
     /// Exactly this many workers, each handling one message at a time. 0 is an error
@@ -122,7 +128,9 @@ impl Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shutdown {
     /// Handle everything available, then stop: every message published before the call
-    /// is handled (in an explicit-ack pool, tried at least three times; see below). Each
+    /// is handled (in an explicit-ack pool, one that fails is tried again, but the drain
+    /// waits neither for the group's backoff nor for a message that keeps failing; see
+    /// below). Each
     /// worker stops waiting and takes messages while there are any. A worker whose part of
     /// the group has none waits for the others (and takes what comes to its partitions
     /// meanwhile); the workers end together once every one has run dry. None leaves the
@@ -137,8 +145,11 @@ pub enum Shutdown {
     /// partition it was handed.
     ///
     /// In an explicit-ack pool ([`PoolBuilder::acked`]) a message whose handler fails is
-    /// nacked and tried again during the drain, under the group's backoff (a message
-    /// waiting out a backoff when nothing else is left is not waited for). From its third
+    /// nacked and tried again during the drain, under the group's backoff. A message
+    /// waiting out a backoff when nothing else is left is not waited for: the drain ends
+    /// and it stays in the group for its next members, with its delivery count. So with
+    /// a backoff, a message that failed just before the call, or fails during the drain,
+    /// may end the drain unhandled; without one, it is tried again at once. From its third
     /// failure during the drain on, its worker nacks it with a delay instead, which sets
     /// it aside: the drain goes on with the rest and ends without waiting for it, and it
     /// stays in the group for its next members. The delay is one second, doubled with
