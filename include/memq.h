@@ -59,8 +59,9 @@ enum memq_status
      */
     MEMQ_STATUS_TIMEOUT = 2,
     /**
-     * The partition is full: a publish that does not wait on a `BLOCK` topic, or any
-     * publish on a full `REJECT` topic. The message was not published.
+     * The partition is full (an attached reader still needs its oldest message): a
+     * publish that does not wait on a `BLOCK` topic, or any publish on a full `REJECT`
+     * topic. The message was not published.
      */
     MEMQ_STATUS_FULL = 3,
     /**
@@ -149,7 +150,20 @@ enum memq_overflow
  {
     /**
      * Publishing waits (or, with `timeout_ms == 0`, returns `MEMQ_STATUS_FULL`) until
-     * every reader has moved past the oldest message. Nothing is ever lost.
+     * every attached reader (subscriber or group) has moved past the oldest message.
+     * Nothing a reader still needs is ever lost. "Full" is about readers: with none
+     * attached, nobody needs the oldest message, and a publish into a full partition
+     * evicts it (counted in `evicted`), as retention does; a subscriber made later at
+     * `MEMQ_START_EARLIEST` starts after it.
+     *
+     * A waiting publisher is woken once readers have freed a batch of slots (capacity
+     * / 16, from 1 to 64; every slot for capacities under 32), so that a publisher
+     * faster than its readers waits once per batch. New publishes use any free slot at
+     * once, and so does a publish with a time limit at its deadline: it times out only
+     * if no slot is free then. A publish with `timeout_ms < 0` can therefore wait for
+     * good while fewer slots than a batch are free, if its readers stop reading with
+     * messages still retained (say, until this publisher's next message arrives): give
+     * such a pipeline a capacity under 32, or publish with a time limit and retry.
      */
     MEMQ_OVERFLOW_BLOCK = 0,
     /**
@@ -158,7 +172,9 @@ enum memq_overflow
      */
     MEMQ_OVERFLOW_DROP_OLDEST = 1,
     /**
-     * Publishing into a full partition returns `MEMQ_STATUS_FULL` at once.
+     * Publishing into a full partition (one whose oldest message an attached reader
+     * still needs) returns `MEMQ_STATUS_FULL` at once. With no reader attached the
+     * oldest message is evicted instead, as for `BLOCK`.
      */
     MEMQ_OVERFLOW_REJECT = 2,
 };
@@ -319,8 +335,12 @@ typedef struct memq_dead_letter_subscriber memq_dead_letter_subscriber;
  * (`MEMQ_OVERFLOW_BLOCK` with a subscriber behind, or `MEMQ_OVERFLOW_REJECT`), a message
  * bound there (past `max_deliveries`, or rejected) stays in its group, not delivered
  * again, and the move is retried every few milliseconds (10 ms, or `ack_wait_ms` if
- * shorter, at least 1 ms). Once it is closed, such messages are delivered again instead,
- * so none is lost. Give it room for the dead letters its readers may fall behind by, or
+ * shorter, at least 1 ms) by the group's members: the group's work is done inside their
+ * receives, so a retry happens only while a member of the group receives (one waiting in
+ * a receive is woken for it). A program that stops receiving from the group once its
+ * work is done and then reads the dead-letter topic should keep one member receiving
+ * with a timeout until the group's `in_flight` is 0. Once the dead-letter topic is
+ * closed, such messages are delivered again instead, so none is lost. Give it room for the dead letters its readers may fall behind by, or
  * use `MEMQ_OVERFLOW_DROP_OLDEST` to evict the oldest dead letters instead.
  */
 typedef struct memq_dead_letter_topic memq_dead_letter_topic;
@@ -414,8 +434,11 @@ typedef struct memq_receipt {
  * the payload last: any publish (an eviction, an expired TTL); any receive (an expired
  * TTL, a topic that releases on read); the stats getters and the calls that make a
  * reader (`memq_topic_get_stats`, `memq_subscriber_new`, `memq_consumer_new`, ...), which
- * may apply the TTL first; and every `*_free` of a handle that holds it (a topic,
- * subscriber, consumer, message, delivery or dead letter). No memq
+ * may apply the TTL first; `memq_delivery_reject`, whose move to a `DROP_OLDEST`
+ * dead-letter topic may evict an older dead letter; the calls that remove a topic
+ * (`memq_broker_delete_topic`, `memq_broker_free`, when the broker held its last handle);
+ * and every `*_free` of a handle that holds it (a topic, subscriber, consumer, message,
+ * delivery, dead letter or dead-letter topic). No memq
  * lock is held while it runs, other than the calling handle's own serialisation (so a
  * slow `free_fn` holds up only calls on that handle), but do not call those functions
  * while holding a lock that `free_fn` takes.
@@ -1883,7 +1906,8 @@ memq_status memq_delivery_nack_after(const struct memq_delivery *delivery, uint6
  * (free it with `memq_delivery_free`).
  *
  * If the dead-letter topic is full at that moment, the message stays in the group,
- * bound there, until it has room; if it is closed, the message returns to the group and
+ * bound there, until it has room: the move is retried while a member of the group
+ * receives (see `memq_dead_letter_topic`); if it is closed, the message returns to the group and
  * is delivered again (with its delivery count raised). Either way it is not lost, and
  * this call still returns `MEMQ_STATUS_OK`.
  *

@@ -385,6 +385,45 @@ async fn routed_publish_timeouts<F: Flavor>(rt: F::Rt) {
     assert_eq!(topic.stats().published, 8);
 }
 
+/// A publish with a time limit, on a log of 64 slots whose waiting publishers are woken
+/// four slots at a time, takes at its deadline the one slot a reader freed and then left.
+async fn publish_timeout_takes_the_last_free_slot<F: Flavor>(rt: F::Rt) {
+    let topic = Topic::<u32>::with_capacity(64).unwrap();
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    for n in 0..64 {
+        topic.try_publish(n).unwrap();
+    }
+    let one = {
+        let (topic, rt2) = (topic.clone(), rt.clone());
+        rt.spawn(async move { topic.publish(64).with_timeout(ms(200), &rt2).await })
+    };
+    rt.sleep(ms(10)).await;
+    assert_eq!(recv!(F, sub).unwrap().into_value(), 0);
+    assert_eq!(one.await.unwrap().unwrap().offset, 64);
+    let batch = {
+        let (topic, rt2) = (topic.clone(), rt.clone());
+        rt.spawn(async move {
+            topic
+                .publish_batch(vec![65, 66])
+                .with_timeout(ms(200), &rt2)
+                .await
+        })
+    };
+    rt.sleep(ms(10)).await;
+    assert_eq!(recv!(F, sub).unwrap().into_value(), 1);
+    assert_eq!(recv!(F, sub).unwrap().into_value(), 2);
+    assert_eq!(batch.await.unwrap().unwrap().offset, 65);
+    let mut rest = Vec::new();
+    for _ in 3..67 {
+        rest.push(recv!(F, sub).unwrap().into_value());
+    }
+    assert_eq!(
+        rest,
+        (3..67).collect::<Vec<_>>(),
+        "in order, nothing lost or twice"
+    );
+}
+
 /// Receive and publish with time limits, on subscribers, group members and topics.
 async fn timeouts<F: Flavor>(rt: F::Rt) {
     let topic = Topic::<u32>::with_capacity(2).unwrap();
@@ -1004,6 +1043,10 @@ macro_rules! suite {
             #[test]
             fn routed_publish_timeouts() {
                 $flavor::run(super::routed_publish_timeouts::<$flavor>)
+            }
+            #[test]
+            fn publish_timeout_takes_the_last_free_slot() {
+                $flavor::run(super::publish_timeout_takes_the_last_free_slot::<$flavor>)
             }
             #[test]
             fn close() { $flavor::run(super::close::<$flavor>) }

@@ -509,7 +509,14 @@ impl<T> Topic<T> {
                 Attempt::Parked(back) => value = back,
             }
             if deadline.is_some_and(|d| Instant::now() >= d) || !park_until_woken(u, deadline) {
-                return Err(PublishError::Full(value));
+                // Time is up. A waiting publisher is woken only once a batch of slots is
+                // free (see `Overflow::Block`), so fewer may be free now: one last try
+                // takes any free slot, as a new publish would, and leaves the line
+                // either way.
+                return match attempt(&self.shared, p, value, &mut place.key, None) {
+                    Attempt::Done(r) => r,
+                    Attempt::Parked(back) => Err(PublishError::Full(back)),
+                };
             }
         })
     }

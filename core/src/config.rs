@@ -18,7 +18,9 @@ pub enum Overflow {
     /// A publisher that had to wait is woken once readers have freed a batch of slots
     /// (`capacity / 16`, from 1 to 64; every slot for logs under 32), so that a publisher
     /// faster than its readers waits once per batch rather than once per message. New
-    /// publishes use any free slot at once.
+    /// publishes use any free slot at once, and so does a publish with a time limit when
+    /// its time is up (the `*_blocking_timeout` publishes, `memq`'s `with_timeout`, or
+    /// [`Publish::try_now`]): it fails only if no slot is free then.
     ///
     /// So a waiting publisher can stay parked while fewer slots than a batch are free.
     /// A reader that reads all it can always frees a whole batch, but one that stops
@@ -41,6 +43,7 @@ pub enum Overflow {
     /// fair semaphore's waiter keeps the permits it was given.
     ///
     /// [`PublishError::Full`]: crate::PublishError::Full
+    /// [`Publish::try_now`]: crate::Publish::try_now
     #[default]
     Block,
     /// The oldest message is evicted. A reader that had not read it gets

@@ -1277,6 +1277,56 @@ impl<T> Publish<'_, T> {
         }
         self.value.take()
     }
+
+    /// Stops waiting with one last try: publishes now if the partition has a free slot
+    /// (as [`Topic::try_publish`] would, ahead of publishers still waiting), or hands the
+    /// value back in [`PublishError::Full`] (or with the error the publish met, such as
+    /// [`PublishError::Closed`]). `None` if the publish was done already.
+    ///
+    /// This is what a publish with a time limit does when its time is up: a waiting
+    /// publisher is woken only once a batch of slots is free (see [`Overflow::Block`]),
+    /// so a few may be free that it was not told of.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::task::Context;
+    /// use std::future::Future;
+    /// use memq_core::{StartAt, Topic};
+    ///
+    /// let topic = Topic::with_capacity(64)?;
+    /// let mut slow = topic.subscribe(StartAt::Earliest)?;
+    /// for n in 0..64 {
+    ///     topic.try_publish(n)?;
+    /// }
+    /// let mut publish = topic.publish(64); // the log is full: this waits
+    /// let waker = futures_util::task::noop_waker();
+    /// assert!(std::pin::Pin::new(&mut publish).poll(&mut Context::from_waker(&waker)).is_pending());
+    /// slow.try_recv()?; // one slot free: too few to wake a waiting publisher
+    /// let receipt = publish.try_now().unwrap()?; // but the last try takes it
+    /// assert_eq!(receipt.offset, 64);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// [`Overflow::Block`]: crate::Overflow::Block
+    pub fn try_now(mut self) -> Option<Result<Receipt, PublishError<T>>> {
+        let Route::Partition(p) = self.route else {
+            return self
+                .value
+                .take()
+                .map(|v| Err(PublishError::InvalidPartition(v)));
+        };
+        // Without a waker the attempt never parks: it publishes, or fails and leaves the
+        // line.
+        match self
+            .topic
+            .shared
+            .poll_publish(p, &mut self.value, &mut self.key, None)
+        {
+            Poll::Ready(r) => Some(r),
+            Poll::Pending => None,
+        }
+    }
 }
 
 impl<T> PublishBatch<'_, T> {
@@ -1287,6 +1337,26 @@ impl<T> PublishBatch<'_, T> {
             self.topic.shared.cancel_publish(p, &mut self.key);
         }
         self.values.take()
+    }
+
+    /// Stops waiting with one last try: publishes the whole batch now if the partition
+    /// has room for it, or hands it back whole, as [`Publish::try_now`] does for one
+    /// message. `None` if the batch was published already.
+    pub fn try_now(mut self) -> Option<Result<Receipt, PublishError<Vec<T>>>> {
+        let Route::Partition(p) = self.route else {
+            return self
+                .values
+                .take()
+                .map(|v| Err(PublishError::InvalidPartition(v)));
+        };
+        match self
+            .topic
+            .shared
+            .poll_publish_batch(p, &mut self.values, &mut self.key, None)
+        {
+            Poll::Ready(r) => Some(r),
+            Poll::Pending => None,
+        }
     }
 }
 

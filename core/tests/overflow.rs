@@ -279,6 +279,64 @@ fn block_the_first_publisher_in_line_polled_before_its_wake_up_takes_free_room()
 }
 
 #[test]
+fn block_a_publish_whose_time_is_up_takes_a_slot_freed_too_few_to_wake_it() {
+    // 64 slots wake waiting publishers one batch (4 slots) at a time; a reader that frees
+    // one and stops wakes nobody, and a publish with a time limit takes it at its deadline.
+    let limit = core::time::Duration::from_millis(50);
+    let (t, mut s) = full_block_topic(64);
+    let freer = std::thread::spawn(move || {
+        std::thread::sleep(core::time::Duration::from_millis(10));
+        s.try_recv().unwrap();
+        s
+    });
+    // Long enough for the reader's thread to have run, however loaded the machine.
+    let long = core::time::Duration::from_millis(300);
+    assert_eq!(t.publish_blocking_timeout(64, long).unwrap().offset, 64);
+    let mut s = freer.join().unwrap();
+    assert!(matches!(
+        t.publish_blocking_timeout(65, limit),
+        Err(PublishError::Full(65))
+    ));
+    // Every form of timed publish, batches too, and the futures' own last try.
+    s.try_recv().unwrap();
+    s.try_recv().unwrap();
+    let r = t
+        .publish_batch_blocking_timeout(vec![65, 66], limit)
+        .unwrap();
+    assert_eq!(r.offset, 65);
+    s.try_recv().unwrap();
+    let r = t.publish_to_blocking_timeout(0, 67, limit).unwrap();
+    assert_eq!(r.offset, 67);
+    s.try_recv().unwrap();
+    let r = t.publish_keyed_blocking_timeout("k", 68, limit).unwrap();
+    assert_eq!(r.offset, 68);
+    let (_, w) = counting_waker();
+    let mut cx = Context::from_waker(&w);
+    let mut publish = t.publish(69);
+    assert!(core::pin::Pin::new(&mut publish).poll(&mut cx).is_pending());
+    let mut batch = t.publish_batch(vec![69, 70]);
+    assert!(core::pin::Pin::new(&mut batch).poll(&mut cx).is_pending());
+    s.try_recv().unwrap();
+    assert_eq!(publish.try_now().unwrap().unwrap().offset, 69);
+    assert!(matches!(batch.try_now(), Some(Err(PublishError::Full(b))) if b == [69, 70]));
+    // Done already: nothing more to try.
+    s.try_recv().unwrap();
+    let mut done = t.publish(70);
+    assert!(matches!(
+        core::pin::Pin::new(&mut done).poll(&mut cx),
+        Poll::Ready(Ok(_))
+    ));
+    assert!(done.try_now().is_none());
+    // Nothing was lost or duplicated: after the seven it read, the reader sees the rest
+    // in order.
+    let mut seen = Vec::new();
+    while let Ok(m) = s.try_recv() {
+        seen.push(*m.value());
+    }
+    assert_eq!(seen, (7..=70).collect::<Vec<_>>());
+}
+
+#[test]
 fn block_close_wakes_every_waiting_publisher() {
     let t = topic(1, Overflow::Block);
     let _sub = t.subscribe(StartAt::Earliest).unwrap();

@@ -744,7 +744,8 @@ pub unsafe extern "C" fn memq_delivery_nack_after(
 /// (free it with `memq_delivery_free`).
 ///
 /// If the dead-letter topic is full at that moment, the message stays in the group,
-/// bound there, until it has room; if it is closed, the message returns to the group and
+/// bound there, until it has room: the move is retried while a member of the group
+/// receives (see `memq_dead_letter_topic`); if it is closed, the message returns to the group and
 /// is delivered again (with its delivery count raised). Either way it is not lost, and
 /// this call still returns `MEMQ_STATUS_OK`.
 ///

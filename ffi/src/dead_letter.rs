@@ -52,8 +52,12 @@ impl memq_dead_letter_reason {
 /// (`MEMQ_OVERFLOW_BLOCK` with a subscriber behind, or `MEMQ_OVERFLOW_REJECT`), a message
 /// bound there (past `max_deliveries`, or rejected) stays in its group, not delivered
 /// again, and the move is retried every few milliseconds (10 ms, or `ack_wait_ms` if
-/// shorter, at least 1 ms). Once it is closed, such messages are delivered again instead,
-/// so none is lost. Give it room for the dead letters its readers may fall behind by, or
+/// shorter, at least 1 ms) by the group's members: the group's work is done inside their
+/// receives, so a retry happens only while a member of the group receives (one waiting in
+/// a receive is woken for it). A program that stops receiving from the group once its
+/// work is done and then reads the dead-letter topic should keep one member receiving
+/// with a timeout until the group's `in_flight` is 0. Once the dead-letter topic is
+/// closed, such messages are delivered again instead, so none is lost. Give it room for the dead letters its readers may fall behind by, or
 /// use `MEMQ_OVERFLOW_DROP_OLDEST` to evict the oldest dead letters instead.
 #[derive(Debug)]
 pub struct memq_dead_letter_topic {

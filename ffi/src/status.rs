@@ -16,8 +16,9 @@ pub enum memq_status {
     Empty = 1,
     /// The time given by `timeout_ms` ran out.
     Timeout = 2,
-    /// The partition is full: a publish that does not wait on a `BLOCK` topic, or any
-    /// publish on a full `REJECT` topic. The message was not published.
+    /// The partition is full (an attached reader still needs its oldest message): a
+    /// publish that does not wait on a `BLOCK` topic, or any publish on a full `REJECT`
+    /// topic. The message was not published.
     Full = 3,
     /// The topic is closed: publishing fails; receiving fails once everything retained
     /// for the reader has been read.

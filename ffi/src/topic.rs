@@ -6,14 +6,14 @@ use core::time::Duration;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use memq_core::{Clock, Overflow, Receipt, StartAt, StdClock, Topic, TopicConfig};
+use memq_core::{Clock, Overflow, PublishError, Receipt, StartAt, StdClock, Topic, TopicConfig};
 
 use crate::boundary::{
     borrow, bytes, get, guard, guard_void, init_default, into_handle, name, optional_out, out,
     release, slice,
 };
 use crate::status::memq_status;
-use crate::wait::{block_on, Wait};
+use crate::wait::Wait;
 
 /// A topic's overflow policy: what a full partition does with a new message. Passed to C
 /// functions as a `uint32_t`; other values are `MEMQ_STATUS_INVALID_ARGUMENT`.
@@ -21,12 +21,27 @@ use crate::wait::{block_on, Wait};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum memq_overflow {
     /// Publishing waits (or, with `timeout_ms == 0`, returns `MEMQ_STATUS_FULL`) until
-    /// every reader has moved past the oldest message. Nothing is ever lost.
+    /// every attached reader (subscriber or group) has moved past the oldest message.
+    /// Nothing a reader still needs is ever lost. "Full" is about readers: with none
+    /// attached, nobody needs the oldest message, and a publish into a full partition
+    /// evicts it (counted in `evicted`), as retention does; a subscriber made later at
+    /// `MEMQ_START_EARLIEST` starts after it.
+    ///
+    /// A waiting publisher is woken once readers have freed a batch of slots (capacity
+    /// / 16, from 1 to 64; every slot for capacities under 32), so that a publisher
+    /// faster than its readers waits once per batch. New publishes use any free slot at
+    /// once, and so does a publish with a time limit at its deadline: it times out only
+    /// if no slot is free then. A publish with `timeout_ms < 0` can therefore wait for
+    /// good while fewer slots than a batch are free, if its readers stop reading with
+    /// messages still retained (say, until this publisher's next message arrives): give
+    /// such a pipeline a capacity under 32, or publish with a time limit and retry.
     Block = 0,
     /// The oldest message is evicted; a reader that had not read it gets
     /// `MEMQ_STATUS_LAGGED` once.
     DropOldest = 1,
-    /// Publishing into a full partition returns `MEMQ_STATUS_FULL` at once.
+    /// Publishing into a full partition (one whose oldest message an attached reader
+    /// still needs) returns `MEMQ_STATUS_FULL` at once. With no reader attached the
+    /// oldest message is evicted instead, as for `BLOCK`.
     Reject = 2,
 }
 
@@ -195,8 +210,11 @@ pub struct memq_slice {
 /// the payload last: any publish (an eviction, an expired TTL); any receive (an expired
 /// TTL, a topic that releases on read); the stats getters and the calls that make a
 /// reader (`memq_topic_get_stats`, `memq_subscriber_new`, `memq_consumer_new`, ...), which
-/// may apply the TTL first; and every `*_free` of a handle that holds it (a topic,
-/// subscriber, consumer, message, delivery or dead letter). No memq
+/// may apply the TTL first; `memq_delivery_reject`, whose move to a `DROP_OLDEST`
+/// dead-letter topic may evict an older dead letter; the calls that remove a topic
+/// (`memq_broker_delete_topic`, `memq_broker_free`, when the broker held its last handle);
+/// and every `*_free` of a handle that holds it (a topic, subscriber, consumer, message,
+/// delivery, dead letter or dead-letter topic). No memq
 /// lock is held while it runs, other than the calling handle's own serialisation (so a
 /// slow `free_fn` holds up only calls on that handle), but do not call those functions
 /// while holding a lock that `free_fn` takes.
@@ -453,21 +471,31 @@ fn publish(
     value: Bytes,
     wait: Wait,
 ) -> Result<Receipt, memq_status> {
-    let result = if wait == Wait::Try {
-        match route {
-            Route::Next => topic.try_publish(value),
-            Route::Key(key) => topic.try_publish_keyed(key, value),
-            Route::Partition(p) => topic.try_publish_to(p, value),
-        }
-    } else {
-        let publishing = match route {
-            Route::Next => topic.publish(value),
-            Route::Key(key) => topic.publish_keyed(key, value),
-            Route::Partition(p) => topic.publish_to(p, value),
-        };
-        block_on(publishing, wait).ok_or(memq_status::Timeout)?
+    let result = match (wait, route) {
+        (Wait::Try, Route::Next) => topic.try_publish(value),
+        (Wait::Try, Route::Key(key)) => topic.try_publish_keyed(key, value),
+        (Wait::Try, Route::Partition(p)) => topic.try_publish_to(p, value),
+        (Wait::Forever, Route::Next) => topic.publish_blocking(value),
+        (Wait::Forever, Route::Key(key)) => topic.publish_keyed_blocking(key, value),
+        (Wait::Forever, Route::Partition(p)) => topic.publish_to_blocking(p, value),
+        // The core's timed publishes make one last try at the deadline, so a slot freed
+        // while this one waited is not missed.
+        (Wait::For(d), Route::Next) => topic.publish_blocking_timeout(value, d),
+        (Wait::For(d), Route::Key(key)) => topic.publish_keyed_blocking_timeout(key, value, d),
+        (Wait::For(d), Route::Partition(p)) => topic.publish_to_blocking_timeout(p, value, d),
     };
-    Ok(result?)
+    result.map_err(|e| waited_status(topic, wait, e))
+}
+
+/// The status of a failed publish: a full `BLOCK` partition after a wait with a time
+/// limit is `MEMQ_STATUS_TIMEOUT` (the core says `Full`: no room in time).
+fn waited_status<V>(topic: &Topic<Bytes>, wait: Wait, e: PublishError<V>) -> memq_status {
+    match (e, wait) {
+        (PublishError::Full(_), Wait::For(_)) if topic.overflow() == Overflow::Block => {
+            memq_status::Timeout
+        }
+        (e, _) => e.into(),
+    }
 }
 
 fn publish_batch(
@@ -480,24 +508,22 @@ fn publish_batch(
         // It could never fit.
         return Err(memq_status::InvalidArgument);
     }
-    if wait == Wait::Try {
-        // Without making a future: one that parked, however briefly, would leave a timer
-        // entry behind on a topic with a TTL.
-        let result = match route {
-            Route::Next => topic.try_publish_batch(values),
-            Route::Key(key) => topic.try_publish_batch_keyed(key, values),
-            Route::Partition(p) => topic.try_publish_batch_to(p, values),
-        };
-        return Ok(result?);
-    }
-    let publishing = match route {
-        Route::Next => topic.publish_batch(values),
-        Route::Key(key) => topic.publish_batch_keyed(key, values),
-        Route::Partition(p) => topic.publish_batch_to(p, values),
+    let result = match (wait, route) {
+        (Wait::Try, Route::Next) => topic.try_publish_batch(values),
+        (Wait::Try, Route::Key(key)) => topic.try_publish_batch_keyed(key, values),
+        (Wait::Try, Route::Partition(p)) => topic.try_publish_batch_to(p, values),
+        (Wait::Forever, Route::Next) => topic.publish_batch_blocking(values),
+        (Wait::Forever, Route::Key(key)) => topic.publish_batch_keyed_blocking(key, values),
+        (Wait::Forever, Route::Partition(p)) => topic.publish_batch_to_blocking(p, values),
+        (Wait::For(d), Route::Next) => topic.publish_batch_blocking_timeout(values, d),
+        (Wait::For(d), Route::Key(key)) => {
+            topic.publish_batch_keyed_blocking_timeout(key, values, d)
+        }
+        (Wait::For(d), Route::Partition(p)) => {
+            topic.publish_batch_to_blocking_timeout(p, values, d)
+        }
     };
-    block_on(publishing, wait)
-        .ok_or(memq_status::Timeout)?
-        .map_err(Into::into)
+    result.map_err(|e| waited_status(topic, wait, e))
 }
 
 /// Where a message or a batch goes, as the caller of an export gave it.

@@ -541,6 +541,60 @@ fn blocking_publish_and_receive_across_threads() {
     }
 }
 
+/// A full `BLOCK` topic of 64 slots wakes a waiting publisher only once 4 slots are free;
+/// a publish with a time limit still takes, at its deadline, the one slot a reader freed
+/// and then left, and times out only when no slot is free.
+#[test]
+fn a_timed_publish_takes_a_slot_freed_too_few_to_wake_it() {
+    let t = topic(64);
+    let s = subscribe(t, memq_start::Earliest);
+    for i in 0..64u8 {
+        publish(t, &[i]);
+    }
+    let publish_within = |payload: &[u8], timeout_ms: i64| {
+        let mut r = memq_receipt::default();
+        // SAFETY: live topic, readable payload, valid receipt.
+        let st =
+            unsafe { memq_topic_publish(t, payload.as_ptr(), payload.len(), timeout_ms, &mut r) };
+        (st, r.offset)
+    };
+    let sp = s as usize;
+    let reader = thread::spawn(move || {
+        thread::sleep(std::time::Duration::from_millis(10));
+        recv(sp as *const memq_subscriber, 0).unwrap()
+    });
+    assert_eq!(publish_within(&[64], 300), (OK, 64));
+    assert_eq!(reader.join().unwrap(), [0]);
+    assert_eq!(publish_within(&[65], 20).0, memq_status::Timeout);
+    assert_eq!(publish_within(&[65], 0).0, memq_status::Full);
+    // Batches, keyed and to a partition, alike.
+    assert_eq!(recv(s, 0).unwrap(), [1]);
+    assert_eq!(recv(s, 0).unwrap(), [2]);
+    let items = slices(&[[65u8], [66u8]]);
+    let mut r = memq_receipt::default();
+    // SAFETY: live topic, two readable items, valid receipt.
+    let st = unsafe { memq_topic_publish_batch(t, items.as_ptr(), 2, 20, &mut r) };
+    assert_eq!((st, r.offset), (OK, 65));
+    assert_eq!(recv(s, 0).unwrap(), [3]);
+    // SAFETY: live topic, readable key and payload, valid receipt.
+    let st =
+        unsafe { memq_topic_publish_keyed(t, b"k".as_ptr(), 1, [67u8].as_ptr(), 1, 20, &mut r) };
+    assert_eq!((st, r.offset), (OK, 67));
+    assert_eq!(recv(s, 0).unwrap(), [4]);
+    // SAFETY: live topic, readable payload, valid receipt.
+    let st = unsafe { memq_topic_publish_to(t, 0, [68u8].as_ptr(), 1, 20, &mut r) };
+    assert_eq!((st, r.offset), (OK, 68));
+    // Nothing lost or twice.
+    for i in 5..=68u8 {
+        assert_eq!(recv(s, 0).unwrap(), [i]);
+    }
+    // SAFETY: live handles, freed once.
+    unsafe {
+        memq_subscriber_free(s);
+        memq_topic_free(t);
+    }
+}
+
 #[test]
 fn a_shared_subscriber_serialises_instead_of_racing() {
     const N: usize = 4_000;

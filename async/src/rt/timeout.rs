@@ -389,12 +389,19 @@ pub trait PublishFutureExt:
     /// published already (the futures' own `into_inner`, for generic code).
     fn into_inner(self) -> Option<Self::Value>;
 
+    /// Stops waiting with one last try: publishes now if there is room, or hands the
+    /// value back in [`PublishError::Full`]; `None` if it was published already (the
+    /// futures' own `try_now`, for generic code).
+    fn try_now(self) -> Option<Result<Receipt, PublishError<Self::Value>>>;
+
     /// This publish, waiting at most `timeout` for room (policy `Block`), on any
     /// [`Runtime`]: whatever the routing (key, partition, next in turn) and for batches
     /// too.
     ///
-    /// Nothing is cloned: if time runs out, the waiting publish is called off and hands
-    /// the message (or the whole batch) back in [`PublishError::Full`].
+    /// Nothing is cloned: if time runs out, the waiting publish makes one last try (a
+    /// waiting publisher is woken only once a batch of slots is free, so a few may be
+    /// free that it was not told of), and is otherwise called off and hands the message
+    /// (or the whole batch) back in [`PublishError::Full`].
     ///
     /// # Errors
     ///
@@ -438,6 +445,10 @@ impl<T> PublishFutureExt for Publish<'_, T> {
     fn into_inner(self) -> Option<T> {
         Publish::into_inner(self)
     }
+
+    fn try_now(self) -> Option<Result<Receipt, PublishError<T>>> {
+        Publish::try_now(self)
+    }
 }
 
 impl<T> PublishFutureExt for PublishBatch<'_, T> {
@@ -445,6 +456,10 @@ impl<T> PublishFutureExt for PublishBatch<'_, T> {
 
     fn into_inner(self) -> Option<Vec<T>> {
         PublishBatch::into_inner(self)
+    }
+
+    fn try_now(self) -> Option<Result<Receipt, PublishError<Vec<T>>>> {
+        PublishBatch::try_now(self)
     }
 }
 
@@ -487,9 +502,9 @@ impl<R: Runtime, F: PublishFutureExt> Future for PublishWithin<R, F> {
             return Poll::Ready(out);
         }
         match this.sleep.poll(cx) {
-            Poll::Ready(()) => match this.publish.take().and_then(PublishFutureExt::into_inner) {
-                // Called off before it was published: the caller gets the value back.
-                Some(v) => Poll::Ready(Err(PublishError::Full(v))),
+            // Time is up: one last try, else the caller gets the value back.
+            Poll::Ready(()) => match this.publish.take().and_then(PublishFutureExt::try_now) {
+                Some(out) => Poll::Ready(out),
                 None => Poll::Pending,
             },
             Poll::Pending => Poll::Pending,
