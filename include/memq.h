@@ -425,7 +425,8 @@ typedef struct memq_receipt {
 } memq_receipt;
 
 /**
- * Releases a payload handed over by `memq_topic_publish_owned`: called exactly once with
+ * Releases a payload handed over by a `memq_topic_publish_owned` that returned
+ * `MEMQ_STATUS_OK` (a failed one leaves the buffer with its caller): called exactly once with
  * the `user_data`, `data` and `len` given there, from whichever thread lets go of the
  * payload last. It must not call back into memq, and must not throw a C++ exception (or
  * otherwise unwind): one that reaches memq aborts the process. NULL: nothing to release.
@@ -923,9 +924,11 @@ memq_status memq_topic_publish_to(const struct memq_topic *topic,
  * lets go last (see `memq_free_fn` for which calls may run it). `free_fn` may be NULL for a buffer
  * that needs no release (static data).
  *
- * Ownership passes to memq whatever this returns: if the message is not published (any
- * status but `MEMQ_STATUS_OK`, including NULL arguments), `free_fn` has been called
- * before this returns.
+ * Ownership passes to memq only with `MEMQ_STATUS_OK`. With any other status (a full
+ * partition, a timeout, a closed topic, a bad argument) the message was not published,
+ * `free_fn` is not called for it, and the buffer is the caller's again: retry, publish
+ * it elsewhere or release it. The one exception is `MEMQ_STATUS_PANIC` (a bug in memq),
+ * after which `free_fn` may or may not run.
  *
  * Returns as `memq_topic_publish`.
  *

@@ -213,12 +213,17 @@ public:
     // Hands `frame` to memq without a copy; it is destroyed (on whichever thread lets go
     // last) once no reader needs it. `on_release` runs just before.
     memq_receipt publish_owned(std::vector<uint8_t> frame, std::atomic<int> *on_release) {
-        auto *owned = new Owned{std::move(frame), on_release};
+        auto owned = std::make_unique<Owned>(Owned{std::move(frame), on_release});
         memq_receipt r{};
-        // Ownership passes to memq whatever the status: no delete here on failure.
-        check(memq_topic_publish_owned(handle_.get(), owned->frame.data(), owned->frame.size(),
-                                       &Owned::release, owned, -1, &r),
-              "memq_topic_publish_owned");
+        memq_status st = memq_topic_publish_owned(handle_.get(), owned->frame.data(),
+                                                  owned->frame.size(), &Owned::release,
+                                                  owned.get(), -1, &r);
+        // Only a published frame is memq's; a failed publish leaves it here, and the
+        // unique_ptr frees it as the exception leaves.
+        if (st == MEMQ_STATUS_OK) {
+            owned.release();
+        }
+        check(st, "memq_topic_publish_owned");
         return r;
     }
 

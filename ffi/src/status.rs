@@ -171,6 +171,12 @@ impl From<AckError> for memq_status {
 
 impl<T> From<PublishError<T>> for memq_status {
     fn from(e: PublishError<T>) -> Self {
+        Self::from(&e)
+    }
+}
+
+impl<T> From<&PublishError<T>> for memq_status {
+    fn from(e: &PublishError<T>) -> Self {
         match e {
             PublishError::Full(_) => Self::Full,
             PublishError::Closed(_) => Self::Closed,

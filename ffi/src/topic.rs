@@ -3,6 +3,7 @@
 
 use core::ffi::{c_char, c_void};
 use core::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -201,7 +202,8 @@ pub struct memq_slice {
     pub len: usize,
 }
 
-/// Releases a payload handed over by `memq_topic_publish_owned`: called exactly once with
+/// Releases a payload handed over by a `memq_topic_publish_owned` that returned
+/// `MEMQ_STATUS_OK` (a failed one leaves the buffer with its caller): called exactly once with
 /// the `user_data`, `data` and `len` given there, from whichever thread lets go of the
 /// payload last. It must not call back into memq, and must not throw a C++ exception (or
 /// otherwise unwind): one that reaches memq aborts the process. NULL: nothing to release.
@@ -471,6 +473,16 @@ fn publish(
     value: Bytes,
     wait: Wait,
 ) -> Result<Receipt, memq_status> {
+    publish_or_hand_back(topic, route, value, wait).map_err(|(status, _)| status)
+}
+
+/// [`publish`], handing the message back with the status if it was not published.
+fn publish_or_hand_back(
+    topic: &Topic<Bytes>,
+    route: Route<'_>,
+    value: Bytes,
+    wait: Wait,
+) -> Result<Receipt, (memq_status, Bytes)> {
     let result = match (wait, route) {
         (Wait::Try, Route::Next) => topic.try_publish(value),
         (Wait::Try, Route::Key(key)) => topic.try_publish_keyed(key, value),
@@ -484,12 +496,12 @@ fn publish(
         (Wait::For(d), Route::Key(key)) => topic.publish_keyed_blocking_timeout(key, value, d),
         (Wait::For(d), Route::Partition(p)) => topic.publish_to_blocking_timeout(p, value, d),
     };
-    result.map_err(|e| waited_status(topic, wait, e))
+    result.map_err(|e| (waited_status(topic, wait, &e), e.into_inner()))
 }
 
 /// The status of a failed publish: a full `BLOCK` partition after a wait with a time
 /// limit is `MEMQ_STATUS_TIMEOUT` (the core says `Full`: no room in time).
-fn waited_status<V>(topic: &Topic<Bytes>, wait: Wait, e: PublishError<V>) -> memq_status {
+fn waited_status<V>(topic: &Topic<Bytes>, wait: Wait, e: &PublishError<V>) -> memq_status {
     match (e, wait) {
         (PublishError::Full(_), Wait::For(_)) if topic.overflow() == Overflow::Block => {
             memq_status::Timeout
@@ -523,7 +535,7 @@ fn publish_batch(
             topic.publish_batch_to_blocking_timeout(p, values, d)
         }
     };
-    result.map_err(|e| waited_status(topic, wait, e))
+    result.map_err(|e| waited_status(topic, wait, &e))
 }
 
 /// Where a message or a batch goes, as the caller of an export gave it.
@@ -723,7 +735,8 @@ pub unsafe extern "C" fn memq_topic_publish_to(
     }
 }
 
-/// A caller's buffer handed over to memq without a copy. `free_fn` runs when it drops.
+/// A caller's buffer handed over to memq without a copy. `free_fn` runs when it drops,
+/// unless the buffer went back to the caller.
 struct ForeignBuffer {
     data: *const u8,
     len: usize,
@@ -731,6 +744,9 @@ struct ForeignBuffer {
     free_fn: memq_free_fn,
     /// Whether `data`/`len` passed the checks and may be read.
     readable: bool,
+    /// Set while the caller owns the buffer: before it is handed to the topic, and again
+    /// when a publish fails and hands it back. `None` without a `free_fn`.
+    with_caller: Option<Arc<AtomicBool>>,
 }
 
 // SAFETY: the caller of `memq_topic_publish_owned` promises that the buffer may be read
@@ -755,6 +771,11 @@ impl AsRef<[u8]> for ForeignBuffer {
 
 impl Drop for ForeignBuffer {
     fn drop(&mut self) {
+        if let Some(with_caller) = &self.with_caller {
+            if with_caller.load(Ordering::Acquire) {
+                return; // the caller keeps it: not ours to release
+            }
+        }
         if let Some(free_fn) = self.free_fn {
             // SAFETY: `free_fn` is the caller's release function for exactly these
             // arguments; `Drop` runs once, so it is called exactly once.
@@ -771,9 +792,11 @@ impl Drop for ForeignBuffer {
 /// lets go last (see `memq_free_fn` for which calls may run it). `free_fn` may be NULL for a buffer
 /// that needs no release (static data).
 ///
-/// Ownership passes to memq whatever this returns: if the message is not published (any
-/// status but `MEMQ_STATUS_OK`, including NULL arguments), `free_fn` has been called
-/// before this returns.
+/// Ownership passes to memq only with `MEMQ_STATUS_OK`. With any other status (a full
+/// partition, a timeout, a closed topic, a bad argument) the message was not published,
+/// `free_fn` is not called for it, and the buffer is the caller's again: retry, publish
+/// it elsewhere or release it. The one exception is `MEMQ_STATUS_PANIC` (a bug in memq),
+/// after which `free_fn` may or may not run.
 ///
 /// Returns as `memq_topic_publish`.
 ///
@@ -795,22 +818,32 @@ pub unsafe extern "C" fn memq_topic_publish_owned(
     timeout_ms: i64,
     receipt_out: *mut memq_receipt,
 ) -> memq_status {
-    // Ownership is taken first, so that every return path, a panic included, releases it.
-    let mut buffer = ForeignBuffer {
-        data,
-        len,
-        user_data,
-        free_fn,
-        readable: false,
-    };
     guard(move || {
         // SAFETY: the caller passes NULL or a live handle.
         let topic = unsafe { borrow(topic) }?;
         // SAFETY: the caller passes NULL or `len` readable bytes; this only validates.
         unsafe { bytes(data, len) }?;
-        buffer.readable = true;
+        // The caller's until the topic has it; memq's from then on (it may be read, and
+        // let go of, on other threads at once), and the caller's again if it comes back.
+        let with_caller = free_fn.map(|_| Arc::new(AtomicBool::new(false)));
+        let buffer = ForeignBuffer {
+            data,
+            len,
+            user_data,
+            free_fn,
+            readable: true,
+            with_caller: with_caller.clone(),
+        };
         let value = Bytes::from_owner(buffer);
-        let receipt = publish(&topic.topic, Route::Next, value, Wait::from_ms(timeout_ms))?;
+        let receipt =
+            publish_or_hand_back(&topic.topic, Route::Next, value, Wait::from_ms(timeout_ms))
+                .map_err(|(status, back)| {
+                    if let Some(with_caller) = &with_caller {
+                        with_caller.store(true, Ordering::Release);
+                    }
+                    drop(back);
+                    status
+                })?;
         // SAFETY: the caller passes NULL or a pointer valid for writes.
         unsafe { give_receipt(receipt_out, receipt) };
         Ok(())

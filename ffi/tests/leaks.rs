@@ -86,22 +86,30 @@ unsafe extern "C" fn free_boxed(user_data: *mut c_void, _data: *const u8, _len: 
     drop(unsafe { Box::from_raw(user_data.cast::<Vec<u8>>()) });
 }
 
-/// Publishes a heap buffer without copying; memq frees it through `free_boxed`.
+/// Publishes a heap buffer without copying; memq frees it through `free_boxed`, or, if
+/// the publish fails, hands it back and this frees it (so a buffer released twice, or
+/// never, shows up here as a crash or a leak).
 fn publish_boxed(t: *const memq_topic, payload: &[u8], timeout_ms: i64) -> memq_status {
     let buf = Box::new(payload.to_vec());
     let (data, len) = (buf.as_ptr(), buf.len());
+    let user = Box::into_raw(buf);
     // SAFETY: the vector stays alive and unchanged until `free_boxed` drops it.
-    unsafe {
+    let st = unsafe {
         memq_topic_publish_owned(
             t,
             data,
             len,
             Some(free_boxed),
-            Box::into_raw(buf).cast(),
+            user.cast(),
             timeout_ms,
             null_mut(),
         )
+    };
+    if st != OK {
+        // SAFETY: not published, so memq never calls `free_boxed` for it: still ours.
+        drop(unsafe { Box::from_raw(user) });
     }
+    st
 }
 
 #[test]

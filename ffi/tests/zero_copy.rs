@@ -135,7 +135,7 @@ fn expiry_releases_the_buffer_as_the_message_leaves_the_log() {
 }
 
 #[test]
-fn a_message_not_published_is_released_before_the_call_returns() {
+fn a_message_not_published_stays_with_its_caller() {
     let frame = b"frame".to_vec();
     let released = Released::default();
     let full = topic(1);
@@ -165,17 +165,25 @@ fn a_message_not_published_is_released_before_the_call_returns() {
                 null_mut(),
             )
         };
-        assert_eq!(st, want);
+        assert_eq!(st, want, "case {n}");
         assert_eq!(
             calls(&released),
-            n + 1,
-            "released exactly once, before returning"
-        );
-        assert_eq!(
-            *released.last.lock().unwrap(),
-            Some((data as usize, frame.len()))
+            0,
+            "case {n}: not released, the caller keeps it"
         );
     }
+    // The caller may publish the same buffer again once there is room; memq releases it
+    // then, once.
+    assert_eq!(recv(reader, 0).unwrap(), b"fills it");
+    assert_eq!(publish_owned(full, &frame, &released, 0), OK);
+    assert_eq!(recv(reader, 0).unwrap(), frame);
+    assert_eq!(calls(&released), 0, "still retained by the log");
+    publish(full, b"evicts it");
+    assert_eq!(calls(&released), 1);
+    assert_eq!(
+        *released.last.lock().unwrap(),
+        Some((frame.as_ptr() as usize, frame.len()))
+    );
     // SAFETY: live handles, freed once.
     unsafe {
         memq_subscriber_free(reader);

@@ -973,9 +973,10 @@ impl State {
             self.topics[t].published(receipt, &[(value, Some(data as usize))]);
         } else {
             assert_eq!(receipt.offset, u64::MAX, "receipt written on failure");
+            // Not published: memq must not have released it, and never will; it is ours.
             assert!(
-                !owned().contains_key(&token),
-                "a failed publish_owned did not release the buffer before returning ({st:?})"
+                owned().remove(&token).is_some(),
+                "a failed publish_owned released the caller's buffer ({st:?})"
             );
         }
         Ok(())
