@@ -11,7 +11,8 @@
 //! delivered again instead, so none is lost.
 //!
 //! The group's committed position on a partition is its lowest unacknowledged offset;
-//! under `Block` retention never passes it. At most `max_in_flight` messages per partition
+//! under `Block` retention never passes it (a TTL may: then the acknowledged messages
+//! after the evicted one are not held back for it). At most `max_in_flight` messages per partition
 //! are unacknowledged at a time, which is also flow control.
 //!
 //! State lives per partition in the log ([`Acks`]), under the partition's lock. This module
@@ -623,6 +624,21 @@ impl Acks {
             .map_or(self.next, |&o| o.min(self.next))
     }
 
+    /// Where the group's position in the log, which holds back retention, goes, with
+    /// `low` the oldest offset the log still has: the lowest unacknowledged offset still
+    /// retained, else the next one to deliver, never below `low`. It is the committed
+    /// position unless a TTL (or `DropOldest`) evicted an unacknowledged message: that
+    /// one is gone, and must not keep holding the acknowledged messages after it. Its
+    /// delivery may still be acked, and it is counted in `evicted_unacked` if it comes
+    /// back to the group.
+    pub(crate) fn holds_from(&self, low: u64) -> u64 {
+        self.unacked
+            .range(low..)
+            .next()
+            .map_or(self.next, |(&o, _)| o.min(self.next))
+            .max(low)
+    }
+
     /// The earliest lease end or redelivery time, if any.
     fn next_deadline(&self) -> Option<u64> {
         let lease = self.leases.first().map(|&(d, _)| d);
@@ -885,6 +901,7 @@ impl<T> AckConsumer<T> {
         // The oldest message still in the log: on a releasing topic, messages a reader
         // had fetched ahead before this group attached may be out of it.
         let (low, high, closed) = (log.first(), log.high, log.closed);
+        let retained_from = log.low;
         let Some(g) = log.group(group.ids[p]) else {
             return (Take::Nothing, true, None);
         };
@@ -1008,7 +1025,7 @@ impl<T> AckConsumer<T> {
             }
             Choice::Nothing => Ok(None),
         };
-        let committed = acks.committed();
+        let holds_from = acks.holds_from(retained_from);
         let done = closed && acks.next >= high && acks.unacked.is_empty();
         let deadline = acks.next_deadline();
         let cursor = g.cursor;
@@ -1072,7 +1089,7 @@ impl<T> AckConsumer<T> {
                 g.keep_watch(high, &mut watch);
             }
         }
-        log.set_cursor(cursor, committed);
+        log.set_cursor(cursor, holds_from);
         shared.reader_advanced(&mut log, &mut wl);
         drop(log);
         // A registration made here is cancelled by whatever this poll returns, even a
@@ -1418,7 +1435,7 @@ fn dead_letter<T: Clone>(
     let now = settings.now();
     let mut wl = WakeList::new();
     let mut log = shared.parts[p].log.lock();
-    let (closed, high) = (log.closed, log.high);
+    let (closed, high, retained_from) = (log.closed, log.high, log.low);
     let Some(g) = log.group(group.ids[p]) else {
         return;
     };
@@ -1456,10 +1473,10 @@ fn dead_letter<T: Clone>(
         }
     }
     let drained = closed && acks.next >= high && acks.unacked.is_empty();
-    let committed = acks.committed();
+    let holds_from = acks.holds_from(retained_from);
     let cursor = g.cursor;
     g.waiters.notify_one(&mut wl);
-    log.set_cursor(cursor, committed);
+    log.set_cursor(cursor, holds_from);
     shared.reader_advanced(&mut log, &mut wl);
     drop(log);
     if drained {
@@ -1645,7 +1662,7 @@ impl<T> Delivery<T> {
         let shared = &lease.shared;
         let mut wl = WakeList::new();
         let mut log = shared.parts[p].log.lock();
-        let (closed, high) = (log.closed, log.high);
+        let (closed, high, retained_from) = (log.closed, log.high, log.low);
         let Some(g) = log.group(lease.group.ids[p]) else {
             return Err(AckError::GroupDeleted);
         };
@@ -1685,9 +1702,9 @@ impl<T> Delivery<T> {
             }
         }
         let drained = closed && acks.next >= high && acks.unacked.is_empty();
-        let committed = acks.committed();
+        let holds_from = acks.holds_from(retained_from);
         let cursor = g.cursor;
-        log.set_cursor(cursor, committed);
+        log.set_cursor(cursor, holds_from);
         shared.reader_advanced(&mut log, &mut wl);
         drop(log);
         if drained {

@@ -462,7 +462,12 @@ impl<T> Consumer<T> {
         let p = self.shared.check_partition(partition)?;
         let log = self.shared.parts[p].log.lock();
         match log.group_ref(self.group.ids[p]) {
-            Some(g) => Ok(log.cursor(g.cursor)),
+            // An explicit-ack group's position in the log may be past an unacknowledged
+            // message a TTL evicted; its committed position is not.
+            Some(g) => Ok(g
+                .acks
+                .as_ref()
+                .map_or_else(|| log.cursor(g.cursor), crate::ack::Acks::committed)),
             None => Err(Error::UnknownGroup(self.group.name.clone())),
         }
     }

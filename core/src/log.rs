@@ -504,6 +504,30 @@ impl<T> Log<T> {
     /// would live until a publish reuses the slot, which may be never). Messages are
     /// stamped in offset order with a non-decreasing clock, so expired ones always form a
     /// prefix. Returns how many were removed.
+    /// After a TTL eviction: an explicit-ack group whose position was a message just
+    /// evicted while unacknowledged moves to what it still holds (see
+    /// [`crate::ack::Acks::holds_from`]), so that it does not keep holding back the
+    /// acknowledged messages after it. Other readers' positions below `low` need
+    /// everything from `low` on, and stay.
+    #[inline(never)]
+    pub(crate) fn rehold_acked_groups(&mut self) {
+        if self.explicit_groups == 0 {
+            return;
+        }
+        let low = self.low;
+        for i in 0..self.groups.len() {
+            let (cursor, pos) = match &self.groups[i].part {
+                Some(GroupPart {
+                    cursor,
+                    acks: Some(acks),
+                    ..
+                }) if self.cursors[*cursor] < low => (*cursor, acks.holds_from(low)),
+                _ => continue,
+            };
+            self.set_cursor(cursor, pos);
+        }
+    }
+
     pub(crate) fn evict_expired(&mut self, now: u64, ttl: u64, dead: &mut Vec<T>) -> u64 {
         let start = self.low;
         while self.low < self.high {

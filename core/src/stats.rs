@@ -164,7 +164,12 @@ impl<T> Topic<T> {
             });
             for (g, gs) in groups.iter().zip(group_stats.iter_mut()) {
                 if let Some(gp) = log.group_ref(g.ids[p]) {
-                    let pos = log.cursor(gp.cursor);
+                    // As `committed`: an explicit-ack group's own count, which an
+                    // unacknowledged message evicted by a TTL still holds.
+                    let pos = gp
+                        .acks
+                        .as_ref()
+                        .map_or_else(|| log.cursor(gp.cursor), crate::ack::Acks::committed);
                     gs.committed.push(pos);
                     gs.lag += log.high.saturating_sub(pos);
                     gs.delivered += gp.delivered - log.unread(gp.cursor);

@@ -145,6 +145,7 @@ impl<T> Shared<T> {
     pub(crate) fn expire(&self, log: &mut Log<T>, now: u64, out: &mut WakeList, dead: &mut Vec<T>) {
         if let Some(ttl) = self.ttl {
             if log.evict_expired(now, ttl, dead) > 0 {
+                log.rehold_acked_groups();
                 self.reader_advanced(log, out);
             }
         }

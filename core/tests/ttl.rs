@@ -613,3 +613,89 @@ fn expired_values_are_dropped_by_the_visit_that_expires_them() {
         }
     }
 }
+
+/// A leased message that the TTL evicts is gone: it must not keep holding back, under
+/// `Block`, the messages after it that the group has acknowledged. Its delivery may
+/// still be acked.
+#[test]
+fn a_leased_message_the_ttl_evicts_does_not_hold_back_acknowledged_ones() {
+    let (clock, topic) = clocked(2, Some(ms(100)));
+    let config = || memq_core::AckConfig::new().ack_wait(Duration::from_secs(3600));
+    let mut member = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    topic.try_publish(0).unwrap();
+    let leased = member.try_recv().unwrap(); // leased for an hour
+    clock.advance(ms(150)); // offset 0 expires
+    topic.try_publish(1).unwrap();
+    topic.try_publish(2).unwrap();
+    for want in [1, 2] {
+        let d = member.try_recv().unwrap();
+        assert_eq!(d.offset(), want);
+        d.ack().unwrap();
+    }
+    // Every retained message is acked: room for the next. The committed position is
+    // still the evicted one, whose lease is out.
+    topic.try_publish(3).unwrap();
+    assert_eq!(member.committed(0).unwrap(), 0);
+    let stats = topic.stats();
+    assert_eq!(stats.groups[0].committed, [0]);
+    assert_eq!(
+        stats.groups[0].in_flight, 1,
+        "the evicted lease is still out"
+    );
+    // Acking the evicted message's delivery ends its lease.
+    leased.ack().unwrap();
+    assert_eq!(member.committed(0).unwrap(), 3);
+    let stats = topic.stats();
+    assert_eq!((stats.groups[0].in_flight, stats.groups[0].acked), (0, 3));
+    assert_eq!(member.try_recv().unwrap().offset(), 3);
+}
+
+/// The same when the eviction comes after the group's last visit: the publish that
+/// expires the leased message moves the group's hold on at once.
+#[test]
+fn a_leased_message_the_ttl_evicts_after_the_groups_last_visit_holds_nothing() {
+    let (clock, topic) = clocked(3, Some(ms(100)));
+    let config = memq_core::AckConfig::new().ack_wait(Duration::from_secs(3600));
+    let mut member = topic.group_acked("g", StartAt::Earliest, config).unwrap();
+    topic.try_publish(0).unwrap();
+    let leased = member.try_recv().unwrap();
+    clock.advance(ms(60));
+    topic.try_publish(1).unwrap();
+    member.try_recv().unwrap().ack().unwrap();
+    assert_eq!(
+        member.committed(0).unwrap(),
+        0,
+        "0 is still retained and unacked"
+    );
+    clock.advance(ms(50)); // 0 is 110 ms old, 1 is 50 ms
+    topic.try_publish(2).unwrap(); // expires 0
+    topic.try_publish(3).unwrap();
+    // Full: 1 (acked), 2 and 3 (not delivered). 1 may go.
+    topic.try_publish(4).unwrap();
+    assert!(
+        topic.try_publish(5).unwrap_err().is_full(),
+        "2 is not delivered yet"
+    );
+    assert_eq!(
+        member.committed(0).unwrap(),
+        0,
+        "the evicted lease is still out"
+    );
+    let mut got = Vec::new();
+    while let Ok(d) = member.try_recv() {
+        got.push(*d.value());
+        d.ack().unwrap();
+    }
+    assert_eq!(got, [2, 3, 4], "nothing lost, nothing twice");
+    // Dropped unacked, the evicted message goes back to the group, which finds it gone
+    // on its next visit and counts it.
+    drop(leased);
+    assert!(member.try_recv().is_err());
+    let stats = topic.stats();
+    assert_eq!(stats.partitions[0].expired, 1);
+    assert_eq!(
+        (stats.groups[0].in_flight, stats.groups[0].evicted_unacked),
+        (0, 1)
+    );
+    assert_eq!(member.committed(0).unwrap(), 5);
+}
