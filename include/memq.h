@@ -159,8 +159,9 @@ enum memq_overflow
      * A waiting publisher is woken once readers have freed a batch of slots (capacity
      * / 16, from 1 to 64; every slot for capacities under 32), so that a publisher
      * faster than its readers waits once per batch. New publishes use any free slot at
-     * once, and so does a publish with a time limit at its deadline: it times out only
-     * if no slot is free then. A publish with `timeout_ms < 0` can therefore wait for
+     * once, and so does a publish with a time limit at its deadline (it leaves its place
+     * in line for one last try): it times out only if there is no room for it then (for
+     * a batch, for the whole batch). A publish with `timeout_ms < 0` can therefore wait for
      * good while fewer slots than a batch are free, if its readers stop reading with
      * messages still retained (say, until this publisher's next message arrives): give
      * such a pipeline a capacity under 32, or publish with a time limit and retry.
@@ -937,7 +938,8 @@ memq_status memq_topic_publish_to(const struct memq_topic *topic,
  * # Safety
  *
  * `topic` is NULL or a live topic handle; `data` is NULL or points to `len` bytes that
- * stay readable and unchanged until `free_fn` is called (or forever, without `free_fn`);
+ * stay readable and unchanged until `free_fn` is called (or forever, without `free_fn`),
+ * or, if the call returns a status other than `MEMQ_STATUS_OK`, until it returns;
  * `free_fn`, if not NULL, may be called from any thread with these arguments, and must
  * not call back into memq; `receipt_out` is NULL or valid for writing a `memq_receipt`.
  */
@@ -1607,7 +1609,8 @@ memq_status memq_ack_config_init(struct memq_ack_config *config);
  * valid, but are not used). Each message is leased to one member at a time; on a
  * partitioned topic each partition is read by one member, rebalanced as members join and
  * leave. The group's committed position in a partition is its lowest unacknowledged
- * offset: under `MEMQ_OVERFLOW_BLOCK`, publishers wait for it.
+ * offset: under `MEMQ_OVERFLOW_BLOCK`, publishers wait for it (but not for a message a
+ * TTL evicted while unacknowledged: the acknowledged messages after it are not held).
  *
  * Returns `MEMQ_STATUS_GROUP_MODE_MISMATCH` if `group` is an automatic-commit group
  * (made by `memq_consumer_new`); `MEMQ_STATUS_INVALID_ARGUMENT` for an unknown `start`

@@ -510,9 +510,10 @@ impl<T> Topic<T> {
             }
             if deadline.is_some_and(|d| Instant::now() >= d) || !park_until_woken(u, deadline) {
                 // Time is up. A waiting publisher is woken only once a batch of slots is
-                // free (see `Overflow::Block`), so fewer may be free now: one last try
-                // takes any free slot, as a new publish would, and leaves the line
-                // either way.
+                // free (see `Overflow::Block`), so fewer may be free now: it leaves the
+                // line as a dropped publish does (the next in line is woken if its room
+                // is free), then makes one last try, as a new publish would.
+                self.shared.cancel_publish(p, &mut place.key);
                 return match attempt(&self.shared, p, value, &mut place.key, None) {
                     Attempt::Done(r) => r,
                     Attempt::Parked(back) => Err(PublishError::Full(back)),

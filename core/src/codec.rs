@@ -88,6 +88,10 @@ pub use depth::{deserialize_within_depth, MAX_DEPTH};
 ///         self.inner.compression()
 ///     }
 ///
+///     fn writes_header(&self) -> bool {
+///         self.inner.writes_header()
+///     }
+///
 ///     fn encode<T: Serialize + ?Sized>(&self, value: &T) -> Result<Vec<u8>, CodecError> {
 ///         let bytes = self.inner.encode(value)?;
 ///         if bytes.len() > self.max {

@@ -18,9 +18,11 @@ pub enum Overflow {
     /// A publisher that had to wait is woken once readers have freed a batch of slots
     /// (`capacity / 16`, from 1 to 64; every slot for logs under 32), so that a publisher
     /// faster than its readers waits once per batch rather than once per message. New
-    /// publishes use any free slot at once, and so does a publish with a time limit when
+    /// publishes use any free room at once, and so does a publish with a time limit when
     /// its time is up (the `*_blocking_timeout` publishes, `memq`'s `with_timeout`, or
-    /// [`Publish::try_now`]): it fails only if no slot is free then.
+    /// [`Publish::try_now`]): it leaves its place in line and makes one last try, as a
+    /// new publish, and fails only if there is no room for it then (a batch: for the
+    /// whole batch).
     ///
     /// So a waiting publisher can stay parked while fewer slots than a batch are free.
     /// A reader that reads all it can always frees a whole batch, but one that stops
@@ -33,8 +35,9 @@ pub enum Overflow {
     /// room is free: a `publish_batch` waits for room for the whole batch, and those that
     /// started waiting after it wait for it, so small publishes cannot hold a batch back
     /// for ever. The room a woken publisher was woken for is kept for it from the others
-    /// that wait (not from new publishes, which use any free slot); if a new publish took
-    /// it first, the woken publisher waits again in its old place. A waiting publish
+    /// that wait (not from new publishes, nor from a timed publish's last try, which use
+    /// any free room); if one of those took it first, the woken publisher waits again in
+    /// its old place. A waiting publish
     /// polled again before it is woken (by a `select!`, a timeout's check, or its own TTL
     /// alarm) keeps waiting unless it is the first in line and its room is free beyond
     /// what was promised. So a woken publish

@@ -499,11 +499,6 @@ impl<T> Log<T> {
             .flatten()
     }
 
-    /// Evicts messages older than `ttl` as of `now`; their values go to `dead`, to be
-    /// dropped after unlocking (nothing reads below `low`, and left in their slots they
-    /// would live until a publish reuses the slot, which may be never). Messages are
-    /// stamped in offset order with a non-decreasing clock, so expired ones always form a
-    /// prefix. Returns how many were removed.
     /// After a TTL eviction: an explicit-ack group whose position was a message just
     /// evicted while unacknowledged moves to what it still holds (see
     /// [`crate::ack::Acks::holds_from`]), so that it does not keep holding back the
@@ -528,6 +523,11 @@ impl<T> Log<T> {
         }
     }
 
+    /// Evicts messages older than `ttl` as of `now`; their values go to `dead`, to be
+    /// dropped after unlocking (nothing reads below `low`, and left in their slots they
+    /// would live until a publish reuses the slot, which may be never). Messages are
+    /// stamped in offset order with a non-decreasing clock, so expired ones always form a
+    /// prefix. Returns how many were removed.
     pub(crate) fn evict_expired(&mut self, now: u64, ttl: u64, dead: &mut Vec<T>) -> u64 {
         let start = self.low;
         while self.low < self.high {

@@ -1317,8 +1317,11 @@ impl<T> Publish<'_, T> {
                 .take()
                 .map(|v| Err(PublishError::InvalidPartition(v)));
         };
-        // Without a waker the attempt never parks: it publishes, or fails and leaves the
-        // line.
+        // Published already: nothing to try.
+        self.value.as_ref()?;
+        // Out of the line first, as a dropped publish leaves it (the next in line is
+        // woken if its room is free); then an attempt without a waker, which never parks.
+        self.topic.shared.cancel_publish(p, &mut self.key);
         match self
             .topic
             .shared
@@ -1350,6 +1353,8 @@ impl<T> PublishBatch<'_, T> {
                 .take()
                 .map(|v| Err(PublishError::InvalidPartition(v)));
         };
+        self.values.as_ref()?;
+        self.topic.shared.cancel_publish(p, &mut self.key);
         match self
             .topic
             .shared

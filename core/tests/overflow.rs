@@ -337,6 +337,56 @@ fn block_a_publish_whose_time_is_up_takes_a_slot_freed_too_few_to_wake_it() {
 }
 
 #[test]
+fn block_a_timed_publish_that_gives_up_wakes_the_publisher_behind_it() {
+    // A batch of 40 waits first in line with a time limit, an untimed publish behind it;
+    // a reader frees 10 slots (more than a wake-up batch of 4, fewer than 40) and then
+    // waits for the second publisher's message. When the batch gives up, the publisher
+    // behind it is first in line with its room free, and must be woken.
+    let (t, mut s) = full_block_topic(64);
+    let batch = {
+        let t = t.clone();
+        std::thread::spawn(move || {
+            let r = t.publish_batch_blocking_timeout(
+                (100..140).collect(),
+                core::time::Duration::from_millis(100),
+            );
+            r.map_err(|e| e.into_inner().len())
+        })
+    };
+    std::thread::sleep(core::time::Duration::from_millis(20));
+    let single = {
+        let t = t.clone();
+        // Untimed in spirit; the limit only keeps a failing test from hanging.
+        std::thread::spawn(move || {
+            t.publish_blocking_timeout(999, core::time::Duration::from_secs(20))
+        })
+    };
+    std::thread::sleep(core::time::Duration::from_millis(20));
+    for want in 0..10 {
+        assert_eq!(*s.try_recv().unwrap().value(), want);
+    }
+    assert_eq!(
+        batch.join().unwrap().unwrap_err(),
+        40,
+        "the batch came back whole"
+    );
+    let start = std::time::Instant::now();
+    let r = single.join().unwrap().unwrap();
+    assert!(
+        start.elapsed() < core::time::Duration::from_secs(10),
+        "the publisher behind the batch was left parked with its room free"
+    );
+    assert_eq!(r.offset, 64);
+    let mut seen = Vec::new();
+    while let Ok(m) = s.try_recv() {
+        seen.push(*m.value());
+    }
+    let mut want: Vec<u32> = (10..64).collect();
+    want.push(999);
+    assert_eq!(seen, want, "nothing lost or twice");
+}
+
+#[test]
 fn block_close_wakes_every_waiting_publisher() {
     let t = topic(1, Overflow::Block);
     let _sub = t.subscribe(StartAt::Earliest).unwrap();

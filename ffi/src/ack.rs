@@ -208,7 +208,8 @@ pub unsafe extern "C" fn memq_ack_config_init(config: *mut memq_ack_config) -> m
 /// valid, but are not used). Each message is leased to one member at a time; on a
 /// partitioned topic each partition is read by one member, rebalanced as members join and
 /// leave. The group's committed position in a partition is its lowest unacknowledged
-/// offset: under `MEMQ_OVERFLOW_BLOCK`, publishers wait for it.
+/// offset: under `MEMQ_OVERFLOW_BLOCK`, publishers wait for it (but not for a message a
+/// TTL evicted while unacknowledged: the acknowledged messages after it are not held).
 ///
 /// Returns `MEMQ_STATUS_GROUP_MODE_MISMATCH` if `group` is an automatic-commit group
 /// (made by `memq_consumer_new`); `MEMQ_STATUS_INVALID_ARGUMENT` for an unknown `start`

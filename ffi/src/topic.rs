@@ -31,8 +31,9 @@ pub enum memq_overflow {
     /// A waiting publisher is woken once readers have freed a batch of slots (capacity
     /// / 16, from 1 to 64; every slot for capacities under 32), so that a publisher
     /// faster than its readers waits once per batch. New publishes use any free slot at
-    /// once, and so does a publish with a time limit at its deadline: it times out only
-    /// if no slot is free then. A publish with `timeout_ms < 0` can therefore wait for
+    /// once, and so does a publish with a time limit at its deadline (it leaves its place
+    /// in line for one last try): it times out only if there is no room for it then (for
+    /// a batch, for the whole batch). A publish with `timeout_ms < 0` can therefore wait for
     /// good while fewer slots than a batch are free, if its readers stop reading with
     /// messages still retained (say, until this publisher's next message arrives): give
     /// such a pipeline a capacity under 32, or publish with a time limit and retry.
@@ -742,10 +743,8 @@ struct ForeignBuffer {
     len: usize,
     user_data: *mut c_void,
     free_fn: memq_free_fn,
-    /// Whether `data`/`len` passed the checks and may be read.
-    readable: bool,
-    /// Set while the caller owns the buffer: before it is handed to the topic, and again
-    /// when a publish fails and hands it back. `None` without a `free_fn`.
+    /// Set when a publish fails and hands the buffer back: it is the caller's again, and
+    /// not released. `None` without a `free_fn`.
     with_caller: Option<Arc<AtomicBool>>,
 }
 
@@ -758,12 +757,12 @@ unsafe impl Sync for ForeignBuffer {}
 
 impl AsRef<[u8]> for ForeignBuffer {
     fn as_ref(&self) -> &[u8] {
-        if !self.readable || self.len == 0 {
+        if self.len == 0 {
             return &[];
         }
         debug_assert!(!self.data.is_null() && self.len <= isize::MAX as usize);
-        // SAFETY: `readable` means non-NULL and at most isize::MAX bytes (checked in
-        // `memq_topic_publish_owned`); the caller guarantees the bytes stay valid and
+        // SAFETY: non-NULL and at most isize::MAX bytes, checked in
+        // `memq_topic_publish_owned` before the buffer is made; the caller guarantees the bytes stay valid and
         // unchanged until `free_fn` runs, which is after the last borrow ends.
         unsafe { core::slice::from_raw_parts(self.data, self.len) }
     }
@@ -805,7 +804,8 @@ impl Drop for ForeignBuffer {
 /// # Safety
 ///
 /// `topic` is NULL or a live topic handle; `data` is NULL or points to `len` bytes that
-/// stay readable and unchanged until `free_fn` is called (or forever, without `free_fn`);
+/// stay readable and unchanged until `free_fn` is called (or forever, without `free_fn`),
+/// or, if the call returns a status other than `MEMQ_STATUS_OK`, until it returns;
 /// `free_fn`, if not NULL, may be called from any thread with these arguments, and must
 /// not call back into memq; `receipt_out` is NULL or valid for writing a `memq_receipt`.
 #[no_mangle]
@@ -831,7 +831,6 @@ pub unsafe extern "C" fn memq_topic_publish_owned(
             len,
             user_data,
             free_fn,
-            readable: true,
             with_caller: with_caller.clone(),
         };
         let value = Bytes::from_owner(buffer);

@@ -1,7 +1,8 @@
 //! Compression wrappers: [`Gzip`] (feature `gzip`, over flate2) and [`Zstd`] (feature `zstd`,
 //! over the zstd crate). Each compresses what its inner codec writes and decompresses before
-//! its inner codec reads, with a cap on the decompressed size. They know nothing of the
-//! header; [`Framed`](super::Framed) records their [`Compression`] id.
+//! its inner codec reads, with a cap on the decompressed size. They write no header, and
+//! refuse to wrap a codec that does (it must stay outermost); [`Framed`](super::Framed)
+//! records their [`Compression`] id.
 
 use std::io::Read;
 
