@@ -751,6 +751,25 @@ impl<T> Shared<T> {
         }))
     }
 
+    /// A waiting publish's last try on partition `p` (`Publish::try_now`,
+    /// `PublishBatch::try_now`): out of the line first, as a dropped publish leaves it
+    /// (the next in line is woken if its room is free), then one attempt by `poll`
+    /// without a waker, which never parks. `None` if `value` was published already.
+    pub(crate) fn last_try<V>(
+        &self,
+        p: usize,
+        value: &mut Option<V>,
+        key: &mut Option<WaitKey>,
+        poll: PollPublish<T, V>,
+    ) -> Option<Result<Receipt, PublishError<V>>> {
+        value.as_ref()?;
+        self.cancel_publish(p, key);
+        match poll(self, p, value, key, None) {
+            Poll::Ready(r) => Some(r),
+            Poll::Pending => None,
+        }
+    }
+
     /// Drops a publish future's registration, passing an unconsumed wake-up on.
     pub(crate) fn cancel_publish(&self, p: usize, key: &mut Option<WaitKey>) {
         if key.is_none() {
@@ -845,6 +864,15 @@ struct Spent {
     alarms: Vec<Alarm>,
     waker: Option<Waker>,
 }
+
+/// [`Shared::poll_publish`] or [`Shared::poll_publish_batch`], for code shared by both.
+type PollPublish<T, V> = fn(
+    &Shared<T>,
+    usize,
+    &mut Option<V>,
+    &mut Option<WaitKey>,
+    Option<&Waker>,
+) -> Poll<Result<Receipt, PublishError<V>>>;
 
 /// The outcome of one publish attempt.
 pub(crate) enum Attempt<T, R> {
@@ -1317,19 +1345,8 @@ impl<T> Publish<'_, T> {
                 .take()
                 .map(|v| Err(PublishError::InvalidPartition(v)));
         };
-        // Published already: nothing to try.
-        self.value.as_ref()?;
-        // Out of the line first, as a dropped publish leaves it (the next in line is
-        // woken if its room is free); then an attempt without a waker, which never parks.
-        self.topic.shared.cancel_publish(p, &mut self.key);
-        match self
-            .topic
-            .shared
-            .poll_publish(p, &mut self.value, &mut self.key, None)
-        {
-            Poll::Ready(r) => Some(r),
-            Poll::Pending => None,
-        }
+        let shared = &self.topic.shared;
+        shared.last_try(p, &mut self.value, &mut self.key, Shared::poll_publish)
     }
 }
 
@@ -1353,16 +1370,13 @@ impl<T> PublishBatch<'_, T> {
                 .take()
                 .map(|v| Err(PublishError::InvalidPartition(v)));
         };
-        self.values.as_ref()?;
-        self.topic.shared.cancel_publish(p, &mut self.key);
-        match self
-            .topic
-            .shared
-            .poll_publish_batch(p, &mut self.values, &mut self.key, None)
-        {
-            Poll::Ready(r) => Some(r),
-            Poll::Pending => None,
-        }
+        let shared = &self.topic.shared;
+        shared.last_try(
+            p,
+            &mut self.values,
+            &mut self.key,
+            Shared::poll_publish_batch,
+        )
     }
 }
 
