@@ -174,6 +174,12 @@ pub enum Error {
         /// How many partitions the topic has.
         partitions: u32,
     },
+    /// The partition exists, but this subscriber does not read it (it was made for other
+    /// partitions, with `subscribe_partition`).
+    PartitionNotRead {
+        /// The partition asked for.
+        partition: u32,
+    },
     /// The offset is past the end of the log (offsets up to `high` are valid; `high` is
     /// the next offset to be published).
     OffsetOutOfRange {
@@ -220,6 +226,9 @@ impl fmt::Display for Error {
                 f,
                 "partition {partition} out of range (topic has {partitions})"
             ),
+            Self::PartitionNotRead { partition } => {
+                write!(f, "this subscriber does not read partition {partition}")
+            }
             Self::OffsetOutOfRange {
                 offset,
                 partition,

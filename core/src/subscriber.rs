@@ -257,13 +257,19 @@ impl<T> Subscriber<T> {
     ///
     /// # Errors
     ///
-    /// [`Error::PartitionOutOfRange`] if the subscriber does not read `partition`,
+    /// [`Error::PartitionOutOfRange`] if the topic has no such partition,
+    /// [`Error::PartitionNotRead`] if it has but the subscriber does not read it,
     /// [`Error::OffsetOutOfRange`] if `offset` is past the end.
     pub fn seek_partition(&mut self, partition: u32, offset: u64) -> Result<(), Error> {
         let Some(sp) = self.parts.iter_mut().find(|sp| sp.p == partition as usize) else {
-            return Err(Error::PartitionOutOfRange {
-                partition,
-                partitions: self.shared.partition_count(),
+            let partitions = self.shared.partition_count();
+            return Err(if partition < partitions {
+                Error::PartitionNotRead { partition }
+            } else {
+                Error::PartitionOutOfRange {
+                    partition,
+                    partitions,
+                }
             });
         };
         let mut wl = WakeList::new();

@@ -353,9 +353,15 @@ impl Model {
 
     fn seek_partition(&mut self, i: usize, p: usize, offset: u64) -> Result<(), Error> {
         let Some(idx) = self.subs[i].parts.iter().position(|&sp| sp == p) else {
-            return Err(Error::PartitionOutOfRange {
-                partition: p as u32,
-                partitions: self.cfg.partitions as u32,
+            return Err(if p < self.cfg.partitions {
+                Error::PartitionNotRead {
+                    partition: p as u32,
+                }
+            } else {
+                Error::PartitionOutOfRange {
+                    partition: p as u32,
+                    partitions: self.cfg.partitions as u32,
+                }
             });
         };
         self.subs[i].pos[idx] = self.start(p, StartAt::Offset(offset))?;

@@ -215,10 +215,17 @@ fn seek_partition_to_a_partition_not_read_is_an_error() {
     let mut sub = t.subscribe_partition(2, StartAt::Earliest).unwrap();
     assert_eq!(sub.partitions().collect::<Vec<_>>(), [2]);
     assert_eq!(sub.position(0), None);
-    assert!(matches!(
-        sub.seek_partition(0, 0).unwrap_err(),
-        Error::PartitionOutOfRange { partition: 0, .. }
-    ));
+    let err = sub.seek_partition(0, 0).unwrap_err();
+    assert_eq!(err, Error::PartitionNotRead { partition: 0 });
+    assert_eq!(err.to_string(), "this subscriber does not read partition 0");
+    // A partition the topic does not have is out of range, read or not.
+    assert_eq!(
+        sub.seek_partition(3, 0).unwrap_err(),
+        Error::PartitionOutOfRange {
+            partition: 3,
+            partitions: 3
+        }
+    );
     // A single-partition subscriber may seek without naming it.
     sub.seek(0).unwrap();
 }

@@ -144,7 +144,9 @@ impl From<Error> for memq_status {
     fn from(e: Error) -> Self {
         match e {
             Error::CapacityTooLarge { .. } | Error::TooManyPartitions { .. } => Self::AllocFailed,
-            Error::PartitionOutOfRange { .. } | Error::OffsetOutOfRange { .. } => Self::OutOfRange,
+            Error::PartitionOutOfRange { .. }
+            | Error::PartitionNotRead { .. }
+            | Error::OffsetOutOfRange { .. } => Self::OutOfRange,
             Error::UnknownTopic(_) => Self::UnknownTopic,
             Error::TopicExists(_) => Self::TopicExists,
             Error::UnknownGroup(_) => Self::UnknownGroup,
