@@ -751,17 +751,20 @@ impl<T> Shared<T> {
         }))
     }
 
-    /// A waiting publish's last try on partition `p` (`Publish::try_now`,
+    /// A waiting publish's last try on its partition (`Publish::try_now`,
     /// `PublishBatch::try_now`): out of the line first, as a dropped publish leaves it
     /// (the next in line is woken if its room is free), then one attempt by `poll`
     /// without a waker, which never parks. `None` if `value` was published already.
     pub(crate) fn last_try<V>(
         &self,
-        p: usize,
+        route: Route,
         value: &mut Option<V>,
         key: &mut Option<WaitKey>,
         poll: PollPublish<T, V>,
     ) -> Option<Result<Receipt, PublishError<V>>> {
+        let Route::Partition(p) = route else {
+            return value.take().map(|v| Err(PublishError::InvalidPartition(v)));
+        };
         value.as_ref()?;
         self.cancel_publish(p, key);
         match poll(self, p, value, key, None) {
@@ -1339,14 +1342,13 @@ impl<T> Publish<'_, T> {
     ///
     /// [`Overflow::Block`]: crate::Overflow::Block
     pub fn try_now(mut self) -> Option<Result<Receipt, PublishError<T>>> {
-        let Route::Partition(p) = self.route else {
-            return self
-                .value
-                .take()
-                .map(|v| Err(PublishError::InvalidPartition(v)));
-        };
         let shared = &self.topic.shared;
-        shared.last_try(p, &mut self.value, &mut self.key, Shared::poll_publish)
+        shared.last_try(
+            self.route,
+            &mut self.value,
+            &mut self.key,
+            Shared::poll_publish,
+        )
     }
 }
 
@@ -1364,19 +1366,9 @@ impl<T> PublishBatch<'_, T> {
     /// has room for it, or hands it back whole, as [`Publish::try_now`] does for one
     /// message. `None` if the batch was published already.
     pub fn try_now(mut self) -> Option<Result<Receipt, PublishError<Vec<T>>>> {
-        let Route::Partition(p) = self.route else {
-            return self
-                .values
-                .take()
-                .map(|v| Err(PublishError::InvalidPartition(v)));
-        };
         let shared = &self.topic.shared;
-        shared.last_try(
-            p,
-            &mut self.values,
-            &mut self.key,
-            Shared::poll_publish_batch,
-        )
+        let poll = Shared::poll_publish_batch;
+        shared.last_try(self.route, &mut self.values, &mut self.key, poll)
     }
 }
 
