@@ -1,7 +1,8 @@
 # The C ABI (memq-ffi): include/memq.h is exactly what the pinned cbindgen makes of
 # ffi/src; the C examples (pub/sub and groups; explicit acks and dead letters) and the C++
 # one build without a warning against it and libmemq, check every message they receive,
-# and do so again under valgrind (or AddressSanitizer) with no error and no leak.
+# and do so again under valgrind (or AddressSanitizer) with no error and no leak; the Python
+# example (ctypes over libmemq.so) runs the same kinds of checks from Python threads.
 
 # The one cbindgen version that generates include/memq.h. To move to another: change it
 # here, regenerate the header with it (see ffi/cbindgen.toml) and commit both.
@@ -67,6 +68,13 @@ fi
 if [ $ffi_has_cpp = 1 ]; then
     run "${ffi_cpp[@]}" -O2 -o examples/cpp/build/demo
     bounded 120 examples/cpp/build/demo
+fi
+
+# ---- Python, through the same library (ctypes) ----------------------------------------------
+if ensure_apt python3 python3; then
+    MEMQ_LIB="$ffi_lib_abs/libmemq.so" bounded 300 python3 examples/python/demo.py
+else
+    skip "Python example of the C ABI" "python3 missing and apt-get cannot install it"
 fi
 
 # Under a memory checker, with fewer messages (valgrind runs code ~50x slower).

@@ -1,0 +1,574 @@
+"""memq from Python: a thin ctypes binding over libmemq's C ABI (include/memq.h).
+
+Byte topics only, as in C: publish ``bytes``, receive ``bytes``. Every call maps to
+one C call; blocking calls release the GIL (ctypes does), so threads publish and
+receive in parallel. Handles are freed when their Python objects are collected, never
+while another thread uses them.
+
+    topic = memq.Topic(capacity=1024)
+    sub = topic.subscribe()
+    topic.publish(b"hello")
+    msg = sub.recv(timeout=1.0)        # Message(data=b"hello", offset=0, ...)
+    topic.close()
+    for msg in sub:                    # drains what is retained, then stops
+        ...
+
+Errors are ``MemqError`` (with ``.status``, the C status code, and the C library's
+description); ``Closed``, ``Full``, ``Timeout`` and ``Lagged`` are its subclasses for
+the statuses a program handles. A receive that times out returns ``None``.
+
+Python handles signals between bytecodes, so Ctrl-C reaches a thread blocked in a
+receive or publish without a timeout only when that call returns; where that matters,
+wait with a timeout in a loop.
+
+The library is found through ``MEMQ_LIB`` (a path to ``libmemq.so``) or in the
+workspace's ``target/{release,debug,ci}`` directories.
+"""
+
+import ctypes
+import os
+from collections import namedtuple
+from ctypes import (
+    POINTER,
+    Structure,
+    byref,
+    c_bool,
+    c_char_p,
+    c_int64,
+    c_size_t,
+    c_uint32,
+    c_uint64,
+    c_uint8,
+    c_void_p,
+)
+
+# ---- status codes (memq_status) ---------------------------------------------------------
+OK = 0
+EMPTY = 1
+TIMEOUT = 2
+FULL = 3
+CLOSED = 4
+LAGGED = 5
+
+# ---- enums and flags --------------------------------------------------------------------
+OVERFLOW = {"block": 0, "drop_oldest": 1, "reject": 2}
+START = {"earliest": 0, "latest": 1, "offset": 2}
+BACKOFF = {"none": 0, "fixed": 1, "exponential": 2}
+TOPIC_TIMESTAMPS = 1
+TOPIC_RELEASE_ON_READ = 2
+
+
+class MemqError(Exception):
+    """A memq call failed; ``status`` is the C ABI's ``memq_status``."""
+
+    def __init__(self, status, what=""):
+        self.status = status
+        text = _lib.memq_status_str(status).decode()
+        super().__init__(f"{what}: {text}" if what else text)
+
+
+class Closed(MemqError):
+    """The topic is closed (publishing), or closed and drained (receiving)."""
+
+
+class Full(MemqError):
+    """No room, and the publish was not allowed to wait."""
+
+
+class Timeout(MemqError):
+    """A publish waited for room for its whole ``timeout``."""
+
+
+class Lagged(MemqError):
+    """Messages were evicted before this reader got them; ``missed`` says how many.
+    The next receive continues at the oldest retained message."""
+
+    def __init__(self, missed):
+        super().__init__(LAGGED)
+        self.missed = missed
+
+
+# ---- C structs (field for field as in include/memq.h) ----------------------------------
+class _TopicConfig(Structure):
+    _fields_ = [
+        ("capacity", c_size_t),
+        ("partitions", c_uint32),
+        ("overflow", c_uint32),
+        ("ttl_ms", c_uint64),
+        ("flags", c_uint32),
+    ]
+
+
+class _Receipt(Structure):
+    _fields_ = [("offset", c_uint64), ("partition", c_uint32)]
+
+
+class _Meta(Structure):
+    _fields_ = [
+        ("offset", c_uint64),
+        ("timestamp_ns", c_uint64),
+        ("len", c_size_t),
+        ("partition", c_uint32),
+        ("has_timestamp", c_bool),
+    ]
+
+
+class _TopicStats(Structure):
+    _fields_ = [
+        ("capacity", c_size_t),
+        ("partitions", c_uint32),
+        ("overflow", c_uint32),
+        ("closed", c_bool),
+        ("published", c_uint64),
+        ("delivered", c_uint64),
+        ("evicted", c_uint64),
+        ("expired", c_uint64),
+        ("depth", c_uint64),
+        ("subscribers", c_size_t),
+        ("groups", c_size_t),
+        ("waiting_publishers", c_size_t),
+        ("released", c_uint64),
+    ]
+
+
+class _AckConfig(Structure):
+    _fields_ = [
+        ("ack_wait_ms", c_uint64),
+        ("max_deliveries", c_uint32),
+        ("backoff", c_uint32),
+        ("backoff_initial_ms", c_uint64),
+        ("backoff_max_ms", c_uint64),
+        ("max_in_flight", c_size_t),
+        ("dead_letter", c_void_p),
+    ]
+
+
+class _AckGroupStats(Structure):
+    _fields_ = [
+        ("members", c_size_t),
+        ("lag", c_uint64),
+        ("delivered", c_uint64),
+        ("in_flight", c_uint64),
+        ("redelivered", c_uint64),
+        ("acked", c_uint64),
+        ("dead_lettered", c_uint64),
+        ("evicted_unacked", c_uint64),
+    ]
+
+
+def _load():
+    path = os.environ.get("MEMQ_LIB")
+    if not path:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        candidates = [
+            os.path.join(root, "target", profile, "libmemq.so")
+            for profile in ("release", "ci", "debug")
+        ]
+        found = [c for c in candidates if os.path.exists(c)]
+        if not found:
+            raise OSError(
+                "libmemq.so not found: build it with `cargo build --release -p memq-ffi` "
+                "or set MEMQ_LIB to its path"
+            )
+        path = max(found, key=os.path.getmtime)
+    lib = ctypes.CDLL(path)
+    handle = c_void_p
+    out = POINTER(c_void_p)
+    sigs = {
+        "memq_status_str": (c_char_p, [c_uint32]),
+        "memq_version": (c_char_p, []),
+        "memq_topic_config_init": (c_uint32, [POINTER(_TopicConfig)]),
+        "memq_topic_new": (c_uint32, [POINTER(_TopicConfig), out]),
+        "memq_topic_free": (None, [handle]),
+        "memq_topic_close": (c_uint32, [handle]),
+        "memq_topic_publish": (
+            c_uint32,
+            [handle, POINTER(c_uint8), c_size_t, c_int64, POINTER(_Receipt)],
+        ),
+        "memq_topic_publish_keyed": (
+            c_uint32,
+            [
+                handle,
+                POINTER(c_uint8),
+                c_size_t,
+                POINTER(c_uint8),
+                c_size_t,
+                c_int64,
+                POINTER(_Receipt),
+            ],
+        ),
+        "memq_key_partition": (
+            c_uint32,
+            [POINTER(c_uint8), c_size_t, c_uint32, POINTER(c_uint32)],
+        ),
+        "memq_topic_get_stats": (c_uint32, [handle, POINTER(_TopicStats)]),
+        "memq_topic_get_ack_group_stats": (
+            c_uint32,
+            [handle, c_char_p, POINTER(_AckGroupStats)],
+        ),
+        "memq_subscriber_new": (c_uint32, [handle, c_uint32, c_uint64, out]),
+        "memq_subscriber_free": (None, [handle]),
+        "memq_subscriber_recv": (c_uint32, [handle, c_int64, out, POINTER(c_uint64)]),
+        "memq_consumer_new": (c_uint32, [handle, c_char_p, c_uint32, c_uint64, out]),
+        "memq_consumer_free": (None, [handle]),
+        "memq_consumer_recv": (c_uint32, [handle, c_int64, out, POINTER(c_uint64)]),
+        "memq_message_data": (c_uint32, [handle, POINTER(POINTER(c_uint8))]),
+        "memq_message_get_meta": (c_uint32, [handle, POINTER(_Meta)]),
+        "memq_message_free": (None, [handle]),
+        "memq_ack_config_init": (c_uint32, [POINTER(_AckConfig)]),
+        "memq_ack_consumer_new": (
+            c_uint32,
+            [handle, c_char_p, c_uint32, c_uint64, POINTER(_AckConfig), out],
+        ),
+        "memq_ack_consumer_free": (None, [handle]),
+        "memq_ack_consumer_recv": (c_uint32, [handle, c_int64, out, POINTER(c_uint64)]),
+        "memq_delivery_data": (c_uint32, [handle, POINTER(POINTER(c_uint8))]),
+        "memq_delivery_get_meta": (c_uint32, [handle, POINTER(_Meta)]),
+        "memq_delivery_deliveries": (c_uint32, [handle, POINTER(c_uint32)]),
+        "memq_delivery_ack": (c_uint32, [handle]),
+        "memq_delivery_nack": (c_uint32, [handle]),
+        "memq_delivery_free": (None, [handle]),
+    }
+    for name, (restype, argtypes) in sigs.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+    return lib
+
+
+_lib = _load()
+
+
+def version():
+    """libmemq's version string."""
+    return _lib.memq_version().decode()
+
+
+def _check(status, what):
+    if status == OK:
+        return
+    if status == CLOSED:
+        raise Closed(status, what)
+    if status == FULL:
+        raise Full(status, what)
+    if status == TIMEOUT:
+        raise Timeout(status, what)
+    raise MemqError(status, what)
+
+
+def _timeout_ms(timeout):
+    """``None`` waits as long as it takes (-1), else whole milliseconds, rounded up."""
+    if timeout is None:
+        return -1
+    if timeout < 0:
+        raise ValueError("timeout must be None or >= 0 seconds")
+    return int(-(-timeout * 1000 // 1))
+
+
+def _bytes_arg(data):
+    """A pointer to ``data``'s bytes for one call (no copy for ``bytes``; the caller
+    keeps the returned object alive until the call returns)."""
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    if not data:
+        return None, 0, data
+    return ctypes.cast(c_char_p(data), POINTER(c_uint8)), len(data), data
+
+
+def key_partition(key, partitions):
+    """The partition memq routes ``key`` to among ``partitions`` (stable across runs and
+    languages: the same routing as the Rust crates and the C ABI)."""
+    buf, n, _keep = _bytes_arg(key)
+    out = c_uint32()
+    _check(_lib.memq_key_partition(buf, n, partitions, byref(out)), "key_partition")
+    return out.value
+
+
+Message = namedtuple("Message", "data offset partition timestamp_ns")
+Message.__doc__ = (
+    "A received message: its bytes (copied out), offset, partition, and timestamp in ns "
+    "(None when the topic has no clock)."
+)
+
+
+def _meta_of(getter, handle):
+    meta = _Meta()
+    _check(getter(handle, byref(meta)), "meta")
+    return meta
+
+
+def _data_of(getter, handle, length):
+    if length == 0:
+        return b""
+    ptr = POINTER(c_uint8)()
+    _check(getter(handle, byref(ptr)), "data")
+    return ctypes.string_at(ptr, length)
+
+
+def _take_message(handle):
+    try:
+        meta = _meta_of(_lib.memq_message_get_meta, handle)
+        data = _data_of(_lib.memq_message_data, handle, meta.len)
+    finally:
+        _lib.memq_message_free(handle)
+    ts = meta.timestamp_ns if meta.has_timestamp else None
+    return Message(data, meta.offset, meta.partition, ts)
+
+
+def _recv(fn, handle, timeout, what):
+    """One receive: a handle, or None on timeout; raises Closed / Lagged."""
+    out = c_void_p()
+    lagged = c_uint64()
+    status = fn(handle, _timeout_ms(timeout), byref(out), byref(lagged))
+    if status == OK:
+        return out
+    if status in (TIMEOUT, EMPTY):
+        return None
+    if status == LAGGED:
+        raise Lagged(lagged.value)
+    _check(status, what)
+    return None
+
+
+class Topic:
+    """A topic: a bounded log of byte messages, in one or more partitions.
+
+    ``overflow`` is ``"block"`` (publishers wait; nothing is lost), ``"drop_oldest"``
+    or ``"reject"``. ``ttl`` (seconds) expires messages; ``timestamps`` stamps them
+    without a TTL; ``release_on_read`` lets a message go once every reader has it.
+
+    Readers do not keep the topic open: when the last ``Topic`` object goes away (or on
+    ``close()``, or leaving a ``with`` block) the topic closes, and its readers drain what
+    is retained and then stop, as in C.
+    """
+
+    def __init__(
+        self,
+        capacity=1024,
+        partitions=1,
+        overflow="block",
+        ttl=None,
+        timestamps=False,
+        release_on_read=False,
+    ):
+        self._h = None
+        config = _TopicConfig()
+        _check(_lib.memq_topic_config_init(byref(config)), "topic config")
+        config.capacity = capacity
+        config.partitions = partitions
+        if overflow not in OVERFLOW:
+            raise ValueError(f"overflow must be one of {sorted(OVERFLOW)}")
+        config.overflow = OVERFLOW[overflow]
+        config.ttl_ms = 0 if ttl is None else max(1, _timeout_ms(ttl))
+        config.flags = (TOPIC_TIMESTAMPS if timestamps else 0) | (
+            TOPIC_RELEASE_ON_READ if release_on_read else 0
+        )
+        out = c_void_p()
+        _check(_lib.memq_topic_new(byref(config), byref(out)), "topic")
+        self._h = out
+
+    def __del__(self):
+        if self._h:
+            _lib.memq_topic_free(self._h)
+            self._h = None
+
+    def publish(self, data, key=None, timeout=None):
+        """Publishes ``data``; returns ``(partition, offset)``. With ``key`` the message
+        goes to the key's partition. On a full ``block`` topic waits up to ``timeout``
+        seconds (``None``: as long as it takes), then raises ``Timeout``; with
+        ``timeout=0``, or on a full ``reject`` topic, raises ``Full`` at once."""
+        buf, n, _keep = _bytes_arg(data)
+        receipt = _Receipt()
+        if key is None:
+            status = _lib.memq_topic_publish(self._h, buf, n, _timeout_ms(timeout), byref(receipt))
+        else:
+            kbuf, kn, _keep_key = _bytes_arg(key)
+            status = _lib.memq_topic_publish_keyed(
+                self._h, kbuf, kn, buf, n, _timeout_ms(timeout), byref(receipt)
+            )
+        _check(status, "publish")
+        return receipt.partition, receipt.offset
+
+    def close(self):
+        """Closes the topic: publishers get ``Closed``, readers drain and then stop."""
+        _check(_lib.memq_topic_close(self._h), "close")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def stats(self):
+        """The topic's counters, as a dict (see ``memq_topic_stats`` in memq.h)."""
+        s = _TopicStats()
+        _check(_lib.memq_topic_get_stats(self._h, byref(s)), "stats")
+        return {name: getattr(s, name) for name, _ in s._fields_}
+
+    def ack_group_stats(self, group):
+        """An explicit-ack group's counters, as a dict."""
+        s = _AckGroupStats()
+        _check(
+            _lib.memq_topic_get_ack_group_stats(self._h, group.encode(), byref(s)),
+            "ack group stats",
+        )
+        return {name: getattr(s, name) for name, _ in s._fields_}
+
+    def subscribe(self, start="earliest", offset=0):
+        """A broadcast subscriber: it reads every message, from ``start``."""
+        return Subscriber(self, start, offset)
+
+    def consumer(self, group, start="earliest", offset=0):
+        """A member of consumer group ``group``: members share the messages."""
+        return Consumer(self, group, start, offset)
+
+    def ack_consumer(
+        self,
+        group,
+        start="earliest",
+        offset=0,
+        ack_wait=None,
+        max_deliveries=None,
+        max_in_flight=None,
+    ):
+        """A member of explicit-ack group ``group``: each delivery is acked or nacked,
+        and an unacked one comes again after ``ack_wait`` seconds."""
+        return AckConsumer(self, group, start, offset, ack_wait, max_deliveries, max_in_flight)
+
+
+def _start(start):
+    if start not in START:
+        raise ValueError(f"start must be one of {sorted(START)}")
+    return START[start]
+
+
+class _Reader:
+    _recv_fn = None
+    _free_fn = None
+    _what = "recv"
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            type(self)._free_fn(self._h)
+            self._h = None
+
+    def _recv_handle(self, timeout):
+        return _recv(type(self)._recv_fn, self._h, timeout, self._what)
+
+    def __iter__(self):
+        """Every message until the topic is closed and drained (lags are skipped)."""
+        while True:
+            try:
+                msg = self.recv()
+            except Lagged:
+                continue
+            except Closed:
+                return
+            yield msg
+
+
+class Subscriber(_Reader):
+    """A broadcast reader (``Topic.subscribe``)."""
+
+    _recv_fn = _lib.memq_subscriber_recv
+    _free_fn = _lib.memq_subscriber_free
+
+    def __init__(self, topic, start, offset):
+        self._h = None
+        out = c_void_p()
+        _check(
+            _lib.memq_subscriber_new(topic._h, _start(start), offset, byref(out)), "subscribe"
+        )
+        self._h = out
+
+    def recv(self, timeout=None):
+        """The next message, or ``None`` if none came within ``timeout`` seconds."""
+        h = self._recv_handle(timeout)
+        return None if h is None else _take_message(h)
+
+
+class Consumer(_Reader):
+    """A consumer group member (``Topic.consumer``)."""
+
+    _recv_fn = _lib.memq_consumer_recv
+    _free_fn = _lib.memq_consumer_free
+
+    def __init__(self, topic, group, start, offset):
+        self._h = None
+        out = c_void_p()
+        _check(
+            _lib.memq_consumer_new(topic._h, group.encode(), _start(start), offset, byref(out)),
+            "consumer",
+        )
+        self._h = out
+
+    def recv(self, timeout=None):
+        """The next message for this member, or ``None`` on timeout."""
+        h = self._recv_handle(timeout)
+        return None if h is None else _take_message(h)
+
+
+class Delivery:
+    """A message from an explicit-ack group; settle it with ``ack`` or ``nack``."""
+
+    def __init__(self, handle):
+        self._h = handle
+        try:
+            meta = _meta_of(_lib.memq_delivery_get_meta, handle)
+            self.data = _data_of(_lib.memq_delivery_data, handle, meta.len)
+            n = c_uint32()
+            _check(_lib.memq_delivery_deliveries(handle, byref(n)), "deliveries")
+        except BaseException:
+            _lib.memq_delivery_free(handle)
+            self._h = None
+            raise
+        self.offset = meta.offset
+        self.partition = meta.partition
+        self.timestamp_ns = meta.timestamp_ns if meta.has_timestamp else None
+        #: How many times this message has been delivered, this time included.
+        self.deliveries = n.value
+
+    def ack(self):
+        """Done: it will not be delivered again."""
+        _check(_lib.memq_delivery_ack(self._h), "ack")
+
+    def nack(self):
+        """Not done: it goes back to the group to be delivered again."""
+        _check(_lib.memq_delivery_nack(self._h), "nack")
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            _lib.memq_delivery_free(self._h)
+            self._h = None
+
+
+class AckConsumer(_Reader):
+    """A member of an explicit-ack group (``Topic.ack_consumer``)."""
+
+    _recv_fn = _lib.memq_ack_consumer_recv
+    _free_fn = _lib.memq_ack_consumer_free
+
+    def __init__(self, topic, group, start, offset, ack_wait, max_deliveries, max_in_flight):
+        self._h = None
+        config = _AckConfig()
+        _check(_lib.memq_ack_config_init(byref(config)), "ack config")
+        if ack_wait is not None:
+            config.ack_wait_ms = max(1, _timeout_ms(ack_wait))
+        if max_deliveries is not None:
+            config.max_deliveries = max_deliveries
+        if max_in_flight is not None:
+            config.max_in_flight = max_in_flight
+        out = c_void_p()
+        _check(
+            _lib.memq_ack_consumer_new(
+                topic._h, group.encode(), _start(start), offset, byref(config), byref(out)
+            ),
+            "ack consumer",
+        )
+        self._h = out
+
+    def recv(self, timeout=None):
+        """The next delivery, or ``None`` on timeout."""
+        h = self._recv_handle(timeout)
+        return None if h is None else Delivery(h)
