@@ -7,7 +7,10 @@
        message arrives exactly once, on its key's partition, in order within it.
     3. explicit acks: every 5th message is nacked on its first delivery and comes again;
        each is acked exactly once, and the group's counters say so.
-    4. errors: bad arguments, a full topic and a closed one raise, and nothing crashes.
+    4. a worker pool: 4 threads run a handler over jobs and publish its results; a job
+       that fails once is retried, one that always fails is dead-lettered after 3 tries,
+       and idle workers use no CPU.
+    5. errors: bad arguments, a full topic and a closed one raise, and nothing crashes.
 
 Usage: python3 examples/python/demo.py [MESSAGES]   (default 20000)
 Needs libmemq.so: `cargo build --release -p memq-ffi`, or MEMQ_LIB=path/to/libmemq.so.
@@ -179,6 +182,64 @@ def acks(count):
     print(f"acks: {count} acked, {want_redelivered} nacked once and redelivered")
 
 
+def pool(count):
+    jobs = memq.Topic(capacity=256)
+    results = memq.Topic(capacity=count + 16)
+    collector = results.subscribe()
+    attempts = {}
+    lock = threading.Lock()
+    poison = 3
+
+    def handler(data):
+        seq = int.from_bytes(data[:8], "little")
+        with lock:
+            attempts[seq] = attempts.get(seq, 0) + 1
+            first = attempts[seq] == 1
+        if seq == poison:
+            raise ValueError("poison message")
+        if seq % 7 == 0 and first:
+            raise RuntimeError("flaky, works the second time")
+        return (seq * 2).to_bytes(8, "little")
+
+    workers = memq.Pool(jobs, "resize", handler, workers=4, results=results, max_deliveries=3)
+    # Idle workers wait inside memq with the GIL released: no CPU while nothing comes.
+    cpu = time.process_time()
+    time.sleep(0.5)
+    idle_cpu = time.process_time() - cpu
+    if idle_cpu > 0.1:
+        fail(f"an idle pool of 4 workers used {idle_cpu:.3f} s of CPU in 0.5 s")
+    start = time.perf_counter()
+    for first in range(0, count, 100):
+        jobs.publish_batch([payload(seq) for seq in range(first, min(first + 100, count))])
+    jobs.close()
+    if not workers.join(timeout=120):
+        fail("the pool did not finish within 120 s")
+    secs = time.perf_counter() - start
+    got = {}
+    for batch in iter(lambda: collector.recv_many(256, timeout=0), []):
+        for msg in batch:
+            seq = int.from_bytes(msg.data, "little") // 2
+            if seq in got:
+                fail(f"result of {seq} published twice")
+            got[seq] = msg
+    flaky = len([seq for seq in range(count) if seq % 7 == 0 and seq != poison])
+    want = {seq for seq in range(count) if seq != poison}
+    if set(got) != want:
+        fail(f"results for {len(got)} of {len(want)} jobs")
+    stats = workers.stats()
+    if stats != {"processed": count - 1, "failed": flaky + 3, "results": count - 1}:
+        fail(f"pool stats {stats}")
+    group = jobs.ack_group_stats("resize")
+    if group["dead_lettered"] != 1 or group["acked"] != count - 1 or group["in_flight"] != 0:
+        fail(f"group stats {group}")
+    if attempts[poison] != 3 or any(attempts[s] != 2 for s in range(0, count, 7) if s != poison):
+        fail("a job ran a wrong number of times")
+    print(
+        f"pool: 4 workers, {count - 1} jobs done ({count / secs:,.0f} jobs/s), {flaky} retried "
+        f"once, 1 dead-lettered after 3 tries; idle CPU {idle_cpu * 1000:.1f} ms in 0.5 s"
+    )
+
+
 def errors():
     def expect(exc, fn, what):
         try:
@@ -229,6 +290,7 @@ def main():
     pubsub(count)
     group(count)
     acks(max(count // 10, 5))
+    pool(max(count // 4, 10))
     errors()
     print("all checks passed")
 

@@ -27,6 +27,8 @@ workspace's ``target/{release,debug,ci}`` directories.
 
 import ctypes
 import os
+import threading
+import time
 from collections import namedtuple
 from ctypes import (
     POINTER,
@@ -101,6 +103,10 @@ class _TopicConfig(Structure):
 
 class _Receipt(Structure):
     _fields_ = [("offset", c_uint64), ("partition", c_uint32)]
+
+
+class _Slice(Structure):
+    _fields_ = [("data", POINTER(c_uint8)), ("len", c_size_t)]
 
 
 class _Meta(Structure):
@@ -197,6 +203,22 @@ def _load():
                 POINTER(_Receipt),
             ],
         ),
+        "memq_topic_publish_batch": (
+            c_uint32,
+            [handle, POINTER(_Slice), c_size_t, c_int64, POINTER(_Receipt)],
+        ),
+        "memq_topic_publish_batch_keyed": (
+            c_uint32,
+            [
+                handle,
+                POINTER(c_uint8),
+                c_size_t,
+                POINTER(_Slice),
+                c_size_t,
+                c_int64,
+                POINTER(_Receipt),
+            ],
+        ),
         "memq_key_partition": (
             c_uint32,
             [POINTER(c_uint8), c_size_t, c_uint32, POINTER(c_uint32)],
@@ -211,6 +233,18 @@ def _load():
         "memq_subscriber_recv": (c_uint32, [handle, c_int64, out, POINTER(c_uint64)]),
         "memq_consumer_new": (c_uint32, [handle, c_char_p, c_uint32, c_uint64, out]),
         "memq_consumer_free": (None, [handle]),
+        "memq_subscriber_recv_many": (
+            c_uint32,
+            [handle, POINTER(c_void_p), c_size_t, POINTER(c_size_t), c_int64, POINTER(c_uint64)],
+        ),
+        "memq_consumer_recv_many": (
+            c_uint32,
+            [handle, POINTER(c_void_p), c_size_t, POINTER(c_size_t), c_int64, POINTER(c_uint64)],
+        ),
+        "memq_ack_consumer_recv_many": (
+            c_uint32,
+            [handle, POINTER(c_void_p), c_size_t, POINTER(c_size_t), c_int64, POINTER(c_uint64)],
+        ),
         "memq_consumer_recv": (c_uint32, [handle, c_int64, out, POINTER(c_uint64)]),
         "memq_message_data": (c_uint32, [handle, POINTER(POINTER(c_uint8))]),
         "memq_message_get_meta": (c_uint32, [handle, POINTER(_Meta)]),
@@ -227,6 +261,8 @@ def _load():
         "memq_delivery_deliveries": (c_uint32, [handle, POINTER(c_uint32)]),
         "memq_delivery_ack": (c_uint32, [handle]),
         "memq_delivery_nack": (c_uint32, [handle]),
+        "memq_delivery_nack_after": (c_uint32, [handle, c_uint64]),
+        "memq_delivery_reject": (c_uint32, [handle]),
         "memq_delivery_free": (None, [handle]),
     }
     for name, (restype, argtypes) in sigs.items():
@@ -330,6 +366,38 @@ def _recv(fn, handle, timeout, what):
     return None
 
 
+def _recv_many(fn, handle, max_count, timeout, what):
+    """One batch receive: up to ``max_count`` handles (an empty list on timeout); raises
+    Closed / Lagged as ``_recv``."""
+    if max_count < 1:
+        raise ValueError("max_count must be at least 1")
+    out = (c_void_p * max_count)()
+    count = c_size_t()
+    lagged = c_uint64()
+    status = fn(handle, out, max_count, byref(count), _timeout_ms(timeout), byref(lagged))
+    if status == OK:
+        return [out[i] for i in range(count.value)]
+    if status in (TIMEOUT, EMPTY):
+        return []
+    if status == LAGGED:
+        raise Lagged(lagged.value)
+    _check(status, what)
+    return []
+
+
+def _wrap_all(handles, wrap, free):
+    """Wraps every handle; if one fails, frees those not yet wrapped and re-raises."""
+    done = []
+    for i, h in enumerate(handles):
+        try:
+            done.append(wrap(h))
+        except BaseException:
+            for rest in handles[i + 1 :]:
+                free(rest)
+            raise
+    return done
+
+
 class Topic:
     """A topic: a bounded log of byte messages, in one or more partitions.
 
@@ -387,6 +455,31 @@ class Topic:
                 self._h, kbuf, kn, buf, n, _timeout_ms(timeout), byref(receipt)
             )
         _check(status, "publish")
+        return receipt.partition, receipt.offset
+
+    def publish_batch(self, items, key=None, timeout=None):
+        """Publishes ``items`` (byte strings) as one batch, all or nothing, to one
+        partition (the key's with ``key``); returns ``(partition, first_offset)``. Waits
+        for room for the whole batch as ``publish`` waits for one message."""
+        kept = [_bytes_arg(item) for item in items]
+        if not kept:
+            raise ValueError("publish_batch needs at least one item")
+        slices = (_Slice * len(kept))()
+        for i, (buf, n, _keep) in enumerate(kept):
+            slices[i].data = buf
+            slices[i].len = n
+        receipt = _Receipt()
+        ms = _timeout_ms(timeout)
+        if key is None:
+            status = _lib.memq_topic_publish_batch(
+                self._h, slices, len(kept), ms, byref(receipt)
+            )
+        else:
+            kbuf, kn, _keep_key = _bytes_arg(key)
+            status = _lib.memq_topic_publish_batch_keyed(
+                self._h, kbuf, kn, slices, len(kept), ms, byref(receipt)
+            )
+        _check(status, "publish_batch")
         return receipt.partition, receipt.offset
 
     def close(self):
@@ -456,6 +549,14 @@ class _Reader:
     def _recv_handle(self, timeout):
         return _recv(type(self)._recv_fn, self._h, timeout, self._what)
 
+    def recv_many(self, max_count=256, timeout=None):
+        """Up to ``max_count`` items in one call: waits up to ``timeout`` seconds for the
+        first, then takes what is there now. An empty list on timeout; ``Closed`` once the
+        topic is closed and drained; ``Lagged`` (never mixed into a batch) after a gap."""
+        cls = type(self)
+        handles = _recv_many(cls._recv_many_fn, self._h, max_count, timeout, "recv_many")
+        return _wrap_all(handles, cls._wrap, cls._free_item)
+
     def __iter__(self):
         """Every message until the topic is closed and drained (lags are skipped)."""
         while True:
@@ -472,7 +573,10 @@ class Subscriber(_Reader):
     """A broadcast reader (``Topic.subscribe``)."""
 
     _recv_fn = _lib.memq_subscriber_recv
+    _recv_many_fn = _lib.memq_subscriber_recv_many
     _free_fn = _lib.memq_subscriber_free
+    _wrap = staticmethod(_take_message)
+    _free_item = _lib.memq_message_free
 
     def __init__(self, topic, start, offset):
         self._h = None
@@ -492,7 +596,10 @@ class Consumer(_Reader):
     """A consumer group member (``Topic.consumer``)."""
 
     _recv_fn = _lib.memq_consumer_recv
+    _recv_many_fn = _lib.memq_consumer_recv_many
     _free_fn = _lib.memq_consumer_free
+    _wrap = staticmethod(_take_message)
+    _free_item = _lib.memq_message_free
 
     def __init__(self, topic, group, start, offset):
         self._h = None
@@ -533,9 +640,18 @@ class Delivery:
         """Done: it will not be delivered again."""
         _check(_lib.memq_delivery_ack(self._h), "ack")
 
-    def nack(self):
-        """Not done: it goes back to the group to be delivered again."""
-        _check(_lib.memq_delivery_nack(self._h), "nack")
+    def nack(self, delay=None):
+        """Not done: it goes back to the group to be delivered again (after ``delay``
+        seconds if given, else after the group's backoff)."""
+        if delay is None:
+            _check(_lib.memq_delivery_nack(self._h), "nack")
+        else:
+            _check(_lib.memq_delivery_nack_after(self._h, _timeout_ms(delay)), "nack")
+
+    def reject(self):
+        """Never to be done: it is not delivered again, and is dropped and counted as
+        dead-lettered (this binding does not set up dead-letter topics)."""
+        _check(_lib.memq_delivery_reject(self._h), "reject")
 
     def __del__(self):
         if getattr(self, "_h", None):
@@ -547,7 +663,10 @@ class AckConsumer(_Reader):
     """A member of an explicit-ack group (``Topic.ack_consumer``)."""
 
     _recv_fn = _lib.memq_ack_consumer_recv
+    _recv_many_fn = _lib.memq_ack_consumer_recv_many
     _free_fn = _lib.memq_ack_consumer_free
+    _wrap = Delivery
+    _free_item = _lib.memq_delivery_free
 
     def __init__(self, topic, group, start, offset, ack_wait, max_deliveries, max_in_flight):
         self._h = None
@@ -572,3 +691,111 @@ class AckConsumer(_Reader):
         """The next delivery, or ``None`` on timeout."""
         h = self._recv_handle(timeout)
         return None if h is None else Delivery(h)
+
+
+class Pool:
+    """Worker threads that share the messages of ``topic``: each is a member of the
+    explicit-ack group ``group`` and calls ``handler(data)`` for every message it gets.
+
+    A handler that returns acks the message; if ``results`` is a ``Topic`` and the
+    handler returned something other than ``None``, that (bytes) is published to
+    ``results`` first. A handler that raises nacks the message, which comes again (to
+    any worker) until ``max_deliveries`` deliveries, after which memq drops it and
+    counts it as dead-lettered. Nothing is lost in between: a worker that dies with
+    messages unsettled leaves them to come back after ``ack_wait`` seconds.
+
+    Idle workers wait inside memq with the GIL released and cost no CPU. The workers end
+    once the topic is closed and everything in it is settled; ``join`` waits for that.
+    """
+
+    def __init__(
+        self,
+        topic,
+        group,
+        handler,
+        workers=4,
+        results=None,
+        max_deliveries=3,
+        ack_wait=30.0,
+        batch=64,
+    ):
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        if batch < 1:
+            raise ValueError("batch must be at least 1")
+        self._handler = handler
+        self._results = results
+        self._batch = batch
+        self._lock = threading.Lock()
+        self._counts = {"processed": 0, "failed": 0, "results": 0}
+        self._errors = []
+        # Members join before any thread starts, so none misses the first messages.
+        self._members = [
+            topic.ack_consumer(
+                group,
+                ack_wait=ack_wait,
+                max_deliveries=max_deliveries,
+                # The group's limit per partition, shared by its members: room for every
+                # worker's batch.
+                max_in_flight=batch * workers,
+            )
+            for _ in range(workers)
+        ]
+        self._threads = [
+            threading.Thread(target=self._work, args=(m,), name=f"memq-pool-{group}-{i}")
+            for i, m in enumerate(self._members)
+        ]
+        for t in self._threads:
+            t.start()
+
+    def _work(self, member):
+        processed = failed = published = 0
+        try:
+            while True:
+                try:
+                    deliveries = member.recv_many(self._batch)
+                except Closed:
+                    return
+                for d in deliveries:
+                    try:
+                        out = self._handler(d.data)
+                    except Exception as e:  # counted, and the message comes again
+                        failed += 1
+                        with self._lock:
+                            if len(self._errors) < 100:
+                                self._errors.append(e)
+                        d.nack()
+                        continue
+                    if out is not None and self._results is not None:
+                        self._results.publish(out)
+                        published += 1
+                    d.ack()
+                    processed += 1
+                with self._lock:
+                    self._counts["processed"] += processed
+                    self._counts["failed"] += failed
+                    self._counts["results"] += published
+                processed = failed = published = 0
+        finally:
+            with self._lock:
+                self._counts["processed"] += processed
+                self._counts["failed"] += failed
+                self._counts["results"] += published
+
+    def join(self, timeout=None):
+        """Waits until every worker has ended (the topic closed and drained); ``False``
+        if ``timeout`` seconds passed first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for t in self._threads:
+            t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return not any(t.is_alive() for t in self._threads)
+
+    def stats(self):
+        """Messages processed (acked), handler failures (nacked), results published."""
+        with self._lock:
+            return dict(self._counts)
+
+    def errors(self):
+        """The first (up to 100) exceptions the handler raised."""
+        with self._lock:
+            return list(self._errors)
