@@ -72,7 +72,15 @@ fi
 
 # ---- Python, through the same library (ctypes) ----------------------------------------------
 if ensure_apt python3 python3; then
-    MEMQ_LIB="$ffi_lib_abs/libmemq.so" bounded 300 python3 examples/python/demo.py
+    export MEMQ_LIB="$ffi_lib_abs/libmemq.so"
+    # Its ctypes structs match the header, field by field (needs the C compiler).
+    if [ $ffi_has_c = 1 ]; then
+        mkdir -p examples/python/build
+        run "${ffi_c[@]}" examples/python/layout.c -o examples/python/build/layout
+        examples/python/build/layout | python3 examples/python/check_layout.py
+    fi
+    bounded 300 python3 examples/python/demo.py
+    unset MEMQ_LIB
 else
     skip "Python example of the C ABI" "python3 missing and apt-get cannot install it"
 fi
