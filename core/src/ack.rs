@@ -36,7 +36,7 @@ use crate::message::Message;
 use crate::subscriber::to_message;
 use crate::sync::Arc;
 use crate::topic::{Shared, Topic};
-use crate::wait::{WaiterList, WakeList};
+use crate::wait::{SpentWakers, WaiterList, WakeList};
 
 // ----- configuration -------------------------------------------------------------------
 
@@ -889,6 +889,8 @@ impl<T> AckConsumer<T> {
         let dead_letters_move = settings.dead_letters_move();
         let timed = settings.timer.is_some();
         let member = self.inner.id;
+        // Wakers let go of under the lock, dropped after it.
+        let mut spent = SpentWakers::new();
         let mut wl = WakeList::new();
         // Wake-ups of other members, kept apart: `expire` may fill `wl` with publishers.
         let mut watch = WakeList::new();
@@ -1033,7 +1035,7 @@ impl<T> AckConsumer<T> {
         let mut registered = false;
         let outcome = match picked {
             Err((offset, deliveries, reason)) => {
-                g.waiters.settle(*key);
+                g.waiters.settle(*key, &mut spent);
                 Take::DeadLetter {
                     offset,
                     deliveries,
@@ -1043,7 +1045,7 @@ impl<T> AckConsumer<T> {
             }
             Ok(Some((offset, attempt))) => {
                 g.delivered += 1;
-                g.waiters.settle(*key);
+                g.waiters.settle(*key, &mut spent);
                 // Without a timer, the partition's first lease wakes one waiting member
                 // to look (with one, every visit that does not end waiting here is
                 // followed by `keep_watch` below).
@@ -1066,7 +1068,7 @@ impl<T> AckConsumer<T> {
             Ok(None) if lagged > 0 => {
                 // A wake-up this member used goes on to the next waiting one when
                 // messages remain past the lag.
-                if g.waiters.settle(*key) && acks.next < high {
+                if g.waiters.settle(*key, &mut spent) && acks.next < high {
                     g.waiters.notify_one(&mut watch);
                 }
                 Take::Lagged(lagged)
@@ -1076,7 +1078,7 @@ impl<T> AckConsumer<T> {
                     // With a timer, the caller arms this member's alarm for the earliest
                     // deadline of its partitions, this one's or sooner (`schedule`).
                     let alarm = if timed { deadline } else { None };
-                    g.waiters.register_timed(key, w, alarm);
+                    g.waiters.register_timed(key, w, alarm, &mut spent);
                     registered = true;
                 }
                 Take::Nothing

@@ -32,7 +32,7 @@ use crate::message::Message;
 use crate::subscriber::{start_position, to_message};
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering, Padded};
 use crate::topic::{Shared, Topic};
-use crate::wait::{WaitKey, WaiterList, WakeList};
+use crate::wait::{SpentWakers, WaitKey, WaiterList, WakeList};
 
 /// A group's membership, guarded by the group's own lock.
 #[derive(Debug)]
@@ -498,11 +498,12 @@ impl<T> Consumer<T> {
     }
 
     fn unregister(&mut self, p: usize) {
+        let mut spent = SpentWakers::new();
         let mut wl = WakeList::new();
         let mut log = self.shared.parts[p].log.lock();
         let high = log.high;
         if let Some(g) = log.group(self.group.ids[p]) {
-            Log::<T>::unregister(&mut g.waiters, &mut self.keys[p], &mut wl);
+            Log::<T>::unregister(&mut g.waiters, &mut self.keys[p], &mut wl, &mut spent);
             g.keep_watch(high, &mut wl);
         } else {
             self.keys[p] = None;
@@ -544,6 +545,7 @@ impl<T> Consumer<T> {
             let idx = (self.next + k) % n;
             let p = self.assigned[idx];
             let mut dead = Vec::new();
+            let mut spent = SpentWakers::new();
             let mut wl = WakeList::new();
             let mut log = shared.parts[p].log.lock_for(buf.is_some());
             shared.expire(&mut log, now, &mut wl, &mut dead);
@@ -579,7 +581,7 @@ impl<T> Consumer<T> {
                         if let Some(g) = log.group(self.group.ids[p]) {
                             // A wake-up this member used goes on to the next waiting one
                             // when messages remain past the lag.
-                            if g.waiters.settle(self.keys[p]) && more {
+                            if g.waiters.settle(self.keys[p], &mut spent) && more {
                                 g.waiters.notify_one(&mut wl);
                             }
                         }
@@ -600,7 +602,7 @@ impl<T> Consumer<T> {
             let taken = log.cursor(cursor) - old;
             if taken > 0 {
                 if let Some(g) = log.group(id) {
-                    g.waiters.settle(self.keys[p]);
+                    g.waiters.settle(self.keys[p], &mut spent);
                     settled = Some(p);
                     // More remain and others wait: pass the baton so nobody sleeps on
                     // a non-empty partition.
@@ -619,7 +621,13 @@ impl<T> Consumer<T> {
                 if got == 0 {
                     if let Some(w) = waker {
                         if let Some(g) = log.group(self.group.ids[p]) {
-                            register(&mut g.waiters, &mut self.keys[p], w, self.as_stream);
+                            register(
+                                &mut g.waiters,
+                                &mut self.keys[p],
+                                w,
+                                self.as_stream,
+                                &mut spent,
+                            );
                             // Cancelled by whatever this poll returns, even a message
                             // from a later partition: a registration left behind would
                             // take a wake-up meant for the member that gets this
@@ -653,11 +661,12 @@ impl<T> Consumer<T> {
             return Poll::Ready(Err(RecvError::Closed));
         }
         if let Some(w) = waker {
+            let mut spent = SpentWakers::new();
             self.group
                 .members
                 .lock()
                 .idle
-                .register(&mut self.idle_key, w);
+                .register(&mut self.idle_key, w, &mut spent);
             // Re-check after registering: a rebalance or the last drain may have just
             // happened, and its wake-up would have missed us.
             if self.group.epoch.load(Ordering::Acquire) != self.epoch
@@ -691,6 +700,8 @@ impl<T> Consumer<T> {
         let mut single = None;
         // No clock reading: a pool is only used without a TTL, so nothing here expires
         // (and the clock must not be read under the pool's lock anyway).
+        // Wakers let go of under either lock, dropped after both.
+        let mut spent = SpentWakers::new();
         let mut pool = pool.lock_for(buf.is_some());
         if pool.refills != self.pool_refill {
             self.pool_refill = pool.refills;
@@ -815,7 +826,7 @@ impl<T> Consumer<T> {
                     let more = log.fetched(cursor) < log.high;
                     if let Some(g) = log.group(id) {
                         // A wake-up this member used goes on when messages remain.
-                        if g.waiters.settle(self.keys[0]) && more {
+                        if g.waiters.settle(self.keys[0], &mut spent) && more {
                             g.waiters.notify_one(&mut wl);
                         }
                     }
@@ -844,7 +855,7 @@ impl<T> Consumer<T> {
             let more = !pool.buf.is_empty() || log.fetched(cursor) < log.high;
             let mut unwoken = false;
             if let Some(g) = log.group(id) {
-                g.waiters.settle(self.keys[0]);
+                g.waiters.settle(self.keys[0], &mut spent);
                 if more && g.waiters.waiting() > 0 {
                     // The pool has messages again: every member waiting may take one.
                     unwoken = g.waiters.notify_all(&mut wl);
@@ -874,7 +885,13 @@ impl<T> Consumer<T> {
         }
         if let Some(w) = waker {
             if let Some(g) = log.group(id) {
-                register(&mut g.waiters, &mut self.keys[0], w, self.as_stream);
+                register(
+                    &mut g.waiters,
+                    &mut self.keys[0],
+                    w,
+                    self.as_stream,
+                    &mut spent,
+                );
             }
         }
         drop(log);
@@ -910,11 +927,12 @@ impl<T> Consumer<T> {
     /// Parks a member that has nothing to read on its partitions until a rebalance or
     /// the group's drain; returns `true` if it should poll again at once.
     pub(crate) fn park_idle(&mut self, waker: &Waker) -> bool {
+        let mut spent = SpentWakers::new();
         self.group
             .members
             .lock()
             .idle
-            .register(&mut self.idle_key, waker);
+            .register(&mut self.idle_key, waker, &mut spent);
         self.group.epoch.load(Ordering::Acquire) != self.epoch
             || (self.shared.is_closed() && self.group_drained())
     }
@@ -950,8 +968,13 @@ impl<T> Consumer<T> {
             return;
         }
         self.waiting = false;
+        let mut spent = SpentWakers::new();
         if self.idle_key.is_some() {
-            self.group.members.lock().idle.settle(self.idle_key);
+            self.group
+                .members
+                .lock()
+                .idle
+                .settle(self.idle_key, &mut spent);
         }
         for p in 0..self.keys.len() {
             if self.keys[p].is_some() && settled != Some(p) {
@@ -959,7 +982,7 @@ impl<T> Consumer<T> {
                 let mut log = self.shared.parts[p].log.lock();
                 let high = log.high;
                 if let Some(g) = log.group(self.group.ids[p]) {
-                    if g.waiters.settle(self.keys[p]) {
+                    if g.waiters.settle(self.keys[p], &mut spent) {
                         g.waiters.notify_one(&mut wl);
                     }
                     g.keep_watch(high, &mut wl);
@@ -1055,11 +1078,12 @@ fn register(
     key: &mut Option<WaitKey>,
     waker: &Waker,
     as_stream: bool,
+    spent: &mut SpentWakers,
 ) {
     if as_stream {
-        waiters.register_extra(key, waker);
+        waiters.register_extra(key, waker, spent);
     } else {
-        waiters.register(key, waker);
+        waiters.register(key, waker, spent);
     }
 }
 

@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 
 use crate::config::Overflow;
 use crate::sync::{Arc, AtomicUsize, Ordering, Padded};
-use crate::wait::{WaitKey, WaiterList, WakeList};
+use crate::wait::{SpentWakers, WaitKey, WaiterList, WakeList};
 
 /// A retained message.
 #[derive(Debug)]
@@ -973,11 +973,16 @@ impl<T> Log<T> {
     }
 
     /// Removes a wait registration from `list`, passing an unconsumed notification on to
-    /// the next waiter of the same list. The removed waker goes to `out` to be dropped
-    /// after unlocking (waking it is harmless: its owner is gone or not waiting).
-    pub(crate) fn unregister(list: &mut WaiterList, key: &mut Option<WaitKey>, out: &mut WakeList) {
+    /// the next waiter of the same list (into `out`). The removed waker goes to `spent`,
+    /// to be dropped after unlocking.
+    pub(crate) fn unregister(
+        list: &mut WaiterList,
+        key: &mut Option<WaitKey>,
+        out: &mut WakeList,
+        spent: &mut SpentWakers,
+    ) {
         let (notified, waker) = list.remove(key);
-        drop(waker);
+        spent.keep(waker);
         if notified {
             list.notify_one(out);
         }

@@ -17,7 +17,7 @@ use crate::log::{Dest, Entry, Fetcher, Log, Read};
 use crate::message::Message;
 use crate::sync::{Arc, AtomicUsize, Ordering, Padded};
 use crate::topic::{Shared, Topic};
-use crate::wait::{WaitKey, WakeList};
+use crate::wait::{SpentWakers, WaitKey, WakeList};
 
 pub(crate) fn to_message<T>(
     p: usize,
@@ -361,6 +361,8 @@ impl<T> Subscriber<T> {
             if release {
                 sp.released.clear();
             }
+            // Declared before the lock: what it keeps is dropped after it.
+            let mut spent = SpentWakers::new();
             let mut wl = WakeList::new();
             // The topic's only subscriber, waiting in an async receive, takes the lock
             // at once: then the holder is most likely a publisher, whose holds last one
@@ -409,7 +411,7 @@ impl<T> Subscriber<T> {
                         None => e,
                     };
                     sp.fetched = Some(log.fetched(sp.cursor));
-                    log.subs.settle(sp.key);
+                    log.subs.settle(sp.key, &mut spent);
                     shared.reader_advanced(&mut log, &mut wl);
                     drop(log);
                     sp.released.clear();
@@ -421,7 +423,7 @@ impl<T> Subscriber<T> {
                 }
                 Read::Lagged(missed) => {
                     sp.fetched = Some(log.fetched(sp.cursor));
-                    log.subs.settle(sp.key);
+                    log.subs.settle(sp.key, &mut spent);
                     shared.reader_advanced(&mut log, &mut wl);
                     drop(log);
                     sp.released.clear();
@@ -433,7 +435,7 @@ impl<T> Subscriber<T> {
                     if !log.closed {
                         all_closed = false;
                         if let Some(w) = waker {
-                            log.subs.register(&mut sp.key, w);
+                            log.subs.register(&mut sp.key, w, &mut spent);
                             // Cancelled by whatever this poll returns, even a message
                             // from a later partition (no stray wake-up left behind).
                             self.waiting = true;
@@ -504,6 +506,7 @@ impl<T> Subscriber<T> {
             }
             let now = *now.get_or_insert_with(|| shared.now());
             let mut dead = Vec::new();
+            let mut spent = SpentWakers::new();
             let mut wl = WakeList::new();
             let mut log = shared.parts[sp.p].log.lock_now();
             sp.acted = 0;
@@ -523,7 +526,7 @@ impl<T> Subscriber<T> {
                     }
                     Read::Lagged(missed) => {
                         sp.fetched = Some(log.fetched(sp.cursor));
-                        log.subs.settle(sp.key);
+                        log.subs.settle(sp.key, &mut spent);
                         shared.reader_advanced(&mut log, &mut wl);
                         drop(log);
                         self.cancel_wait();
@@ -534,7 +537,7 @@ impl<T> Subscriber<T> {
             }
             sp.fetched = Some(log.fetched(sp.cursor));
             if drained || log.cursor(sp.cursor) != old {
-                log.subs.settle(sp.key);
+                log.subs.settle(sp.key, &mut spent);
                 settled = Some(sp.p);
                 shared.reader_advanced(&mut log, &mut wl);
                 self.next = idx + 1;
@@ -543,7 +546,7 @@ impl<T> Subscriber<T> {
                 all_closed = false;
                 if got == 0 {
                     if let Some(w) = waker {
-                        log.subs.register(&mut sp.key, w);
+                        log.subs.register(&mut sp.key, w, &mut spent);
                         self.waiting = true;
                     }
                 }
@@ -575,9 +578,14 @@ impl<T> Subscriber<T> {
             return;
         }
         self.waiting = false;
+        let mut spent = SpentWakers::new();
         for sp in &self.parts {
             if sp.key.is_some() && settled != Some(sp.p) {
-                self.shared.parts[sp.p].log.lock().subs.settle(sp.key);
+                self.shared.parts[sp.p]
+                    .log
+                    .lock()
+                    .subs
+                    .settle(sp.key, &mut spent);
             }
         }
     }

@@ -24,7 +24,7 @@ use crate::log::Log;
 use crate::message::Receipt;
 use crate::route::{key_partition, Router};
 use crate::sync::{Arc, AtomicUsize, Mutex, MutexGuard, Ordering, Padded};
-use crate::wait::{WaitKey, WakeList};
+use crate::wait::{SpentWakers, WaitKey, WakeList};
 
 /// Encodes a wake position for [`Partition::wake_at`] as its low bits plus one, never 0
 /// (the one position that would wrap to 0 is stored one lower, which is only earlier).
@@ -221,14 +221,15 @@ impl<T> Shared<T> {
         waker: &Waker,
         now: u64,
     ) {
-        log.pubs.register_needing(key, waker, need);
+        let mut spent = SpentWakers::new();
+        log.pubs.register_needing(key, waker, need, &mut spent);
         let alarm = self.expiry_alarm(&mut log, now, waker, *key);
         drop(log);
         self.arm_expiry_alarm(alarm);
     }
 
-    /// Parks a publisher needing `need` slots of partition `p` (its log locked); wakers
-    /// of other publishers go to `wl`.
+    /// Parks a publisher needing `need` slots of partition `p` (its log locked, the
+    /// publisher just registered on `log.pubs`); wakers of other publishers go to `wl`.
     ///
     /// Returns `false` if room appeared meanwhile (the caller retries at once): a reader
     /// may have handed over read-ahead messages without the lock. The wake position is
@@ -245,11 +246,8 @@ impl<T> Shared<T> {
         p: usize,
         log: &mut Log<T>,
         need: u64,
-        key: &mut Option<WaitKey>,
-        waker: &Waker,
         wl: &mut WakeList,
     ) -> bool {
-        log.pubs.register_needing(key, waker, need);
         self.parts[p]
             .wake_at
             .0
@@ -454,7 +452,7 @@ impl<T> Shared<T> {
         if let (Some(place), false) = (place, log.expiry_alarms.is_empty()) {
             Self::drop_expiry_alarm(log, place, &mut spent.alarms);
         }
-        spent.waker = registered;
+        spent.wakers.keep(registered);
     }
 
     /// After a publish: if publishers are parked, the next one gets its turn when room is
@@ -600,7 +598,7 @@ impl<T> Shared<T> {
             let mut log = self.parts[p].log.lock();
             self.expire(&mut log, now, &mut wl, &mut dead);
             if log.closed {
-                Log::<T>::unregister(&mut log.pubs, key, &mut wl);
+                Log::<T>::unregister(&mut log.pubs, key, &mut wl, &mut spent.wakers);
                 return Attempt::Done(Err(PublishError::Closed(v)));
             }
             if let Some(w) = waker {
@@ -622,7 +620,8 @@ impl<T> Shared<T> {
                     }
                     Err(back) => match waker {
                         Some(w) if self.overflow == Overflow::Block => {
-                            if self.park_publisher(p, &mut log, 1, key, w, &mut wl) {
+                            log.pubs.register_needing(key, w, 1, &mut spent.wakers);
+                            if self.park_publisher(p, &mut log, 1, &mut wl) {
                                 let alarm = self.expiry_alarm(&mut log, now, w, *key);
                                 drop(log);
                                 self.arm_expiry_alarm(alarm);
@@ -631,7 +630,7 @@ impl<T> Shared<T> {
                             v = back;
                         }
                         _ => {
-                            Log::<T>::unregister(&mut log.pubs, key, &mut wl);
+                            Log::<T>::unregister(&mut log.pubs, key, &mut wl, &mut spent.wakers);
                             return Attempt::Done(Err(PublishError::Full(back)));
                         }
                     },
@@ -679,10 +678,11 @@ impl<T> Shared<T> {
         let n = batch.len();
         if n as u64 > self.capacity as u64 {
             // It could never fit; but a closed topic says so first, as for any publish.
+            let mut spent = SpentWakers::new();
             let mut log = self.parts[p].log.lock_now();
             if log.closed {
                 let mut wl = WakeList::new();
-                Log::<T>::unregister(&mut log.pubs, key, &mut wl);
+                Log::<T>::unregister(&mut log.pubs, key, &mut wl, &mut spent);
                 drop(log);
                 wl.wake_all();
                 return Attempt::Done(Err(PublishError::Closed(batch)));
@@ -700,7 +700,7 @@ impl<T> Shared<T> {
             let mut log = self.parts[p].log.lock_now();
             self.expire(&mut log, now, &mut wl, &mut olds);
             if log.closed {
-                Log::<T>::unregister(&mut log.pubs, key, &mut wl);
+                Log::<T>::unregister(&mut log.pubs, key, &mut wl, &mut spent.wakers);
                 return Attempt::Done(Err(PublishError::Closed(batch)));
             }
             if n == 0 {
@@ -725,7 +725,9 @@ impl<T> Shared<T> {
                     }
                     None => match waker {
                         Some(w) if self.overflow == Overflow::Block => {
-                            if self.park_publisher(p, &mut log, n as u64, key, w, &mut wl) {
+                            log.pubs
+                                .register_needing(key, w, n as u64, &mut spent.wakers);
+                            if self.park_publisher(p, &mut log, n as u64, &mut wl) {
                                 let alarm = self.expiry_alarm(&mut log, now, w, *key);
                                 drop(log);
                                 self.arm_expiry_alarm(alarm);
@@ -733,7 +735,7 @@ impl<T> Shared<T> {
                             }
                         }
                         _ => {
-                            Log::<T>::unregister(&mut log.pubs, key, &mut wl);
+                            Log::<T>::unregister(&mut log.pubs, key, &mut wl, &mut spent.wakers);
                             return Attempt::Done(Err(PublishError::Full(batch)));
                         }
                     },
@@ -860,12 +862,13 @@ struct Expiry {
     spent: Vec<Alarm>,
 }
 
-/// What a publisher that got on after parking leaves behind under the lock: its waker and
-/// its TTL alarm, dropped after it (the alarm withdraws its timer wake-up then).
+/// What a publish leaves behind under the lock, dropped after it: the TTL alarm of a
+/// publisher that got on after parking (which withdraws its timer wake-up then), and the
+/// wakers let go of (its own, one it replaced).
 #[derive(Default)]
 struct Spent {
     alarms: Vec<Alarm>,
-    waker: Option<Waker>,
+    wakers: SpentWakers,
 }
 
 /// [`Shared::poll_publish`] or [`Shared::poll_publish_batch`], for code shared by both.

@@ -105,9 +105,16 @@ impl WaiterList {
     ///
     /// Registering a key that is already waiting only refreshes its waker, keeping its
     /// place in the queue.
+    ///
+    /// A waker it replaces goes to `spent`, to be dropped after the lock.
     #[inline]
-    pub(crate) fn register(&mut self, key: &mut Option<WaitKey>, waker: &Waker) {
-        self.register_as(key, waker, false, 1, None);
+    pub(crate) fn register(
+        &mut self,
+        key: &mut Option<WaitKey>,
+        waker: &Waker,
+        spent: &mut SpentWakers,
+    ) {
+        self.register_as(key, waker, false, 1, None, spent);
     }
 
     /// [`WaiterList::register`] for a waiter that its own timer wakes by clock time
@@ -119,14 +126,21 @@ impl WaiterList {
         key: &mut Option<WaitKey>,
         waker: &Waker,
         alarm: Option<u64>,
+        spent: &mut SpentWakers,
     ) {
-        self.register_as(key, waker, false, 1, alarm);
+        self.register_as(key, waker, false, 1, alarm, spent);
     }
 
     /// [`WaiterList::register`] for a waiter that waits for `need` of something (a
     /// publisher for `need` free slots): see [`WaiterList::notify_fitting`].
-    pub(crate) fn register_needing(&mut self, key: &mut Option<WaitKey>, waker: &Waker, need: u64) {
-        self.register_as(key, waker, false, need, None);
+    pub(crate) fn register_needing(
+        &mut self,
+        key: &mut Option<WaitKey>,
+        waker: &Waker,
+        need: u64,
+        spent: &mut SpentWakers,
+    ) {
+        self.register_as(key, waker, false, need, None, spent);
     }
 
     /// [`WaiterList::register`] for a waiter that may stop waiting without telling: a
@@ -137,8 +151,13 @@ impl WaiterList {
     /// [`WaiterList::notify_one`] goes on to the next waiter as well, so a wake-up meant
     /// for one member never ends with one that is no longer listening. Once woken it is
     /// [`SlotState::Idle`], holding no notification to pass on.
-    pub(crate) fn register_extra(&mut self, key: &mut Option<WaitKey>, waker: &Waker) {
-        self.register_as(key, waker, true, 1, None);
+    pub(crate) fn register_extra(
+        &mut self,
+        key: &mut Option<WaitKey>,
+        waker: &Waker,
+        spent: &mut SpentWakers,
+    ) {
+        self.register_as(key, waker, true, 1, None, spent);
     }
 
     fn register_as(
@@ -148,6 +167,7 @@ impl WaiterList {
         extra: bool,
         need: u64,
         alarm: Option<u64>,
+        spent: &mut SpentWakers,
     ) {
         let index = match *key {
             Some(WaitKey(i)) => i,
@@ -183,7 +203,7 @@ impl WaiterList {
         self.alarm_bound = self.alarm_bound.max(alarm.unwrap_or(u64::MAX));
         match &slot.waker {
             Some(w) if w.will_wake(waker) => {}
-            _ => slot.waker = Some(waker.clone()),
+            _ => spent.keep(slot.waker.replace(waker.clone())),
         }
         if was != SlotState::Waiting {
             debug_assert_ne!(was, SlotState::Free);
@@ -214,10 +234,10 @@ impl WaiterList {
     /// Marks the registration as served (no longer waiting, notification consumed),
     /// keeping the slot for the next wait. Returns whether it had been notified.
     ///
-    /// The stored waker is released so that a finished wait keeps no task alive. It is
-    /// dropped here, under the caller's lock: the task that owns it is the one running
-    /// this code, so this is a reference-count decrement and never frees the task.
-    pub(crate) fn settle(&mut self, key: Option<WaitKey>) -> bool {
+    /// The stored waker is released so that a finished wait keeps no task alive. It goes
+    /// to `spent`: it may be the last reference (a future polled last by another task, a
+    /// waker of the user's own making), and its drop must not run under the lock.
+    pub(crate) fn settle(&mut self, key: Option<WaitKey>, spent: &mut SpentWakers) -> bool {
         let Some(WaitKey(i)) = key else {
             return false;
         };
@@ -229,7 +249,7 @@ impl WaiterList {
             _ => {}
         }
         slot.state = SlotState::Idle;
-        slot.waker = None;
+        spent.keep(slot.waker.take());
         self.maybe_compact();
         was == SlotState::Notified
     }
@@ -460,6 +480,47 @@ impl WaiterList {
 /// How many wakers a [`WakeList`] holds.
 const WAKE_LIST: usize = 32;
 
+/// Wakers let go of under a lock, to be dropped after it is released.
+///
+/// A waker's last drop runs code of its owner's (a custom [`Wake`](alloc::task::Wake)
+/// type's `Drop`, a task's deallocation), and memq runs no user code under its locks: a
+/// `Drop` that calls back into the same topic would deadlock on it. Declare the bin before
+/// the lock's guard, so that it is dropped after the guard. The first waker is kept inline
+/// (a served wait lets go of one on every wake-up): only a second one allocates.
+#[derive(Default)]
+pub(crate) struct SpentWakers {
+    first: Option<Waker>,
+    more: Vec<Waker>,
+}
+
+impl core::fmt::Debug for SpentWakers {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let len = usize::from(self.first.is_some()) + self.more.len();
+        f.debug_struct("SpentWakers").field("len", &len).finish()
+    }
+}
+
+impl SpentWakers {
+    pub(crate) const fn new() -> Self {
+        Self {
+            first: None,
+            more: Vec::new(),
+        }
+    }
+
+    /// Keeps `waker` (if any) until the bin is dropped.
+    #[inline]
+    pub(crate) fn keep(&mut self, waker: Option<Waker>) {
+        if let Some(w) = waker {
+            if self.first.is_none() {
+                self.first = Some(w);
+            } else {
+                self.more.push(w);
+            }
+        }
+    }
+}
+
 /// Wakers taken under a lock, to be woken after it is released.
 ///
 /// Fixed capacity on the stack: a caller that fills it releases the lock, wakes, and
@@ -561,8 +622,8 @@ mod tests {
         let mut list = WaiterList::new();
         let (a, wa, mut ka) = waiter();
         let (b, wb, mut kb) = waiter();
-        list.register_timed(&mut ka, &wa, Some(10));
-        list.register_timed(&mut kb, &wb, Some(20));
+        list.register_timed(&mut ka, &wa, Some(10), &mut SpentWakers::new());
+        list.register_timed(&mut kb, &wb, Some(20), &mut SpentWakers::new());
         // Both timers ring by 20: nobody is woken, however often it is asked.
         for _ in 0..3 {
             assert_eq!(uncovered(&mut list, 20), 0);
@@ -573,20 +634,20 @@ mod tests {
         assert_eq!((woken(&a), woken(&b)), (0, 1));
         // That scan saw everyone, so the bound is a's 10 now. b comes back with a later
         // timer, and a without one: each raises it, and each is woken.
-        assert!(list.settle(kb));
-        list.register_timed(&mut kb, &wb, Some(30));
+        assert!(list.settle(kb, &mut SpentWakers::new()));
+        list.register_timed(&mut kb, &wb, Some(30), &mut SpentWakers::new());
         assert_eq!(uncovered(&mut list, 25), 1);
         assert_eq!((woken(&a), woken(&b)), (0, 2));
-        list.register_timed(&mut ka, &wa, None);
+        list.register_timed(&mut ka, &wa, None, &mut SpentWakers::new());
         assert_eq!(uncovered(&mut list, u64::MAX - 1), 1);
         assert_eq!((woken(&a), woken(&b)), (1, 2));
         assert_eq!(list.waiting(), 0);
         assert_eq!(uncovered(&mut list, 0), 0);
         // A waiter that leaves takes nothing with it: the bound only ever errs high.
-        list.settle(ka);
-        list.settle(kb);
-        list.register_timed(&mut ka, &wa, Some(5));
-        list.register_timed(&mut kb, &wb, Some(50));
+        list.settle(ka, &mut SpentWakers::new());
+        list.settle(kb, &mut SpentWakers::new());
+        list.register_timed(&mut ka, &wa, Some(5), &mut SpentWakers::new());
+        list.register_timed(&mut kb, &wb, Some(50), &mut SpentWakers::new());
         list.remove(&mut kb);
         assert_eq!(uncovered(&mut list, 10), 0);
         assert_eq!(uncovered(&mut list, 4), 1);
@@ -598,8 +659,8 @@ mod tests {
         let mut list = WaiterList::new();
         let (a, wa, mut ka) = waiter();
         let (b, wb, mut kb) = waiter();
-        list.register_timed(&mut ka, &wa, Some(u64::MAX));
-        list.register_timed(&mut kb, &wb, None);
+        list.register_timed(&mut ka, &wa, Some(u64::MAX), &mut SpentWakers::new());
+        list.register_timed(&mut kb, &wb, None, &mut SpentWakers::new());
         assert_eq!(uncovered(&mut list, u64::MAX), 1);
         assert_eq!((woken(&a), woken(&b)), (0, 1));
     }
@@ -610,7 +671,7 @@ mod tests {
         let ws: Vec<_> = (0..3).map(|_| waiter()).collect();
         let mut keys: Vec<Option<WaitKey>> = vec![None; 3];
         for (k, (_, w, _)) in keys.iter_mut().zip(&ws) {
-            list.register_timed(k, w, None);
+            list.register_timed(k, w, None, &mut SpentWakers::new());
         }
         // Asked for one: the scan stops before it has seen the others.
         let mut wl = WakeList::new();

@@ -1,0 +1,193 @@
+//! memq never drops a waker under its locks: a waker's last drop runs its owner's code,
+//! and code that calls back into the same topic would deadlock on the partition's lock.
+//!
+//! Each test leaves memq holding the only reference to a waker whose drop asks the topic
+//! for its stats (which takes every partition's lock), then makes memq let go of it: by
+//! polling the same future from another task (the stored waker is replaced), by dropping
+//! the future (its registration is settled), or by dropping the reader (its registration
+//! is removed). A watchdog turns a deadlock into a failure.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Wake, Waker};
+use std::thread;
+use std::time::Duration;
+
+use memq_core::{AckConfig, ManualClock, StartAt, Topic, TopicConfig};
+
+/// A waker whose last drop reads the topic's stats, taking its partitions' locks.
+struct CallsBack(Mutex<Option<Topic<u32>>>);
+
+impl Wake for CallsBack {
+    fn wake(self: Arc<Self>) {}
+}
+
+impl Drop for CallsBack {
+    fn drop(&mut self) {
+        if let Some(topic) = self.0.lock().unwrap().take() {
+            let _ = topic.stats();
+        }
+    }
+}
+
+struct Noop;
+
+impl Wake for Noop {
+    fn wake(self: Arc<Self>) {}
+}
+
+/// Polls `fut` once with a [`CallsBack`] waker, which is then memq's alone; asserts that
+/// the future waits.
+fn park_with_calling_back_waker<F: Future + Unpin>(fut: &mut F, topic: &Topic<u32>) {
+    let waker = Waker::from(Arc::new(CallsBack(Mutex::new(Some(topic.clone())))));
+    let pending = Pin::new(fut)
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending();
+    assert!(pending, "the future was expected to wait");
+}
+
+/// Polls `fut` again from "another task": memq replaces the waker it stored.
+fn poll_from_another_task<F: Future + Unpin>(fut: &mut F) -> bool {
+    let waker = Waker::from(Arc::new(Noop));
+    Pin::new(fut)
+        .poll(&mut Context::from_waker(&waker))
+        .is_ready()
+}
+
+/// Runs `f` on a thread and fails if it does not finish (a deadlock).
+fn bounded(f: impl FnOnce() + Send + 'static) {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        f();
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(Duration::from_secs(20))
+        .expect("deadlocked: a waker was dropped while memq held the partition's lock");
+}
+
+#[test]
+fn a_subscribers_replaced_waker_is_dropped_after_the_lock() {
+    bounded(|| {
+        let topic = Topic::<u32>::with_capacity(4).unwrap();
+        let mut sub = topic.subscribe(StartAt::Latest).unwrap();
+        let mut recv = sub.recv();
+        park_with_calling_back_waker(&mut recv, &topic);
+        assert!(!poll_from_another_task(&mut recv));
+    });
+}
+
+#[test]
+fn a_cancelled_receives_waker_is_dropped_after_the_lock() {
+    bounded(|| {
+        let topic = Topic::<u32>::with_capacity(4).unwrap();
+        let mut sub = topic.subscribe(StartAt::Latest).unwrap();
+        let mut recv = sub.recv();
+        park_with_calling_back_waker(&mut recv, &topic);
+        drop(recv); // a timeout, a lost `select!`
+    });
+}
+
+#[test]
+fn a_served_receives_waker_is_dropped_after_the_lock() {
+    bounded(|| {
+        let topic = Topic::<u32>::with_capacity(4).unwrap();
+        let mut sub = topic.subscribe(StartAt::Latest).unwrap();
+        let mut recv = sub.recv();
+        park_with_calling_back_waker(&mut recv, &topic);
+        topic.try_publish(7).unwrap();
+        // Served while polled from another task: the registration is settled.
+        assert!(poll_from_another_task(&mut recv));
+    });
+}
+
+#[test]
+fn a_multi_partition_subscribers_cancelled_waker_is_dropped_after_the_lock() {
+    bounded(|| {
+        let topic = Topic::<u32>::new(TopicConfig::new(4).partitions(3)).unwrap();
+        let mut sub = topic.subscribe(StartAt::Latest).unwrap();
+        let mut recv = sub.recv();
+        park_with_calling_back_waker(&mut recv, &topic);
+        drop(recv);
+    });
+}
+
+#[test]
+fn a_group_members_replaced_and_cancelled_wakers_are_dropped_after_the_lock() {
+    bounded(|| {
+        // One partition: the group's members share a pool.
+        let topic = Topic::<u32>::with_capacity(4).unwrap();
+        let mut m = topic.group("g", StartAt::Latest).unwrap();
+        let mut recv = m.recv();
+        park_with_calling_back_waker(&mut recv, &topic);
+        assert!(!poll_from_another_task(&mut recv));
+        drop(recv);
+        let mut recv = m.recv();
+        park_with_calling_back_waker(&mut recv, &topic);
+        drop(recv);
+    });
+}
+
+#[test]
+fn a_partitioned_group_members_wakers_are_dropped_after_the_lock() {
+    bounded(|| {
+        let topic = Topic::<u32>::new(TopicConfig::new(4).partitions(3)).unwrap();
+        let mut m = topic.group("g", StartAt::Latest).unwrap();
+        let mut recv = m.recv();
+        park_with_calling_back_waker(&mut recv, &topic);
+        assert!(!poll_from_another_task(&mut recv));
+        drop(recv);
+        let mut recv = m.recv();
+        park_with_calling_back_waker(&mut recv, &topic);
+        // The registration stays; dropping the member removes it.
+        std::mem::forget(recv);
+        drop(m);
+    });
+}
+
+#[test]
+fn an_ack_members_replaced_and_cancelled_wakers_are_dropped_after_the_lock() {
+    bounded(|| {
+        let clock = Arc::new(ManualClock::new());
+        let topic = Topic::<u32>::new(TopicConfig::new(4).clock(clock)).unwrap();
+        let mut m = topic
+            .group_acked("g", StartAt::Latest, AckConfig::new())
+            .unwrap();
+        let mut recv = m.recv();
+        park_with_calling_back_waker(&mut recv, &topic);
+        assert!(!poll_from_another_task(&mut recv));
+        drop(recv);
+        let mut recv = m.recv();
+        park_with_calling_back_waker(&mut recv, &topic);
+        drop(recv);
+    });
+}
+
+#[test]
+fn a_parked_publishers_replaced_waker_is_dropped_after_the_lock() {
+    bounded(|| {
+        let topic = Topic::<u32>::with_capacity(1).unwrap();
+        let _slow = topic.subscribe(StartAt::Earliest).unwrap();
+        topic.try_publish(0).unwrap();
+        let mut publish = topic.publish(1);
+        park_with_calling_back_waker(&mut publish, &topic);
+        assert!(!poll_from_another_task(&mut publish));
+        let mut batch = topic.publish_batch(vec![2]);
+        park_with_calling_back_waker(&mut batch, &topic);
+        assert!(!poll_from_another_task(&mut batch));
+    });
+}
+
+#[test]
+fn a_parked_publishers_waker_is_dropped_after_the_lock_when_it_finds_the_topic_closed() {
+    bounded(|| {
+        let topic = Topic::<u32>::with_capacity(1).unwrap();
+        let _slow = topic.subscribe(StartAt::Earliest).unwrap();
+        topic.try_publish(0).unwrap();
+        let mut publish = topic.publish(1);
+        park_with_calling_back_waker(&mut publish, &topic);
+        topic.close();
+        assert!(poll_from_another_task(&mut publish));
+    });
+}
