@@ -16,18 +16,36 @@ skip() {
     MEMQ_SKIPPED+=("$1: $2")
 }
 
-# ensure_target TRIPLE [TOOLCHAIN]
+# The toolchain a plain `cargo` runs here (rustup's default, or RUSTUP_TOOLCHAIN, or a
+# toolchain file): the stages that do not ask for nightly build with it, so what they need
+# is installed into it, whatever it is called (`stable`, `1.95.0`, ...).
+active_toolchain() {
+    local tc
+    tc=$(rustup show active-toolchain 2>/dev/null | awk 'NR == 1 { print $1 }')
+    echo "${tc:-stable}"
+}
+
+# ensure_target TRIPLE [TOOLCHAIN]: TOOLCHAIN defaults to the active one.
 ensure_target() {
-    local tc=${2:-stable}
+    local tc=${2:-$(active_toolchain)}
     rustup +"$tc" target list --installed 2>/dev/null | grep -qx "$1" ||
         run rustup +"$tc" target add "$1"
 }
 
 # ensure_component NAME [TOOLCHAIN]: returns non-zero if it cannot be installed.
 ensure_component() {
-    local tc=${2:-stable}
+    local tc=${2:-$(active_toolchain)}
     rustup +"$tc" component list --installed 2>/dev/null | grep -q "^$1" ||
         rustup +"$tc" component add "$1"
+}
+
+# What the stable-side stages (lint, tests, no_std, features) need of the toolchain. Each
+# of them asks, so that it also works alone (`scripts/check lint`); once installed, asking
+# costs a fraction of a second.
+ensure_toolchain_pieces() {
+    ensure_component rustfmt
+    ensure_component clippy
+    ensure_target thumbv7em-none-eabi
 }
 
 # has_nightly: whether a nightly toolchain is available (installing it if possible; what
@@ -78,9 +96,9 @@ ensure_apt() {
 
 # The whole run's time budget: a step run with `bounded` is cut off when its own limit
 # or what is left of the budget runs out, whichever comes first, so that a hang fails the
-# run with a clear message well before CI's limit (90 minutes) kills it. A normal run
-# takes about 27 minutes on 2 cores.
-MEMQ_BUDGET=${MEMQ_BUDGET:-4800}
+# run with a clear message before an hour has gone (CI's own limit is 90 minutes). A
+# normal run takes about 16 minutes on 2 cores.
+MEMQ_BUDGET=${MEMQ_BUDGET:-3300}
 MEMQ_T0=$SECONDS
 
 # bounded SECS CMD...: runs CMD under `timeout` (and kills it 30 s later if it ignores

@@ -160,6 +160,12 @@ impl Impl {
         Impl::MemqRelease,
     ];
 
+    /// Whether this row is memq's own: every memq topic here is `Block`, so it must deliver
+    /// every message exactly once, and perf_runner fails if it does not.
+    pub fn is_memq(self) -> bool {
+        matches!(self, Impl::Memq | Impl::MemqThreads | Impl::MemqRelease)
+    }
+
     /// Name printed in the table and accepted on the command line.
     pub fn name(self) -> &'static str {
         match self {

@@ -1,4 +1,4 @@
-# Toolchain pieces every later stage needs.
-run ensure_component rustfmt
-run ensure_component clippy
-run ensure_target thumbv7em-none-eabi
+# Toolchain pieces every later stage needs (each stage that needs them asks again, so
+# that it also runs alone). They go into the active toolchain, which plain cargo uses.
+note "active toolchain: $(active_toolchain)"
+run ensure_toolchain_pieces

@@ -1,5 +1,6 @@
 # Formatting, lints and docs: all must be clean. The committed lock files must be current
 # (no version is picked at run time).
+ensure_toolchain_pieces
 run cargo metadata --locked --format-version 1 >/dev/null
 run cargo metadata --locked --format-version 1 --manifest-path checks/no_std/Cargo.toml >/dev/null
 run cargo fmt --all -- --check

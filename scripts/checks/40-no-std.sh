@@ -1,4 +1,5 @@
 # memq-core on bare metal: no std anywhere in its tree, and a program using it links.
+ensure_toolchain_pieces
 run cargo build -p memq-core --no-default-features --target thumbv7em-none-eabi
 run cargo build -p memq-core --no-default-features --features postcard --target thumbv7em-none-eabi
 # Each package with its features, `name version|feature,feature`: none may have `std` on.

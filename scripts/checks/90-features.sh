@@ -4,6 +4,7 @@
 #
 # No `--no-dev-deps`: it rewrites the manifests while it runs, and with resolver 2 a
 # library check never sees dev-dependency features anyway.
+ensure_toolchain_pieces
 features_tool() { # NAME VERSION: installs a pinned cargo subcommand if missing.
     cargo install --list | grep -q "^$1 v$2:" || run cargo install --locked "$1" --version "=$2"
 }
@@ -11,6 +12,9 @@ if features_tool cargo-hack 0.6.46; then
     run cargo hack clippy --workspace --feature-powerset --depth 2 -- -D warnings
     run cargo hack build -p memq-core --target thumbv7em-none-eabi \
         --feature-powerset --exclude-features std,default
+elif ! ensure_apt python3 python3; then
+    skip "feature combinations" \
+        "neither cargo-hack 0.6.46 nor python3 (to list the features without it) can be had"
 else
     skip "cargo-hack" "could not install cargo-hack 0.6.46: checking each feature alone instead"
     for pkg in memq-core memq; do
@@ -33,6 +37,7 @@ for p in json.load(sys.stdin)["packages"]:
 fi
 # The doc examples without the default features: an example that needs `std` (a clock, the
 # blocking API, the pools) must say so, or it fails to build or run here.
+# Bounded: they block on futures and use the blocking API, so a lost wake-up would hang.
 for pkg in memq-core memq; do
-    run cargo test -p "$pkg" --no-default-features --doc
+    bounded 600 cargo test -p "$pkg" --no-default-features --doc
 done
