@@ -577,7 +577,8 @@ typedef struct memq_group_stats {
      */
     size_t members;
     /**
-     * Messages published but not yet delivered to the group, over all partitions.
+     * Messages past the group's committed position, over all partitions: not yet
+     * delivered, and in an explicit-ack group also delivered but not yet settled.
      */
     uint64_t lag;
     /**

@@ -320,7 +320,8 @@ impl<T> AckConfig<T> {
         }
     }
 
-    /// How long a delivery may stay unacknowledged before it returns to the group.
+    /// How long a delivery may stay unacknowledged before it returns to the group. Must
+    /// be longer than zero ([`Error::ZeroAckWait`] on joining the group).
     pub fn ack_wait(mut self, ack_wait: Duration) -> Self {
         self.ack_wait = ack_wait;
         self
@@ -337,8 +338,11 @@ impl<T> AckConfig<T> {
     /// (nacked, or its lease run out) is therefore delivered again and again ahead of
     /// everything behind it in its partition: set one of the two where a handler can
     /// fail for good.
+    ///
+    /// At least 1 ([`Error::ZeroMaxDeliveries`] on joining the group); no limit unless
+    /// set.
     pub fn max_deliveries(mut self, max: u32) -> Self {
-        self.max_deliveries = Some(max.max(1));
+        self.max_deliveries = Some(max);
         self
     }
 
@@ -431,6 +435,12 @@ impl<T> AckSettings<T> {
     ) -> Result<Self, Error> {
         if config.max_in_flight == 0 {
             return Err(Error::ZeroInFlight);
+        }
+        if config.ack_wait.is_zero() {
+            return Err(Error::ZeroAckWait);
+        }
+        if config.max_deliveries == Some(0) {
+            return Err(Error::ZeroMaxDeliveries);
         }
         let clock = match (config.clock, topic_clock) {
             // A clock of the group's own is anchored here; the topic's (next arm) was
@@ -752,9 +762,10 @@ impl<T> Topic<T> {
     ///
     /// # Errors
     ///
-    /// [`Error::GroupModeMismatch`] if `name` is an automatic-commit group,
-    /// [`Error::ZeroInFlight`], [`Error::ClockRequired`] (without `std` and without a
-    /// clock), or [`Error::OffsetOutOfRange`] for a start past the end.
+    /// [`Error::GroupModeMismatch`] if `name` is an automatic-commit group;
+    /// [`Error::ZeroInFlight`], [`Error::ZeroAckWait`] or [`Error::ZeroMaxDeliveries`]
+    /// for a zero in `config`; [`Error::ClockRequired`] (without `std` and without a
+    /// clock); or [`Error::OffsetOutOfRange`] for a start past the end.
     pub fn group_acked(
         &self,
         name: &str,

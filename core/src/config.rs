@@ -140,7 +140,8 @@ impl TopicConfig {
         self
     }
 
-    /// Sets how long a message is retained; readers skip older ones. Needs a clock.
+    /// Sets how long a message is retained; readers skip older ones. Needs a clock, and
+    /// must be longer than zero ([`Error::ZeroTtl`] when the topic is made).
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.ttl = Some(ttl);
         self
@@ -254,6 +255,9 @@ impl TopicConfig {
         }
         if self.ttl.is_some() && self.clock.is_none() {
             return Err(Error::TtlWithoutClock);
+        }
+        if self.ttl == Some(Duration::ZERO) {
+            return Err(Error::ZeroTtl);
         }
         Ok(())
     }

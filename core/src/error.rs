@@ -205,6 +205,13 @@ pub enum Error {
     ClockRequired,
     /// `max_in_flight` must be at least 1.
     ZeroInFlight,
+    /// A TTL must be longer than zero (a message would expire as it is published).
+    ZeroTtl,
+    /// `ack_wait` must be longer than zero (every lease would have run out when handed
+    /// out, and the message go to another member at once).
+    ZeroAckWait,
+    /// `max_deliveries` must be at least 1 (leave it unset for no limit).
+    ZeroMaxDeliveries,
 }
 
 impl fmt::Display for Error {
@@ -251,6 +258,11 @@ impl fmt::Display for Error {
             }
             Self::ClockRequired => f.write_str("explicit acknowledgements need a clock"),
             Self::ZeroInFlight => f.write_str("max_in_flight must be at least 1"),
+            Self::ZeroTtl => f.write_str("a ttl must be longer than zero"),
+            Self::ZeroAckWait => f.write_str("ack_wait must be longer than zero"),
+            Self::ZeroMaxDeliveries => {
+                f.write_str("max_deliveries must be at least 1 (unset means no limit)")
+            }
         }
     }
 }

@@ -2029,3 +2029,28 @@ fn a_deleted_groups_leftovers_never_reach_the_group_in_its_place() {
         (1, 0)
     );
 }
+
+#[test]
+fn zero_in_an_ack_config_is_an_error_not_a_different_setting() {
+    // A zero `ack_wait` would hand every message out with its lease already run out (a
+    // duplicate to the next member at once); a zero `max_deliveries` used to become 1
+    // and dead-letter on the first nack. Both are refused; nothing else changes.
+    let (_clock, topic) = setup(8);
+    let err = topic
+        .group_acked("g", StartAt::Earliest, config().ack_wait(Duration::ZERO))
+        .unwrap_err();
+    assert_eq!(err, memq_core::Error::ZeroAckWait);
+    let err = topic
+        .group_acked("g", StartAt::Earliest, config().max_deliveries(0))
+        .unwrap_err();
+    assert_eq!(err, memq_core::Error::ZeroMaxDeliveries);
+    assert!(topic.stats().groups.is_empty(), "no group was made");
+    // One delivery is a valid limit: the first nack dead-letters.
+    let mut m = topic
+        .group_acked("g", StartAt::Earliest, config().max_deliveries(1))
+        .unwrap();
+    topic.try_publish(7).unwrap();
+    m.try_recv().unwrap().nack().unwrap();
+    assert_eq!(m.try_recv().unwrap_err(), TryRecvError::Empty);
+    assert_eq!(topic.stats().groups[0].dead_lettered, 1);
+}

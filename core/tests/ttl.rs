@@ -42,6 +42,15 @@ fn ttl_without_clock_is_an_error() {
 }
 
 #[test]
+fn a_zero_ttl_is_an_error() {
+    // A message would expire as it is published: a mistake (C's "0 means none", say).
+    let clock = Arc::new(ManualClock::new());
+    let err = Topic::<u8>::new(TopicConfig::new(4).clock(clock).ttl(Duration::ZERO)).unwrap_err();
+    assert_eq!(err, Error::ZeroTtl);
+    assert_eq!(err.to_string(), "a ttl must be longer than zero");
+}
+
+#[test]
 fn manual_clock_moves_only_forward() {
     let c = ManualClock::new();
     assert_eq!(c.now(), Duration::ZERO);

@@ -152,7 +152,9 @@ impl From<Error> for memq_status {
             Error::UnknownGroup(_) => Self::UnknownGroup,
             Error::GroupModeMismatch(_) => Self::GroupModeMismatch,
             // ZeroCapacity, ZeroPartitions, TtlWithoutClock, PartitionRequired,
-            // ZeroInFlight (`max_in_flight` of 0), ClockRequired (only without `std`, so
+            // ZeroInFlight (`max_in_flight` of 0), ZeroAckWait (the C config is checked
+            // first), ZeroTtl and ZeroMaxDeliveries (0 means "none" in C, so never set),
+            // ClockRequired (only without `std`, so
             // never here: every topic of this library has a clock or gets the default
             // one), and whatever configuration errors the core adds.
             _ => Self::InvalidArgument,

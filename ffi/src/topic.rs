@@ -321,7 +321,8 @@ pub struct memq_partition_stats {
 pub struct memq_group_stats {
     /// Current members.
     pub members: usize,
-    /// Messages published but not yet delivered to the group, over all partitions.
+    /// Messages past the group's committed position, over all partitions: not yet
+    /// delivered, and in an explicit-ack group also delivered but not yet settled.
     pub lag: u64,
     /// Messages delivered to the group.
     pub delivered: u64,
