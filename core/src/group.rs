@@ -228,6 +228,8 @@ impl<T> Topic<T> {
         acks: Option<crate::ack::AckSettings<T>>,
     ) -> Result<Consumer<T>, Error> {
         let shared = &self.shared;
+        // Declared before the registry's guard: a failed creation drops it after the lock.
+        let mut acks = acks;
         let explicit = acks.is_some();
         // The topic's clock (the user's code) is read before any lock is taken.
         let now = shared.now();
@@ -239,7 +241,7 @@ impl<T> Topic<T> {
                 }
                 Some(g) => g.clone(),
                 None => {
-                    let g = Arc::new(create_group(shared, name, start, acks, now)?);
+                    let g = Arc::new(create_group(shared, name, start, &mut acks, now)?);
                     registry.push(g.clone());
                     g
                 }
@@ -339,7 +341,7 @@ fn create_group<T>(
     shared: &Shared<T>,
     name: &str,
     start: StartAt,
-    acks: Option<crate::ack::AckSettings<T>>,
+    acks: &mut Option<crate::ack::AckSettings<T>>,
     now: u64,
 ) -> Result<GroupShared<T>, Error> {
     // Check every partition first so that a failure leaves nothing attached. Offsets
@@ -383,7 +385,7 @@ fn create_group<T>(
             deleted: false,
         }),
         epoch: AtomicUsize::new(0),
-        acks,
+        acks: acks.take(),
         pool: pooled.then(|| {
             Mutex::new(Pool {
                 buf: VecDeque::new(),
@@ -1094,13 +1096,14 @@ impl<T> Drop for Consumer<T> {
                 self.unregister(p);
             }
         }
-        let deleted = {
+        // The idle waker is the user's: it is dropped after the members lock.
+        let (deleted, waker) = {
             let mut members = self.group.members.lock();
             let (_, waker) = members.idle.remove(&mut self.idle_key);
-            drop(waker);
             members.list.retain(|&m| m != self.id);
-            members.deleted
+            (members.deleted, waker)
         };
+        drop(waker);
         if !deleted {
             self.group.epoch.fetch_add(1, Ordering::AcqRel);
             self.shared.wake_group(&self.group);

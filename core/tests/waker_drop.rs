@@ -15,7 +15,8 @@ use std::task::{Context, Wake, Waker};
 use std::thread;
 use std::time::Duration;
 
-use memq_core::{AckConfig, ManualClock, StartAt, Topic, TopicConfig};
+use futures_core::Stream;
+use memq_core::{AckConfig, Clock, ManualClock, StartAt, Topic, TopicConfig};
 
 /// A waker whose last drop reads the topic's stats, taking its partitions' locks.
 struct CallsBack(Mutex<Option<Topic<u32>>>);
@@ -64,7 +65,7 @@ fn bounded(f: impl FnOnce() + Send + 'static) {
         let _ = tx.send(());
     });
     rx.recv_timeout(Duration::from_secs(20))
-        .expect("deadlocked: a waker was dropped while memq held the partition's lock");
+        .expect("deadlocked: a user value was dropped while memq held one of its locks");
 }
 
 #[test]
@@ -189,5 +190,79 @@ fn a_parked_publishers_waker_is_dropped_after_the_lock_when_it_finds_the_topic_c
         park_with_calling_back_waker(&mut publish, &topic);
         topic.close();
         assert!(poll_from_another_task(&mut publish));
+    });
+}
+
+/// A member with no partition waits on the group's idle list. Polled as a stream (whose
+/// registration outlives the `next()` call), its waker stays there until the member leaves.
+#[test]
+fn an_idle_stream_members_waker_is_dropped_after_the_members_lock() {
+    bounded(|| {
+        // 2 partitions, 3 members: one member has no partition.
+        let topic = Topic::<u32>::new(TopicConfig::new(4).partitions(2)).unwrap();
+        let mut members: Vec<_> = (0..3)
+            .map(|_| topic.group("g", StartAt::Latest).unwrap())
+            .collect();
+        for m in &mut members {
+            let waker = Waker::from(Arc::new(CallsBack(Mutex::new(Some(topic.clone())))));
+            let polled = Pin::new(m).poll_next(&mut Context::from_waker(&waker));
+            assert!(polled.is_pending());
+        }
+        // The idle member leaves first (a member leaving wakes, and so empties, the list).
+        let idle = members
+            .iter_mut()
+            .position(|m| m.assignment().is_empty())
+            .unwrap();
+        drop(members.remove(idle));
+    });
+}
+
+/// The same with `recv()` futures that are leaked, so that no cancellation settles them.
+#[test]
+fn an_idle_members_leaked_recv_waker_is_dropped_after_the_members_lock() {
+    bounded(|| {
+        let topic = Topic::<u32>::new(TopicConfig::new(4).partitions(2)).unwrap();
+        let mut members: Vec<_> = (0..3)
+            .map(|_| topic.group("g", StartAt::Latest).unwrap())
+            .collect();
+        for m in &mut members {
+            let mut recv = m.recv();
+            park_with_calling_back_waker(&mut recv, &topic);
+            std::mem::forget(recv);
+        }
+        let idle = members
+            .iter_mut()
+            .position(|m| m.assignment().is_empty())
+            .unwrap();
+        drop(members.remove(idle));
+    });
+}
+
+/// A clock whose drop lists the topic's groups (the group registry's lock).
+struct ListsGroupsOnDrop(Mutex<Option<Topic<u32>>>);
+
+impl Clock for ListsGroupsOnDrop {
+    fn now(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+impl Drop for ListsGroupsOnDrop {
+    fn drop(&mut self) {
+        if let Some(topic) = self.0.lock().unwrap().take() {
+            let _ = topic.groups();
+        }
+    }
+}
+
+/// A group that cannot be created gives back the user's settings (clock, timer,
+/// dead-letter topic) after the registry's lock, not under it.
+#[test]
+fn a_failed_group_creation_drops_the_users_settings_after_the_registry_lock() {
+    bounded(|| {
+        let topic = Topic::<u32>::with_capacity(4).unwrap();
+        let clock: Arc<dyn Clock> = Arc::new(ListsGroupsOnDrop(Mutex::new(Some(topic.clone()))));
+        let r = topic.group_acked("g", StartAt::Offset(100), AckConfig::new().clock(clock));
+        assert!(r.is_err(), "offset 100 of an empty topic is out of range");
     });
 }
