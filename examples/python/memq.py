@@ -14,8 +14,9 @@ while another thread uses them.
         ...
 
 Errors are ``MemqError`` (with ``.status``, the C status code, and the C library's
-description); ``Closed``, ``Full``, ``Timeout`` and ``Lagged`` are its subclasses for
-the statuses a program handles. A receive that times out returns ``None``.
+description); ``Closed``, ``Full``, ``Timeout``, ``Lagged`` and ``LeaseExpired`` are its
+subclasses for the statuses a program handles. A receive that times out returns ``None``.
+Arguments are checked here: what C cannot hold is a ``TypeError`` or ``ValueError``.
 
 Python handles signals between bytecodes, so Ctrl-C reaches a thread blocked in a
 receive or publish without a timeout only when that call returns; where that matters,
@@ -51,6 +52,7 @@ TIMEOUT = 2
 FULL = 3
 CLOSED = 4
 LAGGED = 5
+LEASE_EXPIRED = 16
 
 # ---- enums and flags --------------------------------------------------------------------
 OVERFLOW = {"block": 0, "drop_oldest": 1, "reject": 2}
@@ -79,6 +81,12 @@ class Full(MemqError):
 
 class Timeout(MemqError):
     """A publish waited for room for its whole ``timeout``."""
+
+
+class LeaseExpired(MemqError):
+    """A delivery's lease ran out (``ack_wait`` passed) and the message went back to the
+    group, to come again, perhaps to another member. (A settle that is late but comes
+    before memq has taken the message back still counts.)"""
 
 
 class Lagged(MemqError):
@@ -263,6 +271,7 @@ def _load():
         "memq_delivery_nack": (c_uint32, [handle]),
         "memq_delivery_nack_after": (c_uint32, [handle, c_uint64]),
         "memq_delivery_reject": (c_uint32, [handle]),
+        "memq_delivery_touch": (c_uint32, [handle]),
         "memq_delivery_free": (None, [handle]),
     }
     for name, (restype, argtypes) in sigs.items():
@@ -289,23 +298,71 @@ def _check(status, what):
         raise Full(status, what)
     if status == TIMEOUT:
         raise Timeout(status, what)
+    if status == LEASE_EXPIRED:
+        raise LeaseExpired(status, what)
     raise MemqError(status, what)
+
+
+_I64_MAX = 2**63 - 1
+_U64_MAX = 2**64 - 1
+_U32_MAX = 2**32 - 1
+_SIZE_MAX = 2 ** (8 * ctypes.sizeof(c_size_t)) - 1
+
+
+def _int_arg(value, name, low, high):
+    """``value`` as a C integer in ``[low, high]``: a ``TypeError`` for what is not an
+    integer, a ``ValueError`` out of range (ctypes would silently wrap it)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be between {low} and {high}, not {value}")
+    return value
+
+
+def _seconds(value, name):
+    """A non-negative, finite number of seconds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    if not value >= 0:  # also NaN
+        raise ValueError(f"{name} must be >= 0 seconds, not {value}")
+    return value
+
+
+def _ms_ceil(seconds, limit):
+    """Whole milliseconds, rounded up; anything past ``limit`` ms (hundreds of millions
+    of years) is ``limit``. Infinity is ``limit`` too."""
+    if seconds * 1000 >= limit:
+        return limit
+    return min(limit, int(-(-seconds * 1000 // 1)))
 
 
 def _timeout_ms(timeout):
     """``None`` waits as long as it takes (-1), else whole milliseconds, rounded up."""
     if timeout is None:
         return -1
-    if timeout < 0:
-        raise ValueError("timeout must be None or >= 0 seconds")
-    return int(-(-timeout * 1000 // 1))
+    return _ms_ceil(_seconds(timeout, "timeout"), _I64_MAX)
+
+
+def _duration_ms(seconds, name):
+    """A duration that must be positive (a TTL, an ack wait), in whole milliseconds
+    rounded up, so that a tiny one is 1 ms rather than none."""
+    if _seconds(seconds, name) == 0:
+        raise ValueError(f"{name} must be more than 0 seconds")
+    return _ms_ceil(seconds, _U64_MAX)
 
 
 def _bytes_arg(data):
     """A pointer to ``data``'s bytes for one call (no copy for ``bytes``; the caller
-    keeps the returned object alive until the call returns)."""
+    keeps the returned object alive until the call returns). Anything with the buffer
+    protocol is accepted (``bytearray``, ``memoryview``, arrays); a ``str`` or an
+    ``int`` is a ``TypeError``, not an encoding guess or a run of zero bytes."""
     if not isinstance(data, bytes):
-        data = bytes(data)
+        try:
+            data = bytes(memoryview(data))
+        except TypeError:
+            raise TypeError(
+                f"memq carries bytes: a bytes-like object is required, not {type(data).__name__}"
+            ) from None
     if not data:
         return None, 0, data
     return ctypes.cast(c_char_p(data), POINTER(c_uint8)), len(data), data
@@ -316,6 +373,7 @@ def key_partition(key, partitions):
     languages: the same routing as the Rust crates and the C ABI)."""
     buf, n, _keep = _bytes_arg(key)
     out = c_uint32()
+    partitions = _int_arg(partitions, "partitions", 0, _U32_MAX)
     _check(_lib.memq_key_partition(buf, n, partitions, byref(out)), "key_partition")
     return out.value
 
@@ -369,8 +427,8 @@ def _recv(fn, handle, timeout, what):
 def _recv_many(fn, handle, max_count, timeout, what):
     """One batch receive: up to ``max_count`` handles (an empty list on timeout); raises
     Closed / Lagged as ``_recv``."""
-    if max_count < 1:
-        raise ValueError("max_count must be at least 1")
+    # A batch is an array of handles allocated here: a million is plenty.
+    max_count = _int_arg(max_count, "max_count", 1, 1 << 20)
     out = (c_void_p * max_count)()
     count = c_size_t()
     lagged = c_uint64()
@@ -422,12 +480,12 @@ class Topic:
         self._h = None
         config = _TopicConfig()
         _check(_lib.memq_topic_config_init(byref(config)), "topic config")
-        config.capacity = capacity
-        config.partitions = partitions
+        config.capacity = _int_arg(capacity, "capacity", 0, _SIZE_MAX)
+        config.partitions = _int_arg(partitions, "partitions", 0, _U32_MAX)
         if overflow not in OVERFLOW:
             raise ValueError(f"overflow must be one of {sorted(OVERFLOW)}")
         config.overflow = OVERFLOW[overflow]
-        config.ttl_ms = 0 if ttl is None else max(1, _timeout_ms(ttl))
+        config.ttl_ms = 0 if ttl is None else _duration_ms(ttl, "ttl")
         config.flags = (TOPIC_TIMESTAMPS if timestamps else 0) | (
             TOPIC_RELEASE_ON_READ if release_on_read else 0
         )
@@ -503,7 +561,7 @@ class Topic:
         """An explicit-ack group's counters, as a dict."""
         s = _AckGroupStats()
         _check(
-            _lib.memq_topic_get_ack_group_stats(self._h, group.encode(), byref(s)),
+            _lib.memq_topic_get_ack_group_stats(self._h, _group_name(group), byref(s)),
             "ack group stats",
         )
         return {name: getattr(s, name) for name, _ in s._fields_}
@@ -536,15 +594,32 @@ def _start(start):
     return START[start]
 
 
+def _offset(offset):
+    return _int_arg(offset, "offset", 0, _U64_MAX)
+
+
+def _group_name(group):
+    if not isinstance(group, str):
+        raise TypeError(f"a group's name is a str, not {type(group).__name__}")
+    if "\0" in group:
+        raise ValueError("a group's name cannot contain NUL")
+    return group.encode()
+
+
 class _Reader:
     _recv_fn = None
     _free_fn = None
     _what = "recv"
 
     def __del__(self):
-        if getattr(self, "_h", None):
-            type(self)._free_fn(self._h)
-            self._h = None
+        self._free()
+
+    def _free(self):
+        """Frees the handle now (a group member leaves its group); only when no other
+        thread uses this reader. Later calls raise ``MemqError`` (a null handle)."""
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            type(self)._free_fn(h)
 
     def _recv_handle(self, timeout):
         return _recv(type(self)._recv_fn, self._h, timeout, self._what)
@@ -582,7 +657,7 @@ class Subscriber(_Reader):
         self._h = None
         out = c_void_p()
         _check(
-            _lib.memq_subscriber_new(topic._h, _start(start), offset, byref(out)), "subscribe"
+            _lib.memq_subscriber_new(topic._h, _start(start), _offset(offset), byref(out)), "subscribe"
         )
         self._h = out
 
@@ -605,7 +680,9 @@ class Consumer(_Reader):
         self._h = None
         out = c_void_p()
         _check(
-            _lib.memq_consumer_new(topic._h, group.encode(), _start(start), offset, byref(out)),
+            _lib.memq_consumer_new(
+                topic._h, _group_name(group), _start(start), _offset(offset), byref(out)
+            ),
             "consumer",
         )
         self._h = out
@@ -646,7 +723,13 @@ class Delivery:
         if delay is None:
             _check(_lib.memq_delivery_nack(self._h), "nack")
         else:
-            _check(_lib.memq_delivery_nack_after(self._h, _timeout_ms(delay)), "nack")
+            ms = _ms_ceil(_seconds(delay, "delay"), _U64_MAX)
+            _check(_lib.memq_delivery_nack_after(self._h, ms), "nack")
+
+    def touch(self):
+        """Still working on it: the lease now runs out ``ack_wait`` from now. Raises
+        ``LeaseExpired`` if it already ran out (the message went back to the group)."""
+        _check(_lib.memq_delivery_touch(self._h), "touch")
 
     def reject(self):
         """Never to be done: it is not delivered again, and is dropped and counted as
@@ -673,15 +756,20 @@ class AckConsumer(_Reader):
         config = _AckConfig()
         _check(_lib.memq_ack_config_init(byref(config)), "ack config")
         if ack_wait is not None:
-            config.ack_wait_ms = max(1, _timeout_ms(ack_wait))
+            config.ack_wait_ms = _duration_ms(ack_wait, "ack_wait")
         if max_deliveries is not None:
-            config.max_deliveries = max_deliveries
+            config.max_deliveries = _int_arg(max_deliveries, "max_deliveries", 0, _U32_MAX)
         if max_in_flight is not None:
-            config.max_in_flight = max_in_flight
+            config.max_in_flight = _int_arg(max_in_flight, "max_in_flight", 0, _SIZE_MAX)
         out = c_void_p()
         _check(
             _lib.memq_ack_consumer_new(
-                topic._h, group.encode(), _start(start), offset, byref(config), byref(out)
+                topic._h,
+                _group_name(group),
+                _start(start),
+                _offset(offset),
+                byref(config),
+                byref(out),
             ),
             "ack consumer",
         )
@@ -699,13 +787,21 @@ class Pool:
 
     A handler that returns acks the message; if ``results`` is a ``Topic`` and the
     handler returned something other than ``None``, that (bytes) is published to
-    ``results`` first. A handler that raises nacks the message, which comes again (to
-    any worker) until ``max_deliveries`` deliveries, after which memq drops it and
-    counts it as dead-lettered. Nothing is lost in between: a worker that dies with
-    messages unsettled leaves them to come back after ``ack_wait`` seconds.
+    ``results`` first. A handler that raises (anything), or whose result cannot be
+    published, nacks the message, which comes again (to any worker) until
+    ``max_deliveries`` deliveries, after which memq drops it and counts it as
+    dead-lettered. Handler errors never end a worker.
+
+    Delivery is at least once: nothing is lost, and a message comes again when its
+    worker does not settle it within ``ack_wait`` seconds, so ``ack_wait`` must be longer
+    than the handler's slowest call. Workers fetch up to ``batch`` messages at a time and
+    renew the leases of those still waiting while they work; a worker whose leases run
+    out anyway fetches fewer. ``stats()["expired"]`` counts the leases that ran out.
 
     Idle workers wait inside memq with the GIL released and cost no CPU. The workers end
     once the topic is closed and everything in it is settled; ``join`` waits for that.
+    They are daemon threads: a program that wants every job done closes the topic and
+    calls ``join`` before it exits.
     """
 
     def __init__(
@@ -717,17 +813,18 @@ class Pool:
         results=None,
         max_deliveries=3,
         ack_wait=30.0,
-        batch=64,
+        batch=16,
     ):
-        if workers < 1:
-            raise ValueError("workers must be at least 1")
-        if batch < 1:
-            raise ValueError("batch must be at least 1")
+        workers = _int_arg(workers, "workers", 1, 1024)
+        self._batch = _int_arg(batch, "batch", 1, 1 << 16)
+        self._ack_wait = ack_wait
+        _duration_ms(ack_wait, "ack_wait")
+        if not callable(handler):
+            raise TypeError("handler must be callable")
         self._handler = handler
         self._results = results
-        self._batch = batch
         self._lock = threading.Lock()
-        self._counts = {"processed": 0, "failed": 0, "results": 0}
+        self._counts = {"processed": 0, "failed": 0, "results": 0, "expired": 0, "lagged": 0}
         self._errors = []
         # Members join before any thread starts, so none misses the first messages.
         self._members = [
@@ -737,50 +834,93 @@ class Pool:
                 max_deliveries=max_deliveries,
                 # The group's limit per partition, shared by its members: room for every
                 # worker's batch.
-                max_in_flight=batch * workers,
+                max_in_flight=self._batch * workers,
             )
             for _ in range(workers)
         ]
         self._threads = [
-            threading.Thread(target=self._work, args=(m,), name=f"memq-pool-{group}-{i}")
-            for i, m in enumerate(self._members)
+            threading.Thread(
+                target=self._work, args=(i,), name=f"memq-pool-{group}-{i}", daemon=True
+            )
+            for i in range(workers)
         ]
         for t in self._threads:
             t.start()
 
-    def _work(self, member):
-        processed = failed = published = 0
+    def _record(self, error):
+        with self._lock:
+            if len(self._errors) < 100:
+                self._errors.append(error)
+
+    def _add(self, counts):
+        with self._lock:
+            for name, n in counts.items():
+                self._counts[name] += n
+
+    def _work(self, i):
+        member = self._members[i]
+        fetch = self._batch
         try:
             while True:
                 try:
-                    deliveries = member.recv_many(self._batch)
+                    deliveries = member.recv_many(fetch)
+                except Lagged as e:  # a drop_oldest topic evicted messages unread
+                    self._add({"lagged": e.missed})
+                    continue
                 except Closed:
                     return
-                for d in deliveries:
-                    try:
-                        out = self._handler(d.data)
-                    except Exception as e:  # counted, and the message comes again
-                        failed += 1
-                        with self._lock:
-                            if len(self._errors) < 100:
-                                self._errors.append(e)
-                        d.nack()
-                        continue
+                expired = self._run(deliveries)
+                # Leases that ran out mean the batch took too long: fetch fewer.
+                fetch = max(1, fetch // 2) if expired else min(self._batch, fetch * 2)
+        except BaseException as e:  # memq itself failed: recorded, and the worker ends
+            self._record(e)
+        finally:
+            # The member leaves the group now, not when the Pool is collected, so its
+            # partitions and unsettled deliveries go to the workers still running.
+            self._members[i] = None
+            member._free()
+
+    def _settle(self, settle, counts, outcome):
+        try:
+            settle()
+            counts[outcome] += 1
+        except LeaseExpired:
+            counts["expired"] += 1
+        except MemqError as e:
+            self._record(e)
+
+    def _run(self, deliveries):
+        """Handles one batch; returns how many leases ran out."""
+        counts = {"processed": 0, "failed": 0, "results": 0, "expired": 0}
+        # Renew the waiting deliveries' leases when half of ack_wait has passed.
+        renew_at = time.monotonic() + self._ack_wait / 2
+        lost = set()  # indices of deliveries whose lease ran out before their turn
+        try:
+            for n, d in enumerate(deliveries):
+                if n > 0 and time.monotonic() >= renew_at:
+                    renew_at = time.monotonic() + self._ack_wait / 2
+                    for m in range(n, len(deliveries)):
+                        if m not in lost:
+                            try:
+                                deliveries[m].touch()
+                            except LeaseExpired:
+                                lost.add(m)
+                if n in lost:
+                    counts["expired"] += 1
+                    continue
+                try:
+                    out = self._handler(d.data)
                     if out is not None and self._results is not None:
                         self._results.publish(out)
-                        published += 1
-                    d.ack()
-                    processed += 1
-                with self._lock:
-                    self._counts["processed"] += processed
-                    self._counts["failed"] += failed
-                    self._counts["results"] += published
-                processed = failed = published = 0
+                        counts["results"] += 1
+                except BaseException as e:  # counted, and the message comes again
+                    self._record(e)
+                    self._settle(d.nack, counts, "failed")
+                    continue
+                self._settle(d.ack, counts, "processed")
         finally:
-            with self._lock:
-                self._counts["processed"] += processed
-                self._counts["failed"] += failed
-                self._counts["results"] += published
+            self._add(counts)
+        return counts["expired"]
 
     def join(self, timeout=None):
         """Waits until every worker has ended (the topic closed and drained); ``False``
@@ -791,11 +931,14 @@ class Pool:
         return not any(t.is_alive() for t in self._threads)
 
     def stats(self):
-        """Messages processed (acked), handler failures (nacked), results published."""
+        """Messages processed (acked), handler failures (nacked), results published,
+        leases that ran out (the message came again), and messages missed to eviction
+        (``lagged``, on a ``drop_oldest`` topic)."""
         with self._lock:
             return dict(self._counts)
 
     def errors(self):
-        """The first (up to 100) exceptions the handler raised."""
+        """The first (up to 100) exceptions the handler raised, or memq raised to a
+        worker."""
         with self._lock:
             return list(self._errors)

@@ -80,6 +80,8 @@ if ensure_apt python3 python3; then
         examples/python/build/layout | python3 examples/python/check_layout.py
     fi
     bounded 300 python3 examples/python/demo.py
+    # The binding's edges: argument checks, leases, and the Pool when handlers misbehave.
+    bounded 300 python3 examples/python/test_memq.py
     unset MEMQ_LIB
 else
     skip "Python example of the C ABI" "python3 missing and apt-get cannot install it"

@@ -1,0 +1,249 @@
+"""Tests of the Python binding's edges: argument checking, leases, and the worker Pool.
+
+Run with ``python3 examples/python/test_memq.py`` (libmemq found as ``memq.py`` says).
+The demo (``demo.py``) shows the main paths at volume; these tests pin down what a user
+gets when something goes wrong: a clear exception, never a wrapped integer, a dead
+worker or a lost message.
+"""
+
+import collections
+import os
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import memq  # noqa: E402
+
+
+def drain(reader):
+    """Every message a subscriber can take now."""
+    out = []
+    while True:
+        batch = reader.recv_many(256, timeout=0)
+        if not batch:
+            return out
+        out.extend(batch)
+
+
+class Arguments(unittest.TestCase):
+    def test_payloads_are_bytes_like(self):
+        topic = memq.Topic(capacity=8)
+        sub = topic.subscribe()
+        topic.publish(bytearray(b"ab"))
+        topic.publish(memoryview(b"xcdx")[1:3])
+        topic.publish_batch([b"e", bytearray(b"f")])
+        self.assertEqual([m.data for m in drain(sub)], [b"ab", b"cd", b"e", b"f"])
+        for bad in (3, "text", None, 1.5):
+            with self.assertRaises(TypeError, msg=repr(bad)):
+                topic.publish(bad)
+            with self.assertRaises(TypeError, msg=repr(bad)):
+                topic.publish(b"x", key=bad if bad is not None else 7)
+        with self.assertRaises(TypeError):
+            topic.publish_batch([b"ok", 3])
+        self.assertEqual(topic.stats()["published"], 4, "a refused call publishes nothing")
+
+    def test_integers_out_of_range_are_refused_not_wrapped(self):
+        for kwargs in (
+            {"partitions": 2**32 + 1},
+            {"partitions": -1},
+            {"capacity": -1},
+            {"capacity": 2**64},
+        ):
+            with self.assertRaises(ValueError, msg=repr(kwargs)):
+                memq.Topic(**kwargs)
+        with self.assertRaises(TypeError):
+            memq.Topic(capacity=8.5)
+        with self.assertRaises(ValueError):
+            memq.key_partition(b"k", 2**32)
+        topic = memq.Topic(capacity=8)
+        with self.assertRaises(ValueError):
+            topic.subscribe(start="offset", offset=-1)
+        with self.assertRaises(ValueError):
+            topic.ack_consumer("g", max_deliveries=2**32)
+        with self.assertRaises(TypeError):
+            topic.consumer(b"g")
+        with self.assertRaises(ValueError):
+            topic.subscribe().recv_many(0)
+
+    def test_timeouts_are_checked_and_huge_ones_wait(self):
+        topic = memq.Topic(capacity=1)
+        sub = topic.subscribe()
+        topic.publish(b"fills it")
+        for bad in (-1, -0.001, float("nan")):
+            with self.assertRaises(ValueError, msg=repr(bad)):
+                topic.publish(b"x", timeout=bad)
+            with self.assertRaises(ValueError, msg=repr(bad)):
+                sub.recv(timeout=bad)
+        with self.assertRaises(TypeError):
+            sub.recv(timeout="1")
+        # Past what a C int64 of milliseconds holds (ctypes would wrap it to a small or
+        # negative number): the publish waits, as for timeout=None, until the topic closes.
+        closer = threading.Timer(0.3, topic.close)
+        closer.start()
+        for huge in (2**64 / 1000, float("inf")):
+            with self.assertRaises(memq.Closed, msg=repr(huge)):
+                topic.publish(b"y", timeout=huge)
+        closer.join()
+
+    def test_zero_durations_are_errors_and_tiny_ones_round_up(self):
+        with self.assertRaises(ValueError):
+            memq.Topic(ttl=0)
+        with self.assertRaises(ValueError):
+            memq.Topic(capacity=8).ack_consumer("g", ack_wait=0)
+        memq.Topic(ttl=0.0001)  # 1 ms
+        topic = memq.Topic(capacity=8)
+        topic.publish(b"x")
+        member = topic.ack_consumer("g")
+        d = member.recv(timeout=1)
+        with self.assertRaises(ValueError):
+            d.nack(delay=-1)
+        d.nack(delay=2**70)  # the longest delay C takes, not a wrapped one
+        self.assertEqual(member.recv(timeout=0.2), None, "not due for ages")
+
+    def test_a_freed_reader_raises_instead_of_crashing(self):
+        topic = memq.Topic(capacity=8)
+        member = topic.consumer("g")
+        member._free()
+        with self.assertRaises(memq.MemqError):
+            member.recv(timeout=0)
+        member._free()  # twice is harmless
+
+
+class Leases(unittest.TestCase):
+    def test_settling_after_the_lease_ran_out_raises_lease_expired(self):
+        topic = memq.Topic(capacity=8)
+        member = topic.ack_consumer("g", ack_wait=0.05)
+        topic.publish(b"job")
+        first = member.recv(timeout=1)
+        time.sleep(0.3)
+        # The lease ran out; the next receive takes the message back and delivers it again.
+        again = member.recv(timeout=5)
+        self.assertEqual((again.data, again.offset, again.deliveries), (b"job", 0, 2))
+        with self.assertRaises(memq.LeaseExpired):
+            first.ack()
+        with self.assertRaises(memq.LeaseExpired):
+            first.touch()
+        again.ack()
+        self.assertEqual(topic.ack_group_stats("g")["acked"], 1)
+
+    def test_touch_keeps_the_lease(self):
+        topic = memq.Topic(capacity=8)
+        member = topic.ack_consumer("g", ack_wait=2.0)
+        topic.publish(b"job")
+        d = member.recv(timeout=1)
+        for _ in range(2):  # 2.4 s in all, never 2 s without a touch
+            time.sleep(1.2)
+            d.touch()
+        d.ack()
+        stats = topic.ack_group_stats("g")
+        self.assertEqual((stats["acked"], stats["redelivered"]), (1, 0))
+
+
+class PoolTests(unittest.TestCase):
+    def test_a_slow_batch_renews_its_leases(self):
+        # 16 jobs of 0.1 s per fetch: 1.6 s, longer than ack_wait. Without renewal the
+        # tail of each batch would expire and run twice.
+        jobs, results = memq.Topic(capacity=64), memq.Topic(capacity=64)
+        out = results.subscribe()
+        calls = collections.Counter()
+        lock = threading.Lock()
+
+        def handler(data):
+            with lock:
+                calls[data] += 1
+            time.sleep(0.1)
+            return data
+
+        pool = memq.Pool(jobs, "g", handler, workers=2, results=results, ack_wait=1.0, batch=16)
+        for i in range(24):
+            jobs.publish(b"%d" % i)
+        jobs.close()
+        self.assertTrue(pool.join(timeout=60))
+        self.assertEqual(pool.errors(), [])
+        self.assertEqual(pool.stats()["expired"], 0)
+        self.assertEqual(pool.stats()["processed"], 24)
+        self.assertEqual(sorted(calls.values()), [1] * 24, "no job ran twice")
+        self.assertEqual(sorted(m.data for m in drain(out)), sorted(b"%d" % i for i in range(24)))
+
+    def test_anything_a_handler_raises_is_a_failure_not_a_dead_worker(self):
+        topic = memq.Topic(capacity=64, partitions=2)
+
+        def handler(data):
+            if data == b"exit":
+                raise SystemExit("a handler calls sys.exit")
+            if data == b"interrupt":
+                raise KeyboardInterrupt
+            if data == b"str":
+                return "not bytes"
+            return None
+
+        results = memq.Topic(capacity=64)
+        pool = memq.Pool(topic, "g", handler, workers=2, results=results, max_deliveries=2)
+        for payload in (b"exit", b"interrupt", b"str"):
+            topic.publish(payload, key=payload)
+        for i in range(20):
+            topic.publish(b"ok", key=b"k%d" % i)
+        topic.close()
+        self.assertTrue(pool.join(timeout=30))
+        stats = pool.stats()
+        self.assertEqual((stats["processed"], stats["failed"]), (20, 6))
+        kinds = sorted(type(e).__name__ for e in pool.errors())
+        self.assertEqual(kinds, ["KeyboardInterrupt"] * 2 + ["SystemExit"] * 2 + ["TypeError"] * 2)
+        group = topic.ack_group_stats("g")
+        self.assertEqual((group["acked"], group["dead_lettered"], group["members"]), (20, 3, 0))
+
+    def test_a_closed_results_topic_fails_the_jobs_it_cannot_take(self):
+        jobs, results = memq.Topic(capacity=64), memq.Topic(capacity=64)
+        results.close()
+        pool = memq.Pool(jobs, "g", lambda d: d, workers=2, results=results, max_deliveries=3)
+        for i in range(10):
+            jobs.publish(b"%d" % i)
+        jobs.close()
+        self.assertTrue(pool.join(timeout=30))
+        self.assertEqual(pool.stats()["failed"], 30)
+        self.assertTrue(all(isinstance(e, memq.Closed) for e in pool.errors()))
+        self.assertEqual(jobs.ack_group_stats("g")["dead_lettered"], 10)
+
+    def test_eviction_on_a_drop_oldest_topic_is_counted_and_the_worker_goes_on(self):
+        topic = memq.Topic(capacity=4, overflow="drop_oldest")
+        inside, go = threading.Event(), threading.Event()
+
+        def handler(data):
+            if data == b"first":
+                inside.set()
+                go.wait()
+
+        pool = memq.Pool(topic, "g", handler, workers=1, batch=1, ack_wait=30)
+        topic.publish(b"first")
+        self.assertTrue(inside.wait(10))
+        for i in range(10):
+            topic.publish(b"%d" % i)
+        go.set()
+        topic.close()
+        self.assertTrue(pool.join(timeout=30))
+        stats = pool.stats()
+        self.assertGreater(stats["lagged"], 0)
+        # Every message is either processed or counted as missed.
+        self.assertEqual(stats["processed"] + stats["lagged"], 11)
+        self.assertEqual(pool.errors(), [])
+
+    def test_workers_do_not_keep_the_program_alive(self):
+        script = (
+            "import memq\n"
+            "jobs = memq.Topic()\n"
+            "pool = memq.Pool(jobs, 'g', lambda d: None, workers=2)\n"
+            "assert all(t.daemon for t in pool._threads)\n"
+            "jobs.publish(b'x')\n"
+            "raise SystemExit(3)  # ends without closing jobs\n"
+        )
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.abspath(__file__)))
+        done = subprocess.run([sys.executable, "-c", script], env=env, timeout=60)
+        self.assertEqual(done.returncode, 3)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
