@@ -57,6 +57,21 @@ fn poll_from_another_task<F: Future + Unpin>(fut: &mut F) -> bool {
         .is_ready()
 }
 
+/// Makes a receive future with `$recv` twice: the first is parked with a [`CallsBack`]
+/// waker, polled from another task (memq replaces the waker) and dropped; the second is
+/// parked and dropped while memq still holds its calling-back waker (a cancellation).
+macro_rules! replace_then_cancel {
+    ($topic:expr, $recv:expr) => {{
+        let mut recv = $recv;
+        park_with_calling_back_waker(&mut recv, $topic);
+        assert!(!poll_from_another_task(&mut recv));
+        drop(recv);
+        let mut recv = $recv;
+        park_with_calling_back_waker(&mut recv, $topic);
+        drop(recv);
+    }};
+}
+
 /// Runs `f` on a thread and fails if it does not finish (a deadlock).
 fn bounded(f: impl FnOnce() + Send + 'static) {
     let (tx, rx) = mpsc::channel();
@@ -120,13 +135,7 @@ fn a_group_members_replaced_and_cancelled_wakers_are_dropped_after_the_lock() {
         // One partition: the group's members share a pool.
         let topic = Topic::<u32>::with_capacity(4).unwrap();
         let mut m = topic.group("g", StartAt::Latest).unwrap();
-        let mut recv = m.recv();
-        park_with_calling_back_waker(&mut recv, &topic);
-        assert!(!poll_from_another_task(&mut recv));
-        drop(recv);
-        let mut recv = m.recv();
-        park_with_calling_back_waker(&mut recv, &topic);
-        drop(recv);
+        replace_then_cancel!(&topic, m.recv());
     });
 }
 
@@ -155,13 +164,7 @@ fn an_ack_members_replaced_and_cancelled_wakers_are_dropped_after_the_lock() {
         let mut m = topic
             .group_acked("g", StartAt::Latest, AckConfig::new())
             .unwrap();
-        let mut recv = m.recv();
-        park_with_calling_back_waker(&mut recv, &topic);
-        assert!(!poll_from_another_task(&mut recv));
-        drop(recv);
-        let mut recv = m.recv();
-        park_with_calling_back_waker(&mut recv, &topic);
-        drop(recv);
+        replace_then_cancel!(&topic, m.recv());
     });
 }
 

@@ -621,8 +621,13 @@ class _Reader:
         if h:
             type(self)._free_fn(h)
 
-    def _recv_handle(self, timeout):
-        return _recv(type(self)._recv_fn, self._h, timeout, self._what)
+    def recv(self, timeout=None):
+        """The next item (a ``Message``, or a ``Delivery`` from an ``AckConsumer``), or
+        ``None`` if none came within ``timeout`` seconds (``None``: wait as long as it
+        takes). ``Closed`` once the topic is closed and drained; ``Lagged`` after a gap."""
+        cls = type(self)
+        h = _recv(cls._recv_fn, self._h, timeout, self._what)
+        return None if h is None else cls._wrap(h)
 
     def recv_many(self, max_count=256, timeout=None):
         """Up to ``max_count`` items in one call: waits up to ``timeout`` seconds for the
@@ -661,11 +666,6 @@ class Subscriber(_Reader):
         )
         self._h = out
 
-    def recv(self, timeout=None):
-        """The next message, or ``None`` if none came within ``timeout`` seconds."""
-        h = self._recv_handle(timeout)
-        return None if h is None else _take_message(h)
-
 
 class Consumer(_Reader):
     """A consumer group member (``Topic.consumer``)."""
@@ -686,11 +686,6 @@ class Consumer(_Reader):
             "consumer",
         )
         self._h = out
-
-    def recv(self, timeout=None):
-        """The next message for this member, or ``None`` on timeout."""
-        h = self._recv_handle(timeout)
-        return None if h is None else _take_message(h)
 
 
 class Delivery:
@@ -774,11 +769,6 @@ class AckConsumer(_Reader):
             "ack consumer",
         )
         self._h = out
-
-    def recv(self, timeout=None):
-        """The next delivery, or ``None`` on timeout."""
-        h = self._recv_handle(timeout)
-        return None if h is None else Delivery(h)
 
 
 class Pool:
