@@ -27,6 +27,9 @@ workspace's ``target/{release,debug,ci}`` directories.
 """
 
 import ctypes
+import decimal
+import numbers
+import operator
 import os
 import threading
 import time
@@ -311,17 +314,30 @@ _SIZE_MAX = 2 ** (8 * ctypes.sizeof(c_size_t)) - 1
 
 def _int_arg(value, name, low, high):
     """``value`` as a C integer in ``[low, high]``: a ``TypeError`` for what is not an
-    integer, a ``ValueError`` out of range (ctypes would silently wrap it)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
+    integer (``operator.index`` decides, so numpy's integers pass; ``bool`` does not), a
+    ``ValueError`` out of range (ctypes would silently wrap it)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, not bool")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
     if not low <= value <= high:
         raise ValueError(f"{name} must be between {low} and {high}, not {value}")
     return value
 
 
 def _seconds(value, name):
-    """A non-negative, finite number of seconds."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A number of seconds, 0 or more (``inf`` too), as an ``int`` or a ``float``: any
+    real number is accepted (``Fraction``, ``Decimal``, numpy's scalars), a ``str`` or a
+    ``bool`` is not."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a number of seconds, not bool")
+    if isinstance(value, numbers.Integral):
+        value = operator.index(value)
+    elif isinstance(value, (numbers.Real, decimal.Decimal)):
+        value = float(value)
+    else:
         raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
     if not value >= 0:  # also NaN
         raise ValueError(f"{name} must be >= 0 seconds, not {value}")
@@ -784,9 +800,10 @@ class Pool:
 
     Delivery is at least once: nothing is lost, and a message comes again when its
     worker does not settle it within ``ack_wait`` seconds, so ``ack_wait`` must be longer
-    than the handler's slowest call. Workers fetch up to ``batch`` messages at a time and
-    renew the leases of those still waiting while they work; a worker whose leases run
-    out anyway fetches fewer. ``stats()["expired"]`` counts the leases that ran out.
+    than the handler's slowest call, by an eighth at least. Workers fetch up to ``batch``
+    messages at a time and renew the leases of those still waiting while they work; a
+    worker whose leases run out anyway fetches fewer. ``stats()["expired"]`` counts the
+    leases that ran out.
 
     Idle workers wait inside memq with the GIL released and cost no CPU. The workers end
     once the topic is closed and everything in it is settled; ``join`` waits for that.
@@ -807,8 +824,8 @@ class Pool:
     ):
         workers = _int_arg(workers, "workers", 1, 1024)
         self._batch = _int_arg(batch, "batch", 1, 1 << 16)
-        self._ack_wait = ack_wait
-        _duration_ms(ack_wait, "ack_wait")
+        # Seconds as memq holds them (whole ms, clamped): a float, even for a huge int.
+        self._ack_wait = _duration_ms(ack_wait, "ack_wait") / 1000
         if not callable(handler):
             raise TypeError("handler must be callable")
         self._handler = handler
@@ -837,9 +854,9 @@ class Pool:
         for t in self._threads:
             t.start()
 
-    def _record(self, error):
+    def _record(self, error, always=False):
         with self._lock:
-            if len(self._errors) < 100:
+            if always or len(self._errors) < 100:
                 self._errors.append(error)
 
     def _add(self, counts):
@@ -863,7 +880,7 @@ class Pool:
                 # Leases that ran out mean the batch took too long: fetch fewer.
                 fetch = max(1, fetch // 2) if expired else min(self._batch, fetch * 2)
         except BaseException as e:  # memq itself failed: recorded, and the worker ends
-            self._record(e)
+            self._record(e, always=True)
         finally:
             # The member leaves the group now, not when the Pool is collected, so its
             # partitions and unsettled deliveries go to the workers still running.
@@ -883,13 +900,22 @@ class Pool:
         """Handles one batch; returns how many leases ran out."""
         counts = {"processed": 0, "failed": 0, "results": 0, "expired": 0}
         # Renew the waiting deliveries' leases when half of ack_wait has passed.
-        renew_at = time.monotonic() + self._ack_wait / 2
+        # Every lease of the batch began at the fetch; the waiting ones are renewed once
+        # half of ack_wait has passed, and the one about to be handled when an eighth has,
+        # so that its handler has at least seven eighths of ack_wait.
+        renewed = time.monotonic()
         lost = set()  # indices of deliveries whose lease ran out before their turn
         try:
             for n, d in enumerate(deliveries):
-                if n > 0 and time.monotonic() >= renew_at:
-                    renew_at = time.monotonic() + self._ack_wait / 2
-                    for m in range(n, len(deliveries)):
+                if n > 0:
+                    now = time.monotonic()
+                    if now - renewed >= self._ack_wait / 2:
+                        renewed, upto = now, len(deliveries)
+                    elif now - renewed >= self._ack_wait / 8:
+                        upto = n + 1
+                    else:
+                        upto = n
+                    for m in range(n, upto):
                         if m not in lost:
                             try:
                                 deliveries[m].touch()
@@ -910,6 +936,9 @@ class Pool:
                 self._settle(d.ack, counts, "processed")
         finally:
             self._add(counts)
+            # A recorded exception's traceback keeps this frame: let the batch go.
+            deliveries.clear()
+            d = None  # noqa: F841
         return counts["expired"]
 
     def join(self, timeout=None):

@@ -82,12 +82,17 @@ class Arguments(unittest.TestCase):
             sub.recv(timeout="1")
         # Past what a C int64 of milliseconds holds (ctypes would wrap it to a small or
         # negative number): the publish waits, as for timeout=None, until the topic closes.
-        closer = threading.Timer(0.3, topic.close)
-        closer.start()
         for huge in (2**64 / 1000, float("inf")):
+            full = memq.Topic(capacity=1)
+            holder = full.subscribe()  # a reader that does not read holds publishers
+            full.publish(b"fills it")
+            closer = threading.Timer(0.3, full.close)
+            start = time.monotonic()
+            closer.start()
             with self.assertRaises(memq.Closed, msg=repr(huge)):
-                topic.publish(b"y", timeout=huge)
-        closer.join()
+                full.publish(b"y", timeout=huge)
+            self.assertGreaterEqual(time.monotonic() - start, 0.25, repr(huge))
+            closer.join()
 
     def test_zero_durations_are_errors_and_tiny_ones_round_up(self):
         with self.assertRaises(ValueError):
@@ -137,6 +142,8 @@ class Leases(unittest.TestCase):
         d = member.recv(timeout=1)
         for _ in range(2):  # 2.4 s in all, never 2 s without a touch
             time.sleep(1.2)
+            # A receive takes an expired lease back: nothing may come while d is renewed.
+            self.assertIsNone(member.recv(timeout=0))
             d.touch()
         d.ack()
         stats = topic.ack_group_stats("g")
@@ -168,6 +175,61 @@ class PoolTests(unittest.TestCase):
         self.assertEqual(pool.stats()["processed"], 24)
         self.assertEqual(sorted(calls.values()), [1] * 24, "no job ran twice")
         self.assertEqual(sorted(m.data for m in drain(out)), sorted(b"%d" % i for i in range(24)))
+
+    def test_a_handler_may_take_most_of_ack_wait_at_any_place_in_its_batch(self):
+        # Jobs of 0.45 and 0.7 of ack_wait, four to a batch: the job about to run is
+        # renewed, so none runs with only what is left of the lease its batch began with.
+        ack = 2.0
+        jobs = memq.Topic(capacity=64)
+        calls = collections.Counter()
+        lock = threading.Lock()
+
+        def handler(data):
+            with lock:
+                calls[data] += 1
+            time.sleep((0.45 if data.startswith(b"short") else 0.7) * ack)
+
+        pool = memq.Pool(jobs, "g", handler, workers=2, ack_wait=ack, batch=4)
+        for i in range(4):
+            jobs.publish_batch([b"short%d" % i, b"long%d" % i])
+        jobs.close()
+        self.assertTrue(pool.join(timeout=120))
+        self.assertEqual(sorted(calls.values()), [1] * 8, "no job ran twice")
+        self.assertEqual((pool.stats()["processed"], pool.stats()["expired"]), (8, 0))
+        self.assertEqual(jobs.ack_group_stats("g")["redelivered"], 0)
+
+    def test_numbers_of_every_kind_configure_a_pool(self):
+        from decimal import Decimal
+        from fractions import Fraction
+
+        for ack_wait in (10**400, Fraction(30), Decimal("30.5"), float("inf")):
+            jobs = memq.Topic(capacity=64)
+            pool = memq.Pool(jobs, "g", lambda d: None, workers=2, ack_wait=ack_wait)
+            for i in range(10):
+                jobs.publish(b"%d" % i)
+            jobs.close()
+            self.assertTrue(pool.join(timeout=30), repr(ack_wait))
+            self.assertEqual((pool.stats()["processed"], pool.errors()), (10, []), repr(ack_wait))
+        for bad in ("30", True, None, -1):
+            with self.assertRaises((TypeError, ValueError), msg=repr(bad)):
+                memq.Pool(memq.Topic(), "g", lambda d: None, ack_wait=bad)
+
+    def test_recorded_errors_do_not_keep_their_batches(self):
+        import gc
+
+        jobs = memq.Topic(capacity=64)
+
+        def handler(data):
+            raise RuntimeError("fails")
+
+        pool = memq.Pool(jobs, "g", handler, workers=1, max_deliveries=1)
+        jobs.publish_batch([b"x" * 1000 for _ in range(20)])
+        jobs.close()
+        self.assertTrue(pool.join(timeout=30))
+        self.assertEqual(len(pool.errors()), 20)
+        gc.collect()
+        alive = [o for o in gc.get_objects() if isinstance(o, memq.Delivery)]
+        self.assertEqual(alive, [], "an error's traceback keeps deliveries alive")
 
     def test_anything_a_handler_raises_is_a_failure_not_a_dead_worker(self):
         topic = memq.Topic(capacity=64, partitions=2)
