@@ -228,8 +228,11 @@ impl<T> Topic<T> {
         acks: Option<crate::ack::AckSettings<T>>,
     ) -> Result<Consumer<T>, Error> {
         let shared = &self.shared;
-        // Declared before the registry's guard: a failed creation drops it after the lock.
+        // Declared before the registry's guard, so dropped after it: the user's settings
+        // if the creation fails, and what creating the group let go of in each partition
+        // (values expired or released, publishers to wake), which runs user code.
         let mut acks = acks;
+        let mut spent: Vec<(WakeList, Vec<T>)> = Vec::new();
         let explicit = acks.is_some();
         // The topic's clock (the user's code) is read before any lock is taken.
         let now = shared.now();
@@ -241,7 +244,8 @@ impl<T> Topic<T> {
                 }
                 Some(g) => g.clone(),
                 None => {
-                    let g = Arc::new(create_group(shared, name, start, &mut acks, now)?);
+                    let g = create_group(shared, name, start, &mut acks, now, &mut spent)?;
+                    let g = Arc::new(g);
                     registry.push(g.clone());
                     g
                 }
@@ -343,6 +347,7 @@ fn create_group<T>(
     start: StartAt,
     acks: &mut Option<crate::ack::AckSettings<T>>,
     now: u64,
+    spent: &mut Vec<(WakeList, Vec<T>)>,
 ) -> Result<GroupShared<T>, Error> {
     // Check every partition first so that a failure leaves nothing attached. Offsets
     // only grow, so a start valid now stays valid below.
@@ -359,6 +364,7 @@ fn create_group<T>(
         && shared.overflow != crate::Overflow::DropOldest;
     let cell = Arc::new(Padded(AtomicUsize::new(0)));
     let mut ids = Vec::with_capacity(shared.parts.len());
+    spent.reserve(shared.parts.len());
     for (p, part) in shared.parts.iter().enumerate() {
         let mut wl = WakeList::new();
         let mut released = Vec::new();
@@ -374,6 +380,9 @@ fn create_group<T>(
             }
         }
         ids.push(id);
+        drop(log);
+        // The caller drops them after the registry's lock too.
+        spent.push((wl, released));
     }
     Ok(GroupShared {
         name: name.into(),

@@ -2,7 +2,8 @@
 //! reader, the waiter lists, and the partition's counters.
 //!
 //! Everything here runs inside the partition's critical section, so it never calls user
-//! code other than `T::clone` (reading) and never wakes or drops anything it could hand
+//! code other than `T::clone` (reading) and `Waker::clone` (a reader or publisher that
+//! waits; see [`Topic`](crate::Topic)), and never wakes or drops anything it could hand
 //! back instead: evicted values and wakers are returned to the caller, who lets go of them
 //! after the lock is released.
 

@@ -813,8 +813,12 @@ impl<T> Shared<T> {
 /// made inside the partition's critical section, where the log's slots are: so `T`'s
 /// `Clone` must not call into the same topic (publish to it, read it, subscribe to it,
 /// ask its stats). If it does, on the partition being read, it waits for a lock its own
-/// thread holds, for ever. Every other piece of user code memq calls (wakers, clocks,
-/// timers, routers, `Drop` of values it lets go of) runs outside memq's locks.
+/// thread holds, for ever. The same goes for a waker's clone: a reader or publisher that
+/// waits has its waker cloned into the wait list (or a TTL alarm) under the lock, which
+/// for every runtime's waker is a reference count; a hand-made `RawWaker` whose clone
+/// calls into the topic would deadlock. Every other piece of user code memq calls
+/// (wake-ups and drops of wakers, clocks, timers, routers, `Drop` of values it lets go
+/// of) runs outside memq's locks.
 ///
 /// # Examples
 ///

@@ -16,7 +16,7 @@ use std::thread;
 use std::time::Duration;
 
 use futures_core::Stream;
-use memq_core::{AckConfig, Clock, ManualClock, StartAt, Topic, TopicConfig};
+use memq_core::{AckConfig, Clock, ManualClock, StartAt, Timer, Topic, TopicConfig};
 
 /// A waker whose last drop reads the topic's stats, taking its partitions' locks.
 struct CallsBack(Mutex<Option<Topic<u32>>>);
@@ -267,5 +267,81 @@ fn a_failed_group_creation_drops_the_users_settings_after_the_registry_lock() {
         let clock: Arc<dyn Clock> = Arc::new(ListsGroupsOnDrop(Mutex::new(Some(topic.clone()))));
         let r = topic.group_acked("g", StartAt::Offset(100), AckConfig::new().clock(clock));
         assert!(r.is_err(), "offset 100 of an empty topic is out of range");
+    });
+}
+
+/// A message whose drop lists the topic's groups (the group registry's lock).
+struct ValueListsGroups(Arc<Mutex<Option<Topic<ValueListsGroups>>>>);
+
+impl Drop for ValueListsGroups {
+    fn drop(&mut self) {
+        let topic = self.0.lock().unwrap().take();
+        if let Some(topic) = topic {
+            let _ = topic.groups();
+        }
+    }
+}
+
+/// A waker whose wake-up lists the topic's groups.
+struct WakeListsGroups(Mutex<Option<Topic<u32>>>);
+
+impl Wake for WakeListsGroups {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        let topic = self.0.lock().unwrap().take();
+        if let Some(topic) = topic {
+            let _ = topic.groups();
+        }
+    }
+}
+
+/// A topic with a 1 s TTL on `clock`, whose timer never rings (the test moves the clock).
+fn ttl_topic<T>(capacity: usize, clock: &Arc<ManualClock>) -> Topic<T> {
+    struct NoTimer;
+    impl Timer for NoTimer {
+        fn wake_after(&self, _delay: Duration, _waker: Waker) {}
+    }
+    let clock: Arc<dyn Clock> = clock.clone();
+    let config = TopicConfig::new(capacity)
+        .ttl(Duration::from_secs(1))
+        .clock(clock)
+        .timer(Arc::new(NoTimer));
+    Topic::new(config).unwrap()
+}
+
+/// Creating a group applies the TTL first: the values it expires are dropped after the
+/// registry's lock, not under it.
+#[test]
+fn a_value_expired_by_a_new_groups_creation_is_dropped_after_the_registry_lock() {
+    bounded(|| {
+        let clock = Arc::new(ManualClock::new());
+        let topic = ttl_topic::<ValueListsGroups>(4, &clock);
+        let slot = Arc::new(Mutex::new(Some(topic.clone())));
+        topic.try_publish(ValueListsGroups(slot)).unwrap();
+        clock.advance(Duration::from_secs(2));
+        let _m = topic.group("g", StartAt::Earliest).unwrap();
+    });
+}
+
+/// The same expiry frees room: the publisher parked on the full log is woken after the
+/// registry's lock.
+#[test]
+fn a_publisher_woken_by_a_new_groups_expiry_is_woken_after_the_registry_lock() {
+    bounded(|| {
+        let clock = Arc::new(ManualClock::new());
+        let topic = ttl_topic::<u32>(1, &clock);
+        let _slow = topic.subscribe(StartAt::Earliest).unwrap();
+        topic.try_publish(0).unwrap();
+        let waker = Waker::from(Arc::new(WakeListsGroups(Mutex::new(Some(topic.clone())))));
+        let mut publish = topic.publish(1);
+        let parked = Pin::new(&mut publish)
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending();
+        assert!(parked, "the log is full: the publish was expected to wait");
+        clock.advance(Duration::from_secs(2));
+        let _m = topic.group("g", StartAt::Latest).unwrap();
+        drop(publish);
     });
 }

@@ -54,10 +54,17 @@ impl Signal {
     /// Registers worker `slot` to be woken by the next [`Signal::request`] or
     /// [`Signal::wake_all`]; the caller looks at what it waits for again afterwards.
     pub(crate) fn register(&self, slot: usize, cx: &mut Context<'_>) {
+        // A waker replaced here is dropped after the lock (its drop is the runtime's code).
+        let _replaced = self.store(slot, cx);
+    }
+
+    /// Stores the task's waker for `slot` unless an equivalent one is there; returns the
+    /// waker it replaced, for the caller to drop after the lock.
+    fn store(&self, slot: usize, cx: &mut Context<'_>) -> Option<Waker> {
         let mut wakers = self.lock();
         match &mut wakers[slot] {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            w => *w = Some(cx.waker().clone()),
+            Some(w) if w.will_wake(cx.waker()) => None,
+            w => w.replace(cx.waker().clone()),
         }
     }
 
@@ -66,11 +73,7 @@ impl Signal {
         if self.state() >= level {
             return Poll::Ready(());
         }
-        let mut wakers = self.lock();
-        match &mut wakers[slot] {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            w => *w = Some(cx.waker().clone()),
-        }
+        let _replaced = self.store(slot, cx);
         if self.state() >= level {
             Poll::Ready(())
         } else {

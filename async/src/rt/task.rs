@@ -140,12 +140,14 @@ impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // A waker replaced here is dropped after the lock (its drop is the runtime's code).
+        let mut _replaced = None;
         let mut state = self.slot.lock();
         match &mut *state {
             State::Running(waker) => {
                 match waker {
                     Some(w) if w.will_wake(cx.waker()) => {}
-                    _ => *waker = Some(cx.waker().clone()),
+                    _ => _replaced = waker.replace(cx.waker().clone()),
                 }
                 Poll::Pending
             }
