@@ -820,7 +820,7 @@ class Pool:
         results=None,
         max_deliveries=3,
         ack_wait=30.0,
-        batch=16,
+        batch=64,
     ):
         workers = _int_arg(workers, "workers", 1, 1024)
         self._batch = _int_arg(batch, "batch", 1, 1 << 16)
@@ -887,59 +887,68 @@ class Pool:
             self._members[i] = None
             member._free()
 
-    def _settle(self, settle, counts, outcome):
+    def _settle(self, settle):
+        """Acks or nacks: ``"done"``, ``"expired"`` (the lease had run out) or
+        ``"error"`` (recorded)."""
         try:
             settle()
-            counts[outcome] += 1
         except LeaseExpired:
-            counts["expired"] += 1
+            return "expired"
         except MemqError as e:
             self._record(e)
+            return "error"
+        return "done"
 
     def _run(self, deliveries):
         """Handles one batch; returns how many leases ran out."""
-        counts = {"processed": 0, "failed": 0, "results": 0, "expired": 0}
-        # Renew the waiting deliveries' leases when half of ack_wait has passed.
-        # Every lease of the batch began at the fetch; the waiting ones are renewed once
-        # half of ack_wait has passed, and the one about to be handled when an eighth has,
-        # so that its handler has at least seven eighths of ack_wait.
-        renewed = time.monotonic()
+        processed = failed = published = expired = 0
+        handler, results, ack_wait = self._handler, self._results, self._ack_wait
+        # Every lease of the batch began at the fetch. The waiting ones are renewed once
+        # half of ack_wait has passed, and the one about to be handled once an eighth
+        # has, so that its handler has at least seven eighths of ack_wait.
+        now = time.monotonic()
+        renew_all, renew_next = now + ack_wait / 2, now + ack_wait / 8
         lost = set()  # indices of deliveries whose lease ran out before their turn
         try:
             for n, d in enumerate(deliveries):
                 if n > 0:
                     now = time.monotonic()
-                    if now - renewed >= self._ack_wait / 2:
-                        renewed, upto = now, len(deliveries)
-                    elif now - renewed >= self._ack_wait / 8:
+                    if now >= renew_next:
                         upto = n + 1
-                    else:
-                        upto = n
-                    for m in range(n, upto):
-                        if m not in lost:
-                            try:
-                                deliveries[m].touch()
-                            except LeaseExpired:
-                                lost.add(m)
-                if n in lost:
-                    counts["expired"] += 1
-                    continue
+                        if now >= renew_all:
+                            renew_all, renew_next = now + ack_wait / 2, now + ack_wait / 8
+                            upto = len(deliveries)
+                        for m in range(n, upto):
+                            if m not in lost:
+                                try:
+                                    deliveries[m].touch()
+                                except LeaseExpired:
+                                    lost.add(m)
+                    if n in lost:
+                        expired += 1
+                        continue
                 try:
-                    out = self._handler(d.data)
-                    if out is not None and self._results is not None:
-                        self._results.publish(out)
-                        counts["results"] += 1
+                    out = handler(d.data)
+                    if out is not None and results is not None:
+                        results.publish(out)
+                        published += 1
                 except BaseException as e:  # counted, and the message comes again
                     self._record(e)
-                    self._settle(d.nack, counts, "failed")
+                    outcome = self._settle(d.nack)
+                    failed += outcome == "done"
+                    expired += outcome == "expired"
                     continue
-                self._settle(d.ack, counts, "processed")
+                outcome = self._settle(d.ack)
+                processed += outcome == "done"
+                expired += outcome == "expired"
         finally:
-            self._add(counts)
+            self._add(
+                {"processed": processed, "failed": failed, "results": published, "expired": expired}
+            )
             # A recorded exception's traceback keeps this frame: let the batch go.
             deliveries.clear()
             d = None  # noqa: F841
-        return counts["expired"]
+        return expired
 
     def join(self, timeout=None):
         """Waits until every worker has ended (the topic closed and drained); ``False``
