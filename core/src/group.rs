@@ -364,7 +364,6 @@ fn create_group<T>(
         && shared.overflow != crate::Overflow::DropOldest;
     let cell = Arc::new(Padded(AtomicUsize::new(0)));
     let mut ids = Vec::with_capacity(shared.parts.len());
-    spent.reserve(shared.parts.len());
     for (p, part) in shared.parts.iter().enumerate() {
         let mut wl = WakeList::new();
         let mut released = Vec::new();
@@ -382,7 +381,9 @@ fn create_group<T>(
         ids.push(id);
         drop(log);
         // The caller drops them after the registry's lock too.
-        spent.push((wl, released));
+        if !wl.is_empty() || !released.is_empty() {
+            spent.push((wl, released));
+        }
     }
     Ok(GroupShared {
         name: name.into(),

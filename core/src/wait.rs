@@ -549,6 +549,12 @@ impl WakeList {
         self.wakers.as_ref().is_some_and(heapless::Vec::is_full)
     }
 
+    /// Whether it holds no waker.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.wakers.as_ref().is_none_or(heapless::Vec::is_empty)
+    }
+
     /// How many more wakers fit.
     #[inline]
     fn room(&self) -> usize {
