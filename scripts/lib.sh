@@ -64,11 +64,10 @@ has_nightly() {
     return "$MEMQ_NIGHTLY"
 }
 
-# ensure_apt PACKAGE COMMAND: installs a Debian package if COMMAND is missing (through
-# `sudo -n` when not root). apt's output is kept, and shown if it fails.
+# apt_install PACKAGE: installs a Debian package (through `sudo -n` when not root),
+# running `apt-get update` once per run first. apt's output is kept, and shown if it fails.
 MEMQ_APT_UPDATED=0
-ensure_apt() {
-    command -v "$2" >/dev/null 2>&1 && return 0
+apt_install() {
     if ! command -v apt-get >/dev/null 2>&1; then
         echo "no apt-get here to install $1 with" >&2
         return 1
@@ -89,8 +88,16 @@ ensure_apt() {
         >"$log" 2>&1; then
         echo "apt-get install $1 failed:" >&2
         cat "$log" >&2
+        rm -f "$log"
+        return 1
     fi
     rm -f "$log"
+}
+
+# ensure_apt PACKAGE COMMAND: installs PACKAGE if COMMAND is missing.
+ensure_apt() {
+    command -v "$2" >/dev/null 2>&1 && return 0
+    apt_install "$1"
     command -v "$2" >/dev/null 2>&1
 }
 

@@ -22,8 +22,10 @@ Python handles signals between bytecodes, so Ctrl-C reaches a thread blocked in 
 receive or publish without a timeout only when that call returns; where that matters,
 wait with a timeout in a loop.
 
-The library is found through ``MEMQ_LIB`` (a path to ``libmemq.so``) or in the
-workspace's ``target/{release,debug,ci}`` directories.
+``pip install examples/python`` installs this module with a ``libmemq.so`` that cargo
+builds for it (or the one ``MEMQ_LIB`` names at install time). Otherwise the library is
+found through ``MEMQ_LIB`` (a path to ``libmemq.so``) or in the workspace's
+``target/{release,ci,debug}`` directories.
 """
 
 import ctypes
@@ -173,21 +175,31 @@ class _AckGroupStats(Structure):
     ]
 
 
-def _load():
+def _find_library():
+    """``MEMQ_LIB``; else the library an install put beside this module
+    (``memq_native/``, see setup.py); else the newest one in this workspace's ``target/``."""
     path = os.environ.get("MEMQ_LIB")
-    if not path:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        candidates = [
-            os.path.join(root, "target", profile, "libmemq.so")
-            for profile in ("release", "ci", "debug")
-        ]
-        found = [c for c in candidates if os.path.exists(c)]
-        if not found:
-            raise OSError(
-                "libmemq.so not found: build it with `cargo build --release -p memq-ffi` "
-                "or set MEMQ_LIB to its path"
-            )
-        path = max(found, key=os.path.getmtime)
+    if path:
+        return path
+    here = os.path.dirname(os.path.abspath(__file__))
+    bundled = os.path.join(here, "memq_native", "libmemq.so")
+    if os.path.exists(bundled):
+        return bundled
+    root = os.path.dirname(os.path.dirname(here))
+    candidates = [
+        os.path.join(root, "target", profile, "libmemq.so") for profile in ("release", "ci", "debug")
+    ]
+    found = [c for c in candidates if os.path.exists(c)]
+    if not found:
+        raise OSError(
+            "libmemq.so not found: install this binding (`pip install examples/python`), "
+            "build the library (`cargo build --release -p memq-ffi`), or set MEMQ_LIB to its path"
+        )
+    return max(found, key=os.path.getmtime)
+
+
+def _load():
+    path = _find_library()
     lib = ctypes.CDLL(path)
     handle = c_void_p
     out = POINTER(c_void_p)

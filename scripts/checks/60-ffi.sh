@@ -82,6 +82,24 @@ if ensure_apt python3 python3; then
     bounded 300 python3 examples/python/demo.py
     # The binding's edges: argument checks, leases, and the Pool when handlers misbehave.
     bounded 300 python3 examples/python/test_memq.py
+    # Installed with pip (setup.py copies the library MEMQ_LIB names into the wheel): the
+    # installed module finds its own library, with MEMQ_LIB unset and away from the
+    # workspace. Needs venv and PyPI (for setuptools); without them only this step skips.
+    ffi_venv=$(mktemp -d)
+    if ! python3 -m venv "$ffi_venv" >/dev/null 2>&1 &&
+        ! { apt_install python3-venv && python3 -m venv "$ffi_venv" >/dev/null 2>&1; }; then
+        skip "pip install of the Python binding" "python3 -m venv does not work here"
+    elif ! run "$ffi_venv/bin/pip" install --quiet --disable-pip-version-check examples/python; then
+        skip "pip install of the Python binding" "pip could not build it (is PyPI reachable?)"
+    else
+        mkdir -p "$ffi_venv/tests"
+        cp examples/python/test_memq.py "$ffi_venv/tests/"
+        (cd "$ffi_venv/tests" && unset MEMQ_LIB &&
+            run "$ffi_venv/bin/python" -c \
+                "import memq, os; assert memq._find_library().startswith(os.path.dirname(memq.__file__)), memq._find_library()" &&
+            bounded 300 "$ffi_venv/bin/python" test_memq.py)
+    fi
+    rm -rf "$ffi_venv" examples/python/*.egg-info
     unset MEMQ_LIB
 else
     skip "Python example of the C ABI" "python3 missing and apt-get cannot install it"
