@@ -16,7 +16,7 @@ use std::thread;
 use std::time::Duration;
 
 use futures_core::Stream;
-use memq_core::{AckConfig, Clock, ManualClock, StartAt, Timer, Topic, TopicConfig};
+use memq_core::{AckConfig, Clock, Consumer, ManualClock, StartAt, Timer, Topic, TopicConfig};
 
 /// A waker whose last drop reads the topic's stats, taking its partitions' locks.
 struct CallsBack(Mutex<Option<Topic<u32>>>);
@@ -196,27 +196,38 @@ fn a_parked_publishers_waker_is_dropped_after_the_lock_when_it_finds_the_topic_c
     });
 }
 
-/// A member with no partition waits on the group's idle list. Polled as a stream (whose
-/// registration outlives the `next()` call), its waker stays there until the member leaves.
+/// A topic of 2 partitions and a group of 3 members on it: one member has no partition
+/// and waits on the group's idle list.
+fn three_members_on_two_partitions() -> (Topic<u32>, Vec<Consumer<u32>>) {
+    let topic = Topic::<u32>::new(TopicConfig::new(4).partitions(2)).unwrap();
+    let members = (0..3)
+        .map(|_| topic.group("g", StartAt::Latest).unwrap())
+        .collect();
+    (topic, members)
+}
+
+/// Drops the member without a partition first (a member leaving wakes, and so empties,
+/// the idle list).
+fn drop_the_idle_member(members: &mut Vec<Consumer<u32>>) {
+    let idle = members
+        .iter_mut()
+        .position(|m| m.assignment().is_empty())
+        .unwrap();
+    drop(members.remove(idle));
+}
+
+/// Polled as a stream (whose registration outlives the `next()` call), the idle member's
+/// waker stays on the idle list until the member leaves.
 #[test]
 fn an_idle_stream_members_waker_is_dropped_after_the_members_lock() {
     bounded(|| {
-        // 2 partitions, 3 members: one member has no partition.
-        let topic = Topic::<u32>::new(TopicConfig::new(4).partitions(2)).unwrap();
-        let mut members: Vec<_> = (0..3)
-            .map(|_| topic.group("g", StartAt::Latest).unwrap())
-            .collect();
+        let (topic, mut members) = three_members_on_two_partitions();
         for m in &mut members {
             let waker = Waker::from(Arc::new(CallsBack(Mutex::new(Some(topic.clone())))));
             let polled = Pin::new(m).poll_next(&mut Context::from_waker(&waker));
             assert!(polled.is_pending());
         }
-        // The idle member leaves first (a member leaving wakes, and so empties, the list).
-        let idle = members
-            .iter_mut()
-            .position(|m| m.assignment().is_empty())
-            .unwrap();
-        drop(members.remove(idle));
+        drop_the_idle_member(&mut members);
     });
 }
 
@@ -224,20 +235,13 @@ fn an_idle_stream_members_waker_is_dropped_after_the_members_lock() {
 #[test]
 fn an_idle_members_leaked_recv_waker_is_dropped_after_the_members_lock() {
     bounded(|| {
-        let topic = Topic::<u32>::new(TopicConfig::new(4).partitions(2)).unwrap();
-        let mut members: Vec<_> = (0..3)
-            .map(|_| topic.group("g", StartAt::Latest).unwrap())
-            .collect();
+        let (topic, mut members) = three_members_on_two_partitions();
         for m in &mut members {
             let mut recv = m.recv();
             park_with_calling_back_waker(&mut recv, &topic);
             std::mem::forget(recv);
         }
-        let idle = members
-            .iter_mut()
-            .position(|m| m.assignment().is_empty())
-            .unwrap();
-        drop(members.remove(idle));
+        drop_the_idle_member(&mut members);
     });
 }
 
