@@ -89,9 +89,13 @@ if ensure_apt python3 python3; then
     if ! python3 -m venv "$ffi_venv" >/dev/null 2>&1 &&
         ! { apt_install python3-venv && python3 -m venv "$ffi_venv" >/dev/null 2>&1; }; then
         skip "pip install of the Python binding" "python3 -m venv does not work here"
-    elif ! run "$ffi_venv/bin/pip" install --quiet --disable-pip-version-check examples/python; then
-        skip "pip install of the Python binding" "pip could not build it (is PyPI reachable?)"
+    elif ! run "$ffi_venv/bin/pip" install --quiet --disable-pip-version-check \
+        "setuptools>=61" wheel; then
+        skip "pip install of the Python binding" "pip could not fetch setuptools from PyPI"
     else
+        # With its build tools in place, a failure to build or install is the binding's.
+        run "$ffi_venv/bin/pip" install --quiet --disable-pip-version-check \
+            --no-build-isolation examples/python
         mkdir -p "$ffi_venv/tests"
         cp examples/python/test_memq.py "$ffi_venv/tests/"
         (cd "$ffi_venv/tests" && unset MEMQ_LIB &&
