@@ -374,7 +374,8 @@ def _timeout_ms(timeout):
 def _duration_ms(seconds, name):
     """A duration that must be positive (a TTL, an ack wait), in whole milliseconds
     rounded up, so that a tiny one is 1 ms rather than none."""
-    if _seconds(seconds, name) == 0:
+    seconds = _seconds(seconds, name)
+    if seconds == 0:
         raise ValueError(f"{name} must be more than 0 seconds")
     return _ms_ceil(seconds, _U64_MAX)
 

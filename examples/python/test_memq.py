@@ -100,6 +100,10 @@ class Arguments(unittest.TestCase):
         with self.assertRaises(ValueError):
             memq.Topic(capacity=8).ack_consumer("g", ack_wait=0)
         memq.Topic(ttl=0.0001)  # 1 ms
+        from decimal import Decimal
+
+        # 1 ms too, not a Decimal rounded toward 0 (which C reads as "no TTL").
+        self.assertEqual(memq._duration_ms(Decimal("0.0005"), "ttl"), 1)
         topic = memq.Topic(capacity=8)
         topic.publish(b"x")
         member = topic.ack_consumer("g")
