@@ -12,6 +12,23 @@
  * no panic crosses the boundary (MEMQ_STATUS_PANIC). timeout_ms: 0 does not wait, a
  * negative value waits as long as it takes, a positive value at most that many
  * milliseconds. Each function states its thread safety.
+ *
+ * Argument order, in every function: the handle, then what the call reads (data, keys,
+ * partitions), then timeout_ms if it waits, then what it writes: first a caller's buffer
+ * or array with its capacity, then the out-parameters, with lagged_out last. So every
+ * receive is (handle, timeout_ms, [buffer, capacity,] out..., lagged_out):
+ *   memq_subscriber_recv(sub, timeout_ms, &msg, &lagged)
+ *   memq_subscriber_recv_many(sub, timeout_ms, msgs, cap, &count, &lagged)
+ *   memq_subscriber_recv_into(sub, timeout_ms, buf, buf_len, &len, &meta, &lagged)
+ * and every publish is (topic, [route,] data..., timeout_ms, &receipt).
+ *
+ * Errors: memq_last_error_message() says, for the last call on this thread that did not
+ * return MEMQ_STATUS_OK, which argument was wrong and why, in the words of memq's Rust
+ * errors. See memq_status for the table of situations in Rust, C and Python.
+ *
+ * Linking: scripts/install-c.sh --prefix DIR installs this header, libmemq.so (SONAME
+ * libmemq.so.0), libmemq.a, a pkg-config file (pkg-config --cflags --libs memq) and a
+ * CMake package (find_package(memq): memq::memq, memq::memq_static).
  */
 
 #include <stdbool.h>
@@ -38,8 +55,33 @@
 #define MEMQ_TOPIC_RELEASE_ON_READ 2
 
 /**
- * What a call did. Returned by every function except `memq_version`, `memq_status_str`
- * and the `_free` functions. In C it is a `uint32_t`; compare it with the constants.
+ * What a call did. Returned by every function except `memq_version`, `memq_status_str`,
+ * `memq_last_error_message` and the `_free` functions. In C it is a `uint32_t`; compare
+ * it with the constants. `memq_last_error_message` says more about the last one that was
+ * not `MEMQ_STATUS_OK`.
+ *
+ * The same situation has the same name in every language memq speaks:
+ *
+ * | Situation | Rust (memq-core) | C (`memq_status`) | Python (memq.py) |
+ * |---|---|---|---|
+ * | a capacity, partition count, `max_in_flight`, TTL or `ack_wait` of 0 | `Error::ZeroCapacity`, `ZeroPartitions`, `ZeroInFlight`, `ZeroTtl`, `ZeroAckWait` | `INVALID_ARGUMENT` | `InvalidArgument` (also a `ValueError`) |
+ * | an unknown enumeration value or flag, a name that is not UTF-8 | (the types cannot hold it) | `INVALID_ARGUMENT` | `InvalidArgument`, or `TypeError` before the call |
+ * | a required pointer is NULL | (references cannot be) | `NULL_POINTER` | (cannot happen) |
+ * | no room, and the publish may not wait; a `REJECT` topic is full; a batch larger than the capacity | `PublishError::Full` | `FULL` | `Full` |
+ * | no room (or no message) within the time limit | `Full` after `publish_*_timeout`; `RecvTimeoutError::Timeout` | `TIMEOUT` | `Timeout` (a receive returns `None`) |
+ * | nothing to receive now | `TryRecvError::Empty` | `EMPTY` | a receive returns `None` |
+ * | the topic is closed (publishing), closed and drained (receiving) | `PublishError::Closed`, `RecvError::Closed` | `CLOSED` | `Closed` |
+ * | a reader missed messages | `RecvError::Lagged(n)` | `LAGGED` (n in `lagged_out`) | `Lagged` (`.missed`) |
+ * | a partition index or an offset out of range | `PublishError::InvalidPartition`, `Error::PartitionOutOfRange`, `OffsetOutOfRange`, `PartitionNotRead` | `OUT_OF_RANGE` | `OutOfRange` (also an `IndexError`) |
+ * | the capacity or partition table cannot be allocated | `Error::CapacityTooLarge`, `TooManyPartitions` | `ALLOC_FAILED` | `AllocFailed` (also a `MemoryError`) |
+ * | unknown topic / topic exists / unknown group | `Error::UnknownTopic`, `TopicExists`, `UnknownGroup` | `UNKNOWN_TOPIC`, `TOPIC_EXISTS`, `UNKNOWN_GROUP` | `MemqError` |
+ * | the group has the other ack mode | `Error::GroupModeMismatch` | `GROUP_MODE_MISMATCH` | `MemqError` |
+ * | a lease ran out or was settled already | `AckError::LeaseExpired` | `LEASE_EXPIRED` | `LeaseExpired` |
+ * | a receive buffer is too small | (Rust hands out the message) | `BUFFER_TOO_SMALL` (length in `len_out`) | (cannot happen) |
+ *
+ * `memq_last_error_message` words each case as the Rust error's `Display` does (for
+ * example "topic capacity must be at least 1"), naming the argument where C adds a check
+ * of its own (for example "count_out is NULL").
  */
 enum memq_status
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -763,6 +805,24 @@ const char *memq_status_str(uint32_t status);
 const char *memq_version(void);
 
 /**
+ * What the last call on this thread that returned a status other than `MEMQ_STATUS_OK`
+ * had to say about it: which argument was invalid and why, or what the situation was,
+ * in the words of memq's Rust errors (for example "topic capacity must be at least 1",
+ * "count_out is NULL", "batch of 9 messages can never fit in a partition of capacity
+ * 8"). Without more to say it is the status's description (`memq_status_str`); before
+ * any call failed on this thread it is "". A successful call leaves it as it was (as
+ * `errno`), so read it right after the call that failed. A NUL-terminated string, never
+ * NULL; never free it.
+ *
+ * Lifetime: valid until the next call into memq on this thread that does not return
+ * `MEMQ_STATUS_OK` (which replaces it), or until the thread exits; copy it to keep it.
+ *
+ * Thread safety: may be called from any thread at any time; each thread has its own
+ * last error, so one thread's failures never change another's.
+ */
+const char *memq_last_error_message(void);
+
+/**
  * Fills `config` with the defaults: capacity 1024, one partition, `MEMQ_OVERFLOW_BLOCK`,
  * no TTL, no flags.
  *
@@ -959,8 +1019,8 @@ memq_status memq_topic_publish_owned(const struct memq_topic *topic,
  * success `*receipt_out` (unless NULL) gets the first message's receipt. `items` may be
  * NULL when `count` is 0.
  *
- * Returns `MEMQ_STATUS_INVALID_ARGUMENT` if `count` exceeds the capacity (it could never
- * fit), `MEMQ_STATUS_NULL_POINTER` if `items` or an item's data is NULL with a nonzero
+ * Returns `MEMQ_STATUS_FULL` at once if `count` exceeds the capacity (it could never
+ * fit, however long it waited: Rust's `PublishError::Full`), `MEMQ_STATUS_NULL_POINTER` if `items` or an item's data is NULL with a nonzero
  * length; otherwise as `memq_topic_publish`.
  *
  * Thread safety: as `memq_topic_publish`.
@@ -1281,10 +1341,10 @@ memq_status memq_subscriber_recv(const struct memq_subscriber *subscriber,
  * `lagged_out` is NULL or valid for writing a `uint64_t`.
  */
 memq_status memq_subscriber_recv_many(const struct memq_subscriber *subscriber,
+                                      int64_t timeout_ms,
                                       struct memq_message **messages,
                                       size_t capacity,
                                       size_t *count_out,
-                                      int64_t timeout_ms,
                                       uint64_t *lagged_out);
 
 /**
@@ -1406,10 +1466,10 @@ memq_status memq_consumer_recv(const struct memq_consumer *consumer,
  * As `memq_subscriber_recv_many`, with a live consumer handle.
  */
 memq_status memq_consumer_recv_many(const struct memq_consumer *consumer,
+                                    int64_t timeout_ms,
                                     struct memq_message **messages,
                                     size_t capacity,
                                     size_t *count_out,
-                                    int64_t timeout_ms,
                                     uint64_t *lagged_out);
 
 /**
@@ -1701,10 +1761,10 @@ memq_status memq_ack_consumer_recv(const struct memq_ack_consumer *consumer,
  * `lagged_out` is NULL or valid for writing a `uint64_t`.
  */
 memq_status memq_ack_consumer_recv_many(const struct memq_ack_consumer *consumer,
+                                        int64_t timeout_ms,
                                         struct memq_delivery **deliveries,
                                         size_t capacity,
                                         size_t *count_out,
-                                        int64_t timeout_ms,
                                         uint64_t *lagged_out);
 
 /**

@@ -46,8 +46,8 @@
     do {                                                                                   \
         memq_status st_ = (call);                                                          \
         if (st_ != MEMQ_STATUS_OK) {                                                       \
-            fprintf(stderr, "%s:%d: %s: %s (%u)\n", __FILE__, __LINE__, #call,             \
-                    memq_status_str(st_), (unsigned)st_);                                  \
+            fprintf(stderr, "%s:%d: %s: %s (%u): %s\n", __FILE__, __LINE__, #call,         \
+                    memq_status_str(st_), (unsigned)st_, memq_last_error_message());       \
             exit(1);                                                                       \
         }                                                                                  \
     } while (0)
@@ -56,8 +56,9 @@
     do {                                                                                   \
         memq_status st_ = (call);                                                          \
         if (st_ != (want)) {                                                               \
-            fprintf(stderr, "%s:%d: %s: %s (%u), expected %s\n", __FILE__, __LINE__,       \
-                    #call, memq_status_str(st_), (unsigned)st_, memq_status_str(want));    \
+            fprintf(stderr, "%s:%d: %s: %s (%u): %s; expected %s\n", __FILE__, __LINE__,   \
+                    #call, memq_status_str(st_), (unsigned)st_, memq_last_error_message(), \
+                    memq_status_str(want));                                                \
             exit(1);                                                                       \
         }                                                                                  \
     } while (0)

@@ -37,8 +37,8 @@
     do {                                                                                   \
         memq_status st_ = (call);                                                          \
         if (st_ != MEMQ_STATUS_OK) {                                                       \
-            fprintf(stderr, "%s:%d: %s: %s (%u)\n", __FILE__, __LINE__, #call,             \
-                    memq_status_str(st_), (unsigned)st_);                                  \
+            fprintf(stderr, "%s:%d: %s: %s (%u): %s\n", __FILE__, __LINE__, #call,         \
+                    memq_status_str(st_), (unsigned)st_, memq_last_error_message());       \
             exit(1);                                                                       \
         }                                                                                  \
     } while (0)
@@ -112,7 +112,7 @@ static void *subscribe(void *arg) {
     memq_message *msgs[BATCH];
     while (run->received < run->count) {
         size_t n = 0;
-        CHECK(memq_subscriber_recv_many(run->sub, msgs, BATCH, &n, -1, NULL));
+        CHECK(memq_subscriber_recv_many(run->sub, -1, msgs, BATCH, &n, NULL));
         for (size_t i = 0; i < n; i++) {
             const uint8_t *data;
             memq_message_meta meta;
@@ -211,7 +211,7 @@ static void *group_consume(void *arg) {
     memq_message *msgs[64];
     for (;;) {
         size_t n = 0;
-        memq_status st = memq_consumer_recv_many(m->consumer, msgs, 64, &n, 100, NULL);
+        memq_status st = memq_consumer_recv_many(m->consumer, 100, msgs, 64, &n, NULL);
         if (st == MEMQ_STATUS_CLOSED) {
             break;
         }
@@ -309,6 +309,42 @@ static void consumer_group(uint64_t count) {
     pthread_mutex_destroy(&run.lock);
 }
 
+/* A failed call says which argument was wrong and why: memq_last_error_message() (per
+ * thread, valid until the next failing call on this thread), in the words of memq's Rust
+ * errors. */
+static void bad_arguments(void) {
+    memq_topic_config config;
+    memq_topic *topic = NULL;
+    CHECK(memq_topic_config_init(&config));
+    config.capacity = 0;
+    memq_status st = memq_topic_new(&config, &topic);
+    const char *detail = memq_last_error_message();
+    if (st != MEMQ_STATUS_INVALID_ARGUMENT || topic != NULL ||
+        strcmp(detail, "topic capacity must be at least 1") != 0) {
+        FAIL("capacity 0: %s (%s)", memq_status_str(st), detail);
+    }
+    printf("capacity 0: %s: %s\n", memq_status_str(st), detail);
+
+    config.capacity = 4;
+    CHECK(memq_topic_new(&config, &topic));
+    memq_slice items[5];
+    for (size_t i = 0; i < 5; i++) {
+        items[i].data = (const uint8_t *)"x";
+        items[i].len = 1;
+    }
+    st = memq_topic_publish_batch(topic, items, 5, -1, NULL);
+    if (st != MEMQ_STATUS_FULL) {
+        FAIL("a batch over capacity: %s, expected FULL", memq_status_str(st));
+    }
+    printf("batch of 5 into capacity 4: %s: %s\n", memq_status_str(st),
+           memq_last_error_message());
+    st = memq_topic_get_stats(topic, NULL);
+    if (st != MEMQ_STATUS_NULL_POINTER || strcmp(memq_last_error_message(), "stats_out is NULL")) {
+        FAIL("NULL stats_out: %s (%s)", memq_status_str(st), memq_last_error_message());
+    }
+    memq_topic_free(topic);
+}
+
 int main(int argc, char **argv) {
     uint64_t count = 1000000;
     if (argc > 1) {
@@ -320,6 +356,7 @@ int main(int argc, char **argv) {
         }
     }
     printf("memq %s\n", memq_version());
+    bad_arguments();
     pubsub_throughput(count, 0);
     pubsub_throughput(count, 1);
     consumer_group(count / 10 > 0 ? count / 10 : 1);

@@ -22,11 +22,14 @@
 
 namespace memq {
 
-// A failed call: its status and what was called.
+// A failed call: its status, what was called, and what memq said about it (the detail
+// of the last failure on this thread, so an Error is made right after the failed call).
 class Error : public std::runtime_error {
 public:
     Error(memq_status status, const std::string &what)
-        : std::runtime_error(what + ": " + memq_status_str(status)), status_(status) {}
+        : std::runtime_error(what + ": " + memq_status_str(status) + ": " +
+                             memq_last_error_message()),
+          status_(status) {}
     memq_status status() const noexcept { return status_; }
 
 private:
@@ -111,8 +114,8 @@ public:
     std::vector<Message> recv_many(size_t max, int64_t timeout_ms) {
         std::vector<memq_message *> raw(max, nullptr);
         size_t n = 0;
-        memq_status st = memq_subscriber_recv_many(handle_.get(), raw.data(), max, &n,
-                                                   timeout_ms, nullptr);
+        memq_status st = memq_subscriber_recv_many(handle_.get(), timeout_ms, raw.data(), max,
+                                                   &n, nullptr);
         std::vector<Message> out;
         if (st == MEMQ_STATUS_OK) {
             try {

@@ -10,11 +10,11 @@ use core::time::Duration;
 use std::sync::Mutex;
 
 use bytes::Bytes;
-use memq_core::{AckConfig, AckConsumer, Backoff, Delivery, Message};
+use memq_core::{AckConfig, AckConsumer, Backoff, Delivery, Error, Message};
 
 use crate::boundary::{
-    batch_out, borrow, get, guard, guard_void, init_default, into_handle, lock, name, out, release,
-    Outcome,
+    batch_out, borrow, get, guard, guard_void, init_default, into_handle, invalid, lock, name, out,
+    release, Outcome,
 };
 use crate::dead_letter::memq_dead_letter_topic;
 use crate::message::memq_message_meta;
@@ -97,7 +97,14 @@ impl memq_ack_config {
                     Duration::from_millis(self.backoff_max_ms),
                 ))
             }
-            _ => Err(memq_status::InvalidArgument),
+            EXPONENTIAL => Err(invalid(
+                "config->backoff_initial_ms",
+                "an exponential backoff needs 0 < backoff_initial_ms <= backoff_max_ms",
+            )),
+            other => Err(invalid(
+                "config->backoff",
+                format_args!("{other} is not a memq_backoff value"),
+            )),
         }
     }
 
@@ -107,8 +114,12 @@ impl memq_ack_config {
     ///
     /// `self.dead_letter` is NULL or a live dead-letter topic handle.
     unsafe fn to_core(self) -> Result<AckConfig<Bytes>, memq_status> {
-        if self.ack_wait_ms == 0 || self.max_in_flight == 0 {
-            return Err(memq_status::InvalidArgument);
+        // The core's words for the core's checks ("ack_wait must be longer than zero").
+        if self.ack_wait_ms == 0 {
+            return Err(Error::ZeroAckWait.into());
+        }
+        if self.max_in_flight == 0 {
+            return Err(Error::ZeroInFlight.into());
         }
         let mut config = AckConfig::new()
             .ack_wait(Duration::from_millis(self.ack_wait_ms))
@@ -119,7 +130,7 @@ impl memq_ack_config {
         }
         if !self.dead_letter.is_null() {
             // SAFETY: non-NULL, so a live handle by this function's contract.
-            let dead_letter = unsafe { borrow(self.dead_letter) }?;
+            let dead_letter = unsafe { borrow(self.dead_letter, "config->dead_letter") }?;
             config = config.dead_letter(dead_letter.topic.clone());
         }
         Ok(config)
@@ -198,7 +209,7 @@ pub struct memq_ack_group_stats {
 #[no_mangle]
 pub unsafe extern "C" fn memq_ack_config_init(config: *mut memq_ack_config) -> memq_status {
     // SAFETY: the caller passes NULL or a pointer valid for writes.
-    unsafe { init_default(config) }
+    unsafe { init_default(config, "config") }
 }
 
 /// Joins the explicit-ack group `group` of `topic` and writes the new member to
@@ -237,12 +248,12 @@ pub unsafe extern "C" fn memq_ack_consumer_new(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
+        let topic = unsafe { borrow(topic, "topic") }?;
         // SAFETY: the caller passes NULL or a NUL-terminated string.
-        let group = unsafe { name(group) }?;
+        let group = unsafe { name(group, "group") }?;
         // SAFETY: the caller passes NULL or a valid config.
-        let config = unsafe { borrow(config) }?;
-        let consumer_out = out(consumer_out)?;
+        let config = unsafe { borrow(config, "config") }?;
+        let consumer_out = out(consumer_out, "consumer_out")?;
         let start = memq_start::from_c(start, offset)?;
         // SAFETY: the caller passes a config whose dead-letter topic is NULL or live.
         let config = unsafe { config.to_core() }?;
@@ -306,8 +317,8 @@ pub unsafe extern "C" fn memq_ack_consumer_recv(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let consumer = unsafe { borrow(consumer) }?;
-        let delivery_out = out(delivery_out)?;
+        let consumer = unsafe { borrow(consumer, "consumer") }?;
+        let delivery_out = out(delivery_out, "delivery_out")?;
         let mut c = lock(&consumer.consumer)?;
         let received: Result<_, Miss> = match Wait::from_ms(timeout_ms) {
             Wait::Try => c.try_recv().map_err(Miss::from),
@@ -356,16 +367,16 @@ fn delivery_handle(delivery: Delivery<Bytes>) -> *mut memq_delivery {
 #[no_mangle]
 pub unsafe extern "C" fn memq_ack_consumer_recv_many(
     consumer: *const memq_ack_consumer,
+    timeout_ms: i64,
     deliveries: *mut *mut memq_delivery,
     capacity: usize,
     count_out: *mut usize,
-    timeout_ms: i64,
     lagged_out: *mut u64,
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let consumer = unsafe { borrow(consumer) }?;
-        let count_out = batch_out(deliveries, capacity, count_out)?;
+        let consumer = unsafe { borrow(consumer, "consumer") }?;
+        let count_out = batch_out(deliveries, "deliveries", capacity, count_out)?;
         let mut batch = Vec::new();
         let mut c = lock(&consumer.consumer)?;
         let received: Result<usize, Miss> = match Wait::from_ms(timeout_ms) {
@@ -380,7 +391,7 @@ pub unsafe extern "C" fn memq_ack_consumer_recv_many(
         drop(c);
         match received {
             // A waiting batch receive returns nothing only once closed and settled.
-            Ok(0) => Err(memq_status::Closed),
+            Ok(0) => Err(Miss::Closed.status()),
             Ok(n) => {
                 debug_assert!(n <= capacity && n == batch.len());
                 for (i, delivery) in batch.into_iter().enumerate() {
@@ -420,9 +431,12 @@ pub unsafe extern "C" fn memq_ack_consumer_committed(
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
     unsafe {
-        get(consumer, offset_out, |consumer| {
-            Ok(lock(&consumer.consumer)?.committed(partition)?)
-        })
+        get(
+            ["consumer", "offset_out"],
+            consumer,
+            offset_out,
+            |consumer| Ok(lock(&consumer.consumer)?.committed(partition)?),
+        )
     }
 }
 
@@ -446,7 +460,7 @@ pub unsafe extern "C" fn memq_ack_consumer_pending(
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
     unsafe {
-        get(consumer, count_out, |consumer| {
+        get(["consumer", "count_out"], consumer, count_out, |consumer| {
             Ok(lock(&consumer.consumer)?.pending().len())
         })
     }
@@ -473,10 +487,10 @@ pub unsafe extern "C" fn memq_topic_get_ack_group_stats(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
+        let topic = unsafe { borrow(topic, "topic") }?;
         // SAFETY: the caller passes NULL or a NUL-terminated string.
-        let group = unsafe { name(group) }?;
-        let stats_out = out(stats_out)?;
+        let group = unsafe { name(group, "group") }?;
+        let stats_out = out(stats_out, "stats_out")?;
         let s = topic.topic.stats();
         let g = s
             .groups
@@ -522,7 +536,7 @@ pub unsafe extern "C" fn memq_delivery_data(
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
     unsafe {
-        get(delivery, data_out, |delivery| {
+        get(["delivery", "data_out"], delivery, data_out, |delivery| {
             Ok(delivery.message.value().as_ptr())
         })
     }
@@ -546,7 +560,7 @@ pub unsafe extern "C" fn memq_delivery_len(
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
     unsafe {
-        get(delivery, len_out, |delivery| {
+        get(["delivery", "len_out"], delivery, len_out, |delivery| {
             Ok(delivery.message.value().len())
         })
     }
@@ -570,9 +584,12 @@ pub unsafe extern "C" fn memq_delivery_offset(
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
     unsafe {
-        get(delivery, offset_out, |delivery| {
-            Ok(delivery.message.offset())
-        })
+        get(
+            ["delivery", "offset_out"],
+            delivery,
+            offset_out,
+            |delivery| Ok(delivery.message.offset()),
+        )
     }
 }
 
@@ -594,9 +611,12 @@ pub unsafe extern "C" fn memq_delivery_partition(
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
     unsafe {
-        get(delivery, partition_out, |delivery| {
-            Ok(delivery.message.partition())
-        })
+        get(
+            ["delivery", "partition_out"],
+            delivery,
+            partition_out,
+            |delivery| Ok(delivery.message.partition()),
+        )
     }
 }
 
@@ -618,7 +638,14 @@ pub unsafe extern "C" fn memq_delivery_deliveries(
 ) -> memq_status {
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
-    unsafe { get(delivery, deliveries_out, |delivery| Ok(delivery.deliveries)) }
+    unsafe {
+        get(
+            ["delivery", "deliveries_out"],
+            delivery,
+            deliveries_out,
+            |delivery| Ok(delivery.deliveries),
+        )
+    }
 }
 
 /// Writes all of the message's metadata (offset, partition, timestamp, length) to
@@ -640,7 +667,7 @@ pub unsafe extern "C" fn memq_delivery_get_meta(
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
     unsafe {
-        get(delivery, meta_out, |delivery| {
+        get(["delivery", "meta_out"], delivery, meta_out, |delivery| {
             Ok(memq_message_meta::of(&delivery.message))
         })
     }
@@ -662,7 +689,7 @@ enum Settle {
 /// `delivery` is NULL or a live delivery handle.
 unsafe fn settle(delivery: *const memq_delivery, action: Settle) -> Outcome {
     // SAFETY: the caller passes NULL or a live handle.
-    let delivery = unsafe { borrow(delivery) }?;
+    let delivery = unsafe { borrow(delivery, "delivery") }?;
     let lease = lock(&delivery.lease)?
         .take()
         .ok_or(memq_status::LeaseExpired)?;
@@ -778,7 +805,7 @@ pub unsafe extern "C" fn memq_delivery_reject(delivery: *const memq_delivery) ->
 pub unsafe extern "C" fn memq_delivery_touch(delivery: *const memq_delivery) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let delivery = unsafe { borrow(delivery) }?;
+        let delivery = unsafe { borrow(delivery, "delivery") }?;
         let mut lease = lock(&delivery.lease)?;
         let held = lease.as_mut().ok_or(memq_status::LeaseExpired)?;
         match held.touch() {

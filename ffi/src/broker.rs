@@ -29,7 +29,7 @@ pub struct memq_broker {
 #[no_mangle]
 pub unsafe extern "C" fn memq_broker_new(broker_out: *mut *mut memq_broker) -> memq_status {
     guard(|| {
-        let broker_out = out(broker_out)?;
+        let broker_out = out(broker_out, "broker_out")?;
         let handle = into_handle(memq_broker {
             broker: Broker::new(),
         });
@@ -77,12 +77,12 @@ pub unsafe extern "C" fn memq_broker_create_topic(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let broker = unsafe { borrow(broker) }?;
+        let broker = unsafe { borrow(broker, "broker") }?;
         // SAFETY: the caller passes NULL or a NUL-terminated string.
-        let topic_name = unsafe { self::name(name) }?;
+        let topic_name = unsafe { self::name(name, "name") }?;
         // SAFETY: the caller passes NULL or a valid config.
-        let config = unsafe { borrow(config) }?;
-        let topic_out = out(topic_out)?;
+        let config = unsafe { borrow(config, "config") }?;
+        let topic_out = out(topic_out, "topic_out")?;
         let topic = broker.broker.create(topic_name, config.to_core()?)?;
         // SAFETY: the caller passes a pointer valid for writes.
         unsafe { topic_out.write(into_handle(memq_topic { topic })) };
@@ -110,10 +110,10 @@ pub unsafe extern "C" fn memq_broker_get_topic(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let broker = unsafe { borrow(broker) }?;
+        let broker = unsafe { borrow(broker, "broker") }?;
         // SAFETY: the caller passes NULL or a NUL-terminated string.
-        let topic_name = unsafe { self::name(name) }?;
-        let topic_out = out(topic_out)?;
+        let topic_name = unsafe { self::name(name, "name") }?;
+        let topic_out = out(topic_out, "topic_out")?;
         let topic = broker.broker.get(topic_name)?;
         // SAFETY: the caller passes a pointer valid for writes.
         unsafe { topic_out.write(into_handle(memq_topic { topic })) };
@@ -140,9 +140,9 @@ pub unsafe extern "C" fn memq_broker_delete_topic(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let broker = unsafe { borrow(broker) }?;
+        let broker = unsafe { borrow(broker, "broker") }?;
         // SAFETY: the caller passes NULL or a NUL-terminated string.
-        let topic_name = unsafe { self::name(name) }?;
+        let topic_name = unsafe { self::name(name, "name") }?;
         broker.broker.delete(topic_name)?;
         Ok(())
     })
@@ -165,5 +165,9 @@ pub unsafe extern "C" fn memq_broker_topic_count(
 ) -> memq_status {
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
-    unsafe { get(broker, count_out, |broker| Ok(broker.broker.len())) }
+    unsafe {
+        get(["broker", "count_out"], broker, count_out, |broker| {
+            Ok(broker.broker.len())
+        })
+    }
 }

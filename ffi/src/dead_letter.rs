@@ -184,8 +184,8 @@ pub unsafe extern "C" fn memq_dead_letter_topic_new(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a valid config.
-        let config = unsafe { borrow(config) }?;
-        let topic_out = out(topic_out)?;
+        let config = unsafe { borrow(config, "config") }?;
+        let topic_out = out(topic_out, "topic_out")?;
         let topic = Topic::new(config.to_core()?)?;
         // SAFETY: the caller passes a pointer valid for writes.
         unsafe { topic_out.write(into_handle(memq_dead_letter_topic { topic })) };
@@ -228,7 +228,7 @@ pub unsafe extern "C" fn memq_dead_letter_topic_close(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
+        let topic = unsafe { borrow(topic, "topic") }?;
         topic.topic.close();
         Ok(())
     })
@@ -253,7 +253,7 @@ pub unsafe extern "C" fn memq_dead_letter_topic_get_stats(
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
     unsafe {
-        get(topic, stats_out, |topic| {
+        get(["topic", "stats_out"], topic, stats_out, |topic| {
             Ok(memq_topic_stats::of(&topic.topic))
         })
     }
@@ -281,8 +281,8 @@ pub unsafe extern "C" fn memq_dead_letter_subscriber_new(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
-        let subscriber_out = out(subscriber_out)?;
+        let topic = unsafe { borrow(topic, "topic") }?;
+        let subscriber_out = out(subscriber_out, "subscriber_out")?;
         let sub = topic.topic.subscribe(memq_start::from_c(start, offset)?)?;
         let handle = into_handle(memq_dead_letter_subscriber {
             sub: Mutex::new(sub),
@@ -337,8 +337,8 @@ pub unsafe extern "C" fn memq_dead_letter_subscriber_recv(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let subscriber = unsafe { borrow(subscriber) }?;
-        let letter_out = out(letter_out)?;
+        let subscriber = unsafe { borrow(subscriber, "subscriber") }?;
+        let letter_out = out(letter_out, "letter_out")?;
         let mut sub = lock(&subscriber.sub)?;
         let received: Result<_, Miss> = match Wait::from_ms(timeout_ms) {
             Wait::Try => sub.try_recv().map_err(Miss::from),
@@ -381,7 +381,7 @@ pub unsafe extern "C" fn memq_dead_letter_data(
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
     unsafe {
-        get(letter, data_out, |letter| {
+        get(["letter", "data_out"], letter, data_out, |letter| {
             Ok(letter.message.value().value.as_ptr())
         })
     }
@@ -405,7 +405,11 @@ pub unsafe extern "C" fn memq_dead_letter_get_info(
 ) -> memq_status {
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
-    unsafe { get(letter, info_out, |letter| Ok(letter.info())) }
+    unsafe {
+        get(["letter", "info_out"], letter, info_out, |letter| {
+            Ok(letter.info())
+        })
+    }
 }
 
 /// Frees a dead letter. NULL does nothing.

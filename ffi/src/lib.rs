@@ -12,9 +12,13 @@
 //!   A `memq_delivery` (a lease in an explicit-ack group) is freed like any other handle,
 //!   whether or not it was acked, nacked or rejected: settling ends the lease, freeing
 //!   ends the handle.
-//! - Every function but `memq_version`, `memq_status_str` and the `_free` functions
-//!   returns a [`memq_status`]; `MEMQ_STATUS_OK` is 0. Running out of messages, time or
-//!   room are statuses, not crashes.
+//! - Every function but `memq_version`, `memq_status_str`, `memq_last_error_message` and
+//!   the `_free` functions returns a [`memq_status`]; `MEMQ_STATUS_OK` is 0. Running out
+//!   of messages, time or room are statuses, not crashes. [`memq_last_error_message`]
+//!   says which argument was wrong and why, in the words of memq-core's errors.
+//! - Arguments come in one order: the handle, what the call reads, `timeout_ms`, then
+//!   what it writes (a caller's buffer or array with its capacity, then out-parameters,
+//!   `lagged_out` last).
 //! - Out-parameters are written only when the function returns `MEMQ_STATUS_OK`; the few
 //!   that exist to explain a failure (a lag count, a required buffer length) say so.
 //! - Every pointer is checked for NULL. Enumerations from C (overflow policy, start

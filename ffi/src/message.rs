@@ -5,7 +5,7 @@ use bytes::Bytes;
 use memq_core::Message;
 
 use crate::boundary::{borrow, get, guard, guard_void, optional_out, out, release, OutPtr};
-use crate::status::memq_status;
+use crate::status::{memq_status, with_detail, with_static_detail};
 
 /// A received message: its payload (shared with the log and other readers, never copied)
 /// and where it came from. Free it with `memq_message_free`; the payload pointer from
@@ -59,12 +59,21 @@ pub(crate) unsafe fn copy_out(
     len_out: OutPtr<usize>,
 ) -> Result<(), memq_status> {
     if buf.is_null() && buf_len > 0 {
-        return Err(memq_status::NullPointer);
+        return Err(with_detail(
+            memq_status::NullPointer,
+            format_args!("buf is NULL with a length of {buf_len}"),
+        ));
     }
     if payload.len() > buf_len {
         // SAFETY: the export's caller passes a pointer valid for writes.
         unsafe { len_out.write(payload.len()) };
-        return Err(memq_status::BufferTooSmall);
+        return Err(with_detail(
+            memq_status::BufferTooSmall,
+            format_args!(
+                "buf_len: the payload is {} bytes, the buffer {buf_len}",
+                payload.len()
+            ),
+        ));
     }
     if !payload.is_empty() {
         debug_assert!(!buf.is_null());
@@ -98,7 +107,7 @@ pub unsafe extern "C" fn memq_message_data(
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
     unsafe {
-        get(message, data_out, |message| {
+        get(["message", "data_out"], message, data_out, |message| {
             Ok(message.message.value().as_ptr())
         })
     }
@@ -122,7 +131,7 @@ pub unsafe extern "C" fn memq_message_len(
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
     unsafe {
-        get(message, len_out, |message| {
+        get(["message", "len_out"], message, len_out, |message| {
             Ok(message.message.value().len())
         })
     }
@@ -145,7 +154,11 @@ pub unsafe extern "C" fn memq_message_offset(
 ) -> memq_status {
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
-    unsafe { get(message, offset_out, |message| Ok(message.message.offset())) }
+    unsafe {
+        get(["message", "offset_out"], message, offset_out, |message| {
+            Ok(message.message.offset())
+        })
+    }
 }
 
 /// Writes the partition the message was published to to `*partition_out`.
@@ -166,9 +179,12 @@ pub unsafe extern "C" fn memq_message_partition(
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
     unsafe {
-        get(message, partition_out, |message| {
-            Ok(message.message.partition())
-        })
+        get(
+            ["message", "partition_out"],
+            message,
+            partition_out,
+            |message| Ok(message.message.partition()),
+        )
     }
 }
 
@@ -192,11 +208,14 @@ pub unsafe extern "C" fn memq_message_timestamp(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let message = unsafe { borrow(message) }?;
-        let timestamp_ns_out = out(timestamp_ns_out)?;
+        let message = unsafe { borrow(message, "message") }?;
+        let timestamp_ns_out = out(timestamp_ns_out, "timestamp_ns_out")?;
         let meta = memq_message_meta::of(&message.message);
         if !meta.has_timestamp {
-            return Err(memq_status::NoTimestamp);
+            return Err(with_static_detail(
+                memq_status::NoTimestamp,
+                c"message has no timestamp: its topic has no clock (see MEMQ_TOPIC_TIMESTAMPS)",
+            ));
         }
         // SAFETY: the caller passes a pointer valid for writes.
         unsafe { timestamp_ns_out.write(meta.timestamp_ns) };
@@ -223,7 +242,7 @@ pub unsafe extern "C" fn memq_message_get_meta(
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
     unsafe {
-        get(message, meta_out, |message| {
+        get(["message", "meta_out"], message, meta_out, |message| {
             Ok(memq_message_meta::of(&message.message))
         })
     }
@@ -251,8 +270,8 @@ pub unsafe extern "C" fn memq_message_copy(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let message = unsafe { borrow(message) }?;
-        let len_out = out(len_out)?;
+        let message = unsafe { borrow(message, "message") }?;
+        let len_out = out(len_out, "len_out")?;
         // SAFETY: the caller passes NULL or a buffer of `buf_len` writable bytes.
         unsafe { copy_out(message.message.value(), buf, buf_len, len_out) }
     })

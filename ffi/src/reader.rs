@@ -13,7 +13,7 @@ use crate::boundary::{
     batch_out, borrow, get, guard, guard_void, into_handle, lock, name, optional_out, out, release,
 };
 use crate::message::{copy_out, give_message, give_meta, memq_message, memq_message_meta};
-use crate::status::{memq_status, Miss};
+use crate::status::{memq_status, with_detail, Miss};
 use crate::topic::{memq_start, memq_topic};
 use crate::wait::Wait;
 
@@ -138,11 +138,16 @@ pub(crate) unsafe fn missed(miss: Miss, lagged_out: *mut u64) -> memq_status {
 trait ReaderHandle {
     type Source: Source;
 
+    /// The handle's argument name, for `memq_last_error_message`.
+    const NAME: &'static str;
+
     fn reader(&self) -> &Mutex<Reader<Self::Source>>;
 }
 
 impl ReaderHandle for memq_subscriber {
     type Source = Subscriber<Bytes>;
+
+    const NAME: &'static str = "subscriber";
 
     fn reader(&self) -> &Mutex<Reader<Self::Source>> {
         &self.reader
@@ -151,6 +156,8 @@ impl ReaderHandle for memq_subscriber {
 
 impl ReaderHandle for memq_consumer {
     type Source = Consumer<Bytes>;
+
+    const NAME: &'static str = "consumer";
 
     fn reader(&self) -> &Mutex<Reader<Self::Source>> {
         &self.reader
@@ -168,8 +175,8 @@ unsafe fn recv<H: ReaderHandle>(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let reader = unsafe { borrow(handle) }?.reader();
-        let message_out = out(message_out)?;
+        let reader = unsafe { borrow(handle, H::NAME) }?.reader();
+        let message_out = out(message_out, "message_out")?;
         let mut reader = lock(reader)?;
         match reader.recv(Wait::from_ms(timeout_ms)) {
             Ok(m) => {
@@ -189,16 +196,16 @@ unsafe fn recv<H: ReaderHandle>(
 /// As the `memq_*_recv_many` exports, with `handle` NULL or a live handle.
 unsafe fn recv_many<H: ReaderHandle>(
     handle: *const H,
+    timeout_ms: i64,
     messages: *mut *mut memq_message,
     capacity: usize,
     count_out: *mut usize,
-    timeout_ms: i64,
     lagged_out: *mut u64,
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let reader = unsafe { borrow(handle) }?.reader();
-        let count_out = batch_out(messages, capacity, count_out)?;
+        let reader = unsafe { borrow(handle, H::NAME) }?.reader();
+        let count_out = batch_out(messages, "messages", capacity, count_out)?;
         let mut reader = lock(reader)?;
         if let Err(miss) = reader.recv_many(capacity, Wait::from_ms(timeout_ms)) {
             // SAFETY: the caller passes NULL or a pointer valid for writes.
@@ -233,10 +240,13 @@ unsafe fn recv_into<H: ReaderHandle>(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let reader = unsafe { borrow(handle) }?.reader();
-        let len_out = out(len_out)?;
+        let reader = unsafe { borrow(handle, H::NAME) }?.reader();
+        let len_out = out(len_out, "len_out")?;
         if buf.is_null() && buf_len > 0 {
-            return Err(memq_status::NullPointer);
+            return Err(with_detail(
+                memq_status::NullPointer,
+                format_args!("buf is NULL with a length of {buf_len}"),
+            ));
         }
         let mut reader = lock(reader)?;
         let m = match reader.recv(Wait::from_ms(timeout_ms)) {
@@ -304,8 +314,8 @@ pub unsafe extern "C" fn memq_subscriber_new(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
-        let subscriber_out = out(subscriber_out)?;
+        let topic = unsafe { borrow(topic, "topic") }?;
+        let subscriber_out = out(subscriber_out, "subscriber_out")?;
         let sub = topic.topic.subscribe(memq_start::from_c(start, offset)?)?;
         let handle = into_handle(memq_subscriber {
             reader: Reader::new(sub),
@@ -336,8 +346,8 @@ pub unsafe extern "C" fn memq_subscriber_new_partition(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
-        let subscriber_out = out(subscriber_out)?;
+        let topic = unsafe { borrow(topic, "topic") }?;
+        let subscriber_out = out(subscriber_out, "subscriber_out")?;
         let start = memq_start::from_c(start, offset)?;
         let sub = topic.topic.subscribe_partition(partition, start)?;
         let handle = into_handle(memq_subscriber {
@@ -412,17 +422,17 @@ pub unsafe extern "C" fn memq_subscriber_recv(
 #[no_mangle]
 pub unsafe extern "C" fn memq_subscriber_recv_many(
     subscriber: *const memq_subscriber,
+    timeout_ms: i64,
     messages: *mut *mut memq_message,
     capacity: usize,
     count_out: *mut usize,
-    timeout_ms: i64,
     lagged_out: *mut u64,
 ) -> memq_status {
     // SAFETY: the caller passes NULL or a live handle, and the array and out-parameters
     // valid as required.
     unsafe {
         recv_many(
-            subscriber, messages, capacity, count_out, timeout_ms, lagged_out,
+            subscriber, timeout_ms, messages, capacity, count_out, lagged_out,
         )
     }
 }
@@ -488,7 +498,7 @@ pub unsafe extern "C" fn memq_subscriber_lag(
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
     unsafe {
-        get(subscriber, lag_out, |sub| {
+        get(["subscriber", "lag_out"], subscriber, lag_out, |sub| {
             let reader = lock(&sub.reader)?;
             // A message kept back by `memq_subscriber_recv_into` is not read yet either.
             Ok(reader.source.lag() + u64::from(reader.pending.is_some()))
@@ -524,10 +534,10 @@ pub unsafe extern "C" fn memq_consumer_new(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
+        let topic = unsafe { borrow(topic, "topic") }?;
         // SAFETY: the caller passes NULL or a NUL-terminated string.
-        let group = unsafe { name(group) }?;
-        let consumer_out = out(consumer_out)?;
+        let group = unsafe { name(group, "group") }?;
+        let consumer_out = out(consumer_out, "consumer_out")?;
         let member = topic
             .topic
             .group(group, memq_start::from_c(start, offset)?)?;
@@ -593,17 +603,17 @@ pub unsafe extern "C" fn memq_consumer_recv(
 #[no_mangle]
 pub unsafe extern "C" fn memq_consumer_recv_many(
     consumer: *const memq_consumer,
+    timeout_ms: i64,
     messages: *mut *mut memq_message,
     capacity: usize,
     count_out: *mut usize,
-    timeout_ms: i64,
     lagged_out: *mut u64,
 ) -> memq_status {
     // SAFETY: the caller passes NULL or a live handle, and the array and out-parameters
     // valid as required.
     unsafe {
         recv_many(
-            consumer, messages, capacity, count_out, timeout_ms, lagged_out,
+            consumer, timeout_ms, messages, capacity, count_out, lagged_out,
         )
     }
 }
@@ -658,9 +668,12 @@ pub unsafe extern "C" fn memq_consumer_committed(
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
     unsafe {
-        get(consumer, offset_out, |consumer| {
-            Ok(lock(&consumer.reader)?.source.committed(partition)?)
-        })
+        get(
+            ["consumer", "offset_out"],
+            consumer,
+            offset_out,
+            |consumer| Ok(lock(&consumer.reader)?.source.committed(partition)?),
+        )
     }
 }
 
@@ -706,7 +719,7 @@ mod tests {
                 memq_status::Panic
             );
             assert_eq!(
-                memq_subscriber_recv_many(s, &mut m, 1, &mut n, 0, null_mut()),
+                memq_subscriber_recv_many(s, 0, &mut m, 1, &mut n, null_mut()),
                 memq_status::Panic
             );
             assert_eq!(memq_subscriber_lag(s, &mut lag), memq_status::Panic);

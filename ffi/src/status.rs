@@ -1,12 +1,42 @@
-//! Status codes, their descriptions, the library version, and the mapping from memq-core's
-//! errors to codes. Codes are never renumbered: new ones are appended.
+//! Status codes, their descriptions, the error detail of the last failed call on a thread
+//! (`memq_last_error_message`), the library version, and the mapping from memq-core's
+//! errors to codes and details. Codes are never renumbered: new ones are appended.
 
+use core::cell::RefCell;
 use core::ffi::{c_char, CStr};
+use core::fmt::{self, Write as _};
+use std::any::Any;
+use std::ffi::CString;
 
 use memq_core::{AckError, Error, PublishError, RecvError, RecvTimeoutError, TryRecvError};
 
-/// What a call did. Returned by every function except `memq_version`, `memq_status_str`
-/// and the `_free` functions. In C it is a `uint32_t`; compare it with the constants.
+/// What a call did. Returned by every function except `memq_version`, `memq_status_str`,
+/// `memq_last_error_message` and the `_free` functions. In C it is a `uint32_t`; compare
+/// it with the constants. `memq_last_error_message` says more about the last one that was
+/// not `MEMQ_STATUS_OK`.
+///
+/// The same situation has the same name in every language memq speaks:
+///
+/// | Situation | Rust (memq-core) | C (`memq_status`) | Python (memq.py) |
+/// |---|---|---|---|
+/// | a capacity, partition count, `max_in_flight`, TTL or `ack_wait` of 0 | `Error::ZeroCapacity`, `ZeroPartitions`, `ZeroInFlight`, `ZeroTtl`, `ZeroAckWait` | `INVALID_ARGUMENT` | `InvalidArgument` (also a `ValueError`) |
+/// | an unknown enumeration value or flag, a name that is not UTF-8 | (the types cannot hold it) | `INVALID_ARGUMENT` | `InvalidArgument`, or `TypeError` before the call |
+/// | a required pointer is NULL | (references cannot be) | `NULL_POINTER` | (cannot happen) |
+/// | no room, and the publish may not wait; a `REJECT` topic is full; a batch larger than the capacity | `PublishError::Full` | `FULL` | `Full` |
+/// | no room (or no message) within the time limit | `Full` after `publish_*_timeout`; `RecvTimeoutError::Timeout` | `TIMEOUT` | `Timeout` (a receive returns `None`) |
+/// | nothing to receive now | `TryRecvError::Empty` | `EMPTY` | a receive returns `None` |
+/// | the topic is closed (publishing), closed and drained (receiving) | `PublishError::Closed`, `RecvError::Closed` | `CLOSED` | `Closed` |
+/// | a reader missed messages | `RecvError::Lagged(n)` | `LAGGED` (n in `lagged_out`) | `Lagged` (`.missed`) |
+/// | a partition index or an offset out of range | `PublishError::InvalidPartition`, `Error::PartitionOutOfRange`, `OffsetOutOfRange`, `PartitionNotRead` | `OUT_OF_RANGE` | `OutOfRange` (also an `IndexError`) |
+/// | the capacity or partition table cannot be allocated | `Error::CapacityTooLarge`, `TooManyPartitions` | `ALLOC_FAILED` | `AllocFailed` (also a `MemoryError`) |
+/// | unknown topic / topic exists / unknown group | `Error::UnknownTopic`, `TopicExists`, `UnknownGroup` | `UNKNOWN_TOPIC`, `TOPIC_EXISTS`, `UNKNOWN_GROUP` | `MemqError` |
+/// | the group has the other ack mode | `Error::GroupModeMismatch` | `GROUP_MODE_MISMATCH` | `MemqError` |
+/// | a lease ran out or was settled already | `AckError::LeaseExpired` | `LEASE_EXPIRED` | `LeaseExpired` |
+/// | a receive buffer is too small | (Rust hands out the message) | `BUFFER_TOO_SMALL` (length in `len_out`) | (cannot happen) |
+///
+/// `memq_last_error_message` words each case as the Rust error's `Display` does (for
+/// example "topic capacity must be at least 1"), naming the argument where C adds a check
+/// of its own (for example "count_out is NULL").
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum memq_status {
@@ -142,6 +172,13 @@ pub extern "C" fn memq_version() -> *const c_char {
 
 impl From<Error> for memq_status {
     fn from(e: Error) -> Self {
+        let status = Self::of_error(&e);
+        with_detail(status, &e)
+    }
+}
+
+impl memq_status {
+    fn of_error(e: &Error) -> Self {
         match e {
             Error::CapacityTooLarge { .. } | Error::TooManyPartitions { .. } => Self::AllocFailed,
             Error::PartitionOutOfRange { .. }
@@ -164,12 +201,13 @@ impl From<Error> for memq_status {
 
 impl From<AckError> for memq_status {
     fn from(e: AckError) -> Self {
-        match e {
+        let status = match e {
             AckError::LeaseExpired => Self::LeaseExpired,
             // The group is gone: nothing is left to settle with.
             AckError::GroupDeleted => Self::UnknownGroup,
             _ => Self::LeaseExpired,
-        }
+        };
+        with_detail(status, e)
     }
 }
 
@@ -181,12 +219,13 @@ impl<T> From<PublishError<T>> for memq_status {
 
 impl<T> From<&PublishError<T>> for memq_status {
     fn from(e: &PublishError<T>) -> Self {
-        match e {
+        let status = match e {
             PublishError::Full(_) => Self::Full,
             PublishError::Closed(_) => Self::Closed,
             PublishError::InvalidPartition(_) => Self::OutOfRange,
             _ => Self::InvalidArgument,
-        }
+        };
+        with_detail(status, e)
     }
 }
 
@@ -200,14 +239,117 @@ pub(crate) enum Miss {
 }
 
 impl Miss {
+    /// The status, with the detail the core's receive errors give (no allocation but for
+    /// a lag, so that a polling loop's `EMPTY` costs nothing).
     pub(crate) fn status(self) -> memq_status {
         match self {
-            Self::Empty => memq_status::Empty,
-            Self::Timeout => memq_status::Timeout,
-            Self::Lagged(_) => memq_status::Lagged,
-            Self::Closed => memq_status::Closed,
+            Self::Empty => with_static_detail(memq_status::Empty, c"no message available"),
+            Self::Timeout => {
+                with_static_detail(memq_status::Timeout, c"timed out waiting for a message")
+            }
+            Self::Lagged(n) => with_detail(memq_status::Lagged, RecvError::Lagged(n)),
+            Self::Closed => with_static_detail(memq_status::Closed, c"topic is closed and drained"),
         }
     }
+}
+
+// ---- the error detail -------------------------------------------------------------------
+
+/// An error detail: static text, or text made for one failure.
+#[derive(Debug)]
+enum Detail {
+    Static(&'static CStr),
+    Owned(CString),
+}
+
+impl Detail {
+    fn as_ptr(&self) -> *const c_char {
+        match self {
+            Self::Static(s) => s.as_ptr(),
+            Self::Owned(s) => s.as_ptr(),
+        }
+    }
+}
+
+thread_local! {
+    /// The detail the current call gave for the status it is about to return (set where
+    /// the failure is found, taken by the boundary when the call returns that status).
+    static PENDING: RefCell<Option<(memq_status, Detail)>> = const { RefCell::new(None) };
+    /// What `memq_last_error_message` returns on this thread.
+    static LAST: RefCell<Detail> = const { RefCell::new(Detail::Static(c"")) };
+}
+
+fn set_pending(status: memq_status, detail: Detail) {
+    // During the thread's teardown the slot may be gone: there is nobody left to ask.
+    let _ = PENDING.try_with(|p| *p.borrow_mut() = Some((status, detail)));
+}
+
+/// Records `detail` as what the current call says about its failure with `status`, and
+/// returns `status`. Only the boundary's return of that same status publishes it (see
+/// [`record_failure`]).
+pub(crate) fn with_detail(status: memq_status, detail: impl fmt::Display) -> memq_status {
+    let mut text = String::new();
+    let _ = write!(text, "{detail}");
+    // A NUL inside (from a name, say) would cut the C string short: shown as U+FFFD.
+    let text = CString::new(text).unwrap_or_else(|e| {
+        let text = String::from_utf8_lossy(&e.into_vec()).replace('\0', "\u{fffd}");
+        CString::new(text).unwrap_or_default()
+    });
+    set_pending(status, Detail::Owned(text));
+    status
+}
+
+/// [`with_detail`] with static text (no allocation).
+pub(crate) fn with_static_detail(status: memq_status, detail: &'static CStr) -> memq_status {
+    set_pending(status, Detail::Static(detail));
+    status
+}
+
+/// Called by the boundary as an export returns `status` (not `MEMQ_STATUS_OK`): the
+/// detail recorded for it becomes this thread's last error, or the status's description
+/// if none was recorded for this status. Returns `status`.
+pub(crate) fn record_failure(status: memq_status) -> memq_status {
+    let detail = PENDING
+        .try_with(|p| p.borrow_mut().take())
+        .ok()
+        .flatten()
+        .and_then(|(s, d)| (s == status).then_some(d))
+        .unwrap_or(Detail::Static(status.description()));
+    let _ = LAST.try_with(|l| *l.borrow_mut() = detail);
+    status
+}
+
+/// Records a panic caught at the boundary as this thread's last error, with its message.
+pub(crate) fn panicked(payload: &(dyn Any + Send)) {
+    let message = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str));
+    match message {
+        Some(m) => with_detail(memq_status::Panic, format_args!("internal panic: {m}")),
+        None => memq_status::Panic,
+    };
+    record_failure(memq_status::Panic);
+}
+
+/// What the last call on this thread that returned a status other than `MEMQ_STATUS_OK`
+/// had to say about it: which argument was invalid and why, or what the situation was,
+/// in the words of memq's Rust errors (for example "topic capacity must be at least 1",
+/// "count_out is NULL", "batch of 9 messages can never fit in a partition of capacity
+/// 8"). Without more to say it is the status's description (`memq_status_str`); before
+/// any call failed on this thread it is "". A successful call leaves it as it was (as
+/// `errno`), so read it right after the call that failed. A NUL-terminated string, never
+/// NULL; never free it.
+///
+/// Lifetime: valid until the next call into memq on this thread that does not return
+/// `MEMQ_STATUS_OK` (which replaces it), or until the thread exits; copy it to keep it.
+///
+/// Thread safety: may be called from any thread at any time; each thread has its own
+/// last error, so one thread's failures never change another's.
+#[no_mangle]
+pub extern "C" fn memq_last_error_message() -> *const c_char {
+    LAST.try_with(|l| l.borrow().as_ptr())
+        .unwrap_or(c"".as_ptr())
 }
 
 impl From<TryRecvError> for Miss {

@@ -7,13 +7,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use memq_core::{Clock, Overflow, PublishError, Receipt, StartAt, StdClock, Topic, TopicConfig};
+use memq_core::{
+    Clock, Error, Overflow, PublishError, Receipt, StartAt, StdClock, Topic, TopicConfig,
+};
 
 use crate::boundary::{
-    borrow, bytes, get, guard, guard_void, init_default, into_handle, name, optional_out, out,
-    release, slice,
+    borrow, bytes, get, guard, guard_void, init_default, into_handle, invalid, name, optional_out,
+    out, release, slice,
 };
-use crate::status::memq_status;
+use crate::status::{memq_status, with_detail};
 use crate::wait::Wait;
 
 /// A topic's overflow policy: what a full partition does with a new message. Passed to C
@@ -56,7 +58,10 @@ impl memq_overflow {
             BLOCK => Ok(Overflow::Block),
             DROP_OLDEST => Ok(Overflow::DropOldest),
             REJECT => Ok(Overflow::Reject),
-            _ => Err(memq_status::InvalidArgument),
+            other => Err(invalid(
+                "config->overflow",
+                format_args!("{other} is not a memq_overflow value"),
+            )),
         }
     }
 
@@ -94,7 +99,10 @@ impl memq_start {
             EARLIEST => Ok(StartAt::Earliest),
             LATEST => Ok(StartAt::Latest),
             OFFSET => Ok(StartAt::Offset(offset)),
-            _ => Err(memq_status::InvalidArgument),
+            other => Err(invalid(
+                "start",
+                format_args!("{other} is not a memq_start value"),
+            )),
         }
     }
 }
@@ -158,7 +166,10 @@ impl memq_topic_config {
     pub(crate) fn to_core(self) -> Result<TopicConfig, memq_status> {
         let overflow = memq_overflow::from_c(self.overflow)?;
         if self.flags & !KNOWN_FLAGS != 0 {
-            return Err(memq_status::InvalidArgument);
+            return Err(invalid(
+                "config->flags",
+                format_args!("unknown flags {:#x}", self.flags & !KNOWN_FLAGS),
+            ));
         }
         let mut config = TopicConfig::new(self.capacity)
             .overflow(overflow)
@@ -341,7 +352,7 @@ pub struct memq_group_stats {
 #[no_mangle]
 pub unsafe extern "C" fn memq_topic_config_init(config: *mut memq_topic_config) -> memq_status {
     // SAFETY: the caller passes NULL or a pointer valid for writes.
-    unsafe { init_default(config) }
+    unsafe { init_default(config, "config") }
 }
 
 /// Creates a topic and writes its handle to `*topic_out`; free it with `memq_topic_free`.
@@ -363,8 +374,8 @@ pub unsafe extern "C" fn memq_topic_new(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a valid config.
-        let config = unsafe { borrow(config) }?;
-        let topic_out = out(topic_out)?;
+        let config = unsafe { borrow(config, "config") }?;
+        let topic_out = out(topic_out, "topic_out")?;
         let topic = Topic::new(config.to_core()?)?;
         // SAFETY: the caller passes a pointer valid for writes.
         unsafe { topic_out.write(into_handle(memq_topic { topic })) };
@@ -391,8 +402,8 @@ pub unsafe extern "C" fn memq_topic_clone(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
-        let topic_out = out(topic_out)?;
+        let topic = unsafe { borrow(topic, "topic") }?;
+        let topic_out = out(topic_out, "topic_out")?;
         let handle = into_handle(memq_topic {
             topic: topic.topic.clone(),
         });
@@ -434,7 +445,7 @@ pub unsafe extern "C" fn memq_topic_free(topic: *mut memq_topic) {
 pub unsafe extern "C" fn memq_topic_close(topic: *const memq_topic) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
+        let topic = unsafe { borrow(topic, "topic") }?;
         topic.topic.close();
         Ok(())
     })
@@ -457,7 +468,11 @@ pub unsafe extern "C" fn memq_topic_is_closed(
 ) -> memq_status {
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
-    unsafe { get(topic, closed_out, |topic| Ok(topic.topic.is_closed())) }
+    unsafe {
+        get(["topic", "closed_out"], topic, closed_out, |topic| {
+            Ok(topic.topic.is_closed())
+        })
+    }
 }
 
 /// Where a single message goes.
@@ -519,8 +534,16 @@ fn publish_batch(
     wait: Wait,
 ) -> Result<Receipt, memq_status> {
     if values.len() > topic.capacity() {
-        // It could never fit.
-        return Err(memq_status::InvalidArgument);
+        // It could never fit: `Full`, as the core says (without waiting for room that
+        // cannot come).
+        return Err(with_detail(
+            memq_status::Full,
+            format_args!(
+                "batch of {} messages can never fit in a partition of capacity {}",
+                values.len(),
+                topic.capacity()
+            ),
+        ));
     }
     let result = match (wait, route) {
         (Wait::Try, Route::Next) => topic.try_publish_batch(values),
@@ -567,11 +590,11 @@ unsafe fn publish_export(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
+        let topic = unsafe { borrow(topic, "topic") }?;
         let route = match route {
             RawRoute::Next => Route::Next,
             // SAFETY: the caller passes NULL or `len` readable bytes.
-            RawRoute::Key(key, len) => Route::Key(unsafe { bytes(key, len) }?),
+            RawRoute::Key(key, len) => Route::Key(unsafe { bytes(key, len, "key") }?),
             RawRoute::Partition(p) => Route::Partition(p),
         };
         let receipt = publish_with(&topic.topic, route)?;
@@ -599,7 +622,7 @@ unsafe fn publish_copy(
     // readable for `len` bytes.
     unsafe {
         publish_export(topic, route, receipt_out, |topic, route| {
-            let value = Bytes::copy_from_slice(bytes(data, len)?);
+            let value = Bytes::copy_from_slice(bytes(data, len, "data")?);
             publish(topic, route, value, Wait::from_ms(timeout_ms))
         })
     }
@@ -821,9 +844,9 @@ pub unsafe extern "C" fn memq_topic_publish_owned(
 ) -> memq_status {
     guard(move || {
         // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
+        let topic = unsafe { borrow(topic, "topic") }?;
         // SAFETY: the caller passes NULL or `len` readable bytes; this only validates.
-        unsafe { bytes(data, len) }?;
+        unsafe { bytes(data, len, "data") }?;
         // The caller's until the topic has it; memq's from then on (it may be read, and
         // let go of, on other threads at once), and the caller's again if it comes back.
         let with_caller = free_fn.map(|_| Arc::new(AtomicBool::new(false)));
@@ -857,12 +880,12 @@ pub unsafe extern "C" fn memq_topic_publish_owned(
 /// As [`slice`] and [`bytes`] for the array and each item.
 unsafe fn copy_batch(items: *const memq_slice, count: usize) -> Result<Vec<Bytes>, memq_status> {
     // SAFETY: the caller passes NULL or `count` readable items.
-    let items = unsafe { slice(items, count) }?;
+    let items = unsafe { slice(items, count, "items") }?;
     items
         .iter()
         .map(|item| {
             // SAFETY: the caller passes NULL or `len` readable bytes in each item.
-            let payload = unsafe { bytes(item.data, item.len) }?;
+            let payload = unsafe { bytes(item.data, item.len, "items[i].data") }?;
             Ok(Bytes::copy_from_slice(payload))
         })
         .collect()
@@ -874,8 +897,8 @@ unsafe fn copy_batch(items: *const memq_slice, count: usize) -> Result<Vec<Bytes
 /// success `*receipt_out` (unless NULL) gets the first message's receipt. `items` may be
 /// NULL when `count` is 0.
 ///
-/// Returns `MEMQ_STATUS_INVALID_ARGUMENT` if `count` exceeds the capacity (it could never
-/// fit), `MEMQ_STATUS_NULL_POINTER` if `items` or an item's data is NULL with a nonzero
+/// Returns `MEMQ_STATUS_FULL` at once if `count` exceeds the capacity (it could never
+/// fit, however long it waited: Rust's `PublishError::Full`), `MEMQ_STATUS_NULL_POINTER` if `items` or an item's data is NULL with a nonzero
 /// length; otherwise as `memq_topic_publish`.
 ///
 /// Thread safety: as `memq_topic_publish`.
@@ -988,10 +1011,10 @@ pub unsafe extern "C" fn memq_key_partition(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or `key_len` readable bytes.
-        let key = unsafe { bytes(key, key_len) }?;
-        let partition_out = out(partition_out)?;
+        let key = unsafe { bytes(key, key_len, "key") }?;
+        let partition_out = out(partition_out, "partition_out")?;
         if partitions == 0 {
-            return Err(memq_status::InvalidArgument);
+            return Err(Error::ZeroPartitions.into());
         }
         // SAFETY: the caller passes a pointer valid for writes.
         unsafe { partition_out.write(memq_core::key_partition(key, partitions)) };
@@ -1017,7 +1040,7 @@ pub unsafe extern "C" fn memq_topic_get_stats(
     // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
     // writes.
     unsafe {
-        get(topic, stats_out, |topic| {
+        get(["topic", "stats_out"], topic, stats_out, |topic| {
             Ok(memq_topic_stats::of(&topic.topic))
         })
     }
@@ -1042,10 +1065,14 @@ pub unsafe extern "C" fn memq_topic_get_partition_stats(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
-        let stats_out = out(stats_out)?;
+        let topic = unsafe { borrow(topic, "topic") }?;
+        let stats_out = out(stats_out, "stats_out")?;
         if partition >= topic.topic.partitions() {
-            return Err(memq_status::OutOfRange);
+            return Err(Error::PartitionOutOfRange {
+                partition,
+                partitions: topic.topic.partitions(),
+            }
+            .into());
         }
         let s = topic.topic.stats();
         let p = s
@@ -1091,10 +1118,10 @@ pub unsafe extern "C" fn memq_topic_get_group_stats(
 ) -> memq_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live handle.
-        let topic = unsafe { borrow(topic) }?;
+        let topic = unsafe { borrow(topic, "topic") }?;
         // SAFETY: the caller passes NULL or a NUL-terminated string.
-        let group = unsafe { name(group) }?;
-        let stats_out = out(stats_out)?;
+        let group = unsafe { name(group, "group") }?;
+        let stats_out = out(stats_out, "stats_out")?;
         let s = topic.topic.stats();
         let g = s
             .groups

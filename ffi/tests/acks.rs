@@ -300,10 +300,10 @@ fn deliveries(
     let st = unsafe {
         memq_ack_consumer_recv_many(
             c,
+            timeout_ms,
             batch.as_mut_ptr(),
             capacity,
             &mut n,
-            timeout_ms,
             null_mut(),
         )
     };
@@ -1025,7 +1025,7 @@ fn null_handles_and_outputs_are_null_pointer() {
             // NULL handles.
             memq_ack_consumer_new(null(), c"g".as_ptr(), start, 0, &cfg, &mut consumer),
             memq_ack_consumer_recv(null(), 0, &mut d, null_mut()),
-            memq_ack_consumer_recv_many(null(), batch.as_mut_ptr(), 4, &mut n, 0, null_mut()),
+            memq_ack_consumer_recv_many(null(), 0, batch.as_mut_ptr(), 4, &mut n, null_mut()),
             memq_ack_consumer_committed(null(), 0, &mut u64_out),
             memq_ack_consumer_pending(null(), &mut n),
             memq_topic_get_ack_group_stats(null(), c"g".as_ptr(), &mut gs),
@@ -1052,8 +1052,8 @@ fn null_handles_and_outputs_are_null_pointer() {
             memq_ack_consumer_new(t, c"g".as_ptr(), start, 0, null(), &mut consumer),
             memq_ack_consumer_new(t, c"g".as_ptr(), start, 0, &cfg, null_mut()),
             memq_ack_consumer_recv(c, 0, null_mut(), null_mut()),
-            memq_ack_consumer_recv_many(c, null_mut(), 4, &mut n, 0, null_mut()),
-            memq_ack_consumer_recv_many(c, batch.as_mut_ptr(), 4, null_mut(), 0, null_mut()),
+            memq_ack_consumer_recv_many(c, 0, null_mut(), 4, &mut n, null_mut()),
+            memq_ack_consumer_recv_many(c, 0, batch.as_mut_ptr(), 4, null_mut(), null_mut()),
             memq_ack_consumer_committed(c, 0, null_mut()),
             memq_ack_consumer_pending(c, null_mut()),
             memq_topic_get_ack_group_stats(t, null(), &mut gs),

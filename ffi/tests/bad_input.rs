@@ -48,11 +48,11 @@ fn null_handles_are_null_pointer() {
             memq_subscriber_new_partition(null(), 0, 0, 0, &mut sub),
             memq_consumer_new(null(), name.as_ptr(), 0, 0, &mut cons),
             memq_subscriber_recv(null(), 0, &mut msg, null_mut()),
-            memq_subscriber_recv_many(null(), &mut msg, 1, &mut n, 0, null_mut()),
+            memq_subscriber_recv_many(null(), 0, &mut msg, 1, &mut n, null_mut()),
             memq_subscriber_recv_into(null(), 0, null_mut(), 0, &mut n, null_mut(), null_mut()),
             memq_subscriber_lag(null(), &mut 0),
             memq_consumer_recv(null(), 0, &mut msg, null_mut()),
-            memq_consumer_recv_many(null(), &mut msg, 1, &mut n, 0, null_mut()),
+            memq_consumer_recv_many(null(), 0, &mut msg, 1, &mut n, null_mut()),
             memq_consumer_recv_into(null(), 0, null_mut(), 0, &mut n, null_mut(), null_mut()),
             memq_consumer_committed(null(), 0, &mut 0),
             memq_message_data(null(), &mut null()),
@@ -113,12 +113,12 @@ fn null_out_parameters_are_null_pointer() {
             memq_consumer_new(t, c"g".as_ptr(), 0, 0, null_mut()),
             memq_consumer_new(t, null(), 0, 0, &mut null_mut()),
             memq_subscriber_recv(s, 0, null_mut(), null_mut()),
-            memq_subscriber_recv_many(s, null_mut(), 4, &mut 0, 0, null_mut()),
-            memq_subscriber_recv_many(s, &mut null_mut(), 1, null_mut(), 0, null_mut()),
+            memq_subscriber_recv_many(s, 0, null_mut(), 4, &mut 0, null_mut()),
+            memq_subscriber_recv_many(s, 0, &mut null_mut(), 1, null_mut(), null_mut()),
             memq_subscriber_recv_into(s, 0, null_mut(), 0, null_mut(), null_mut(), null_mut()),
             memq_subscriber_lag(s, null_mut()),
             memq_consumer_recv(c, 0, null_mut(), null_mut()),
-            memq_consumer_recv_many(c, null_mut(), 4, &mut 0, 0, null_mut()),
+            memq_consumer_recv_many(c, 0, null_mut(), 4, &mut 0, null_mut()),
             memq_consumer_committed(c, 0, null_mut()),
             memq_broker_new(null_mut()),
             memq_broker_create_topic(
@@ -395,11 +395,11 @@ fn receiving_on_a_closed_topic() {
         // SAFETY: live handles, an array of 4, valid out-pointers.
         unsafe {
             assert_eq!(
-                memq_subscriber_recv_many(s, msgs.as_mut_ptr(), 4, &mut n, timeout, null_mut()),
+                memq_subscriber_recv_many(s, timeout, msgs.as_mut_ptr(), 4, &mut n, null_mut()),
                 memq_status::Closed
             );
             assert_eq!(
-                memq_consumer_recv_many(c, msgs.as_mut_ptr(), 4, &mut n, timeout, null_mut()),
+                memq_consumer_recv_many(c, timeout, msgs.as_mut_ptr(), 4, &mut n, null_mut()),
                 memq_status::Closed
             );
             assert_eq!(
@@ -509,7 +509,7 @@ fn buffer_too_small_reports_the_length_and_loses_nothing() {
         let mut msgs = [null_mut(); 4];
         let mut n = 0;
         assert_eq!(
-            memq_subscriber_recv_many(s, msgs.as_mut_ptr(), 4, &mut n, 0, null_mut()),
+            memq_subscriber_recv_many(s, 0, msgs.as_mut_ptr(), 4, &mut n, null_mut()),
             OK
         );
         assert_eq!(n, 1);
@@ -608,11 +608,11 @@ fn partitions_and_offsets_out_of_range() {
             memq_consumer_committed(c, 2, &mut 0),
             memq_status::OutOfRange
         );
-        // A batch larger than the capacity could never fit.
+        // A batch larger than the capacity could never fit: `Full` at once, as in Rust.
         let items = [item; 5];
         assert_eq!(
             memq_topic_publish_batch(t, items.as_ptr(), 5, -1, &mut r),
-            memq_status::InvalidArgument
+            memq_status::Full
         );
         memq_consumer_free(c);
         memq_topic_free(t);
@@ -682,11 +682,11 @@ fn zero_capacity_batch_receive_is_invalid() {
     // SAFETY: live handles, valid array and out-pointers.
     unsafe {
         assert_eq!(
-            memq_subscriber_recv_many(s, msgs.as_mut_ptr(), 0, &mut n, 0, null_mut()),
+            memq_subscriber_recv_many(s, 0, msgs.as_mut_ptr(), 0, &mut n, null_mut()),
             memq_status::InvalidArgument
         );
         assert_eq!(
-            memq_consumer_recv_many(c, msgs.as_mut_ptr(), 0, &mut n, 0, null_mut()),
+            memq_consumer_recv_many(c, 0, msgs.as_mut_ptr(), 0, &mut n, null_mut()),
             memq_status::InvalidArgument
         );
         assert_eq!(n, SENTINEL);
@@ -713,11 +713,11 @@ fn timeouts_of_every_sign() {
     // SAFETY: live handles, valid array and out-pointers.
     unsafe {
         assert_eq!(
-            memq_subscriber_recv_many(s, msgs.as_mut_ptr(), 2, &mut n, 0, null_mut()),
+            memq_subscriber_recv_many(s, 0, msgs.as_mut_ptr(), 2, &mut n, null_mut()),
             memq_status::Empty
         );
         assert_eq!(
-            memq_consumer_recv_many(c, msgs.as_mut_ptr(), 2, &mut n, 5, null_mut()),
+            memq_consumer_recv_many(c, 5, msgs.as_mut_ptr(), 2, &mut n, null_mut()),
             memq_status::Timeout
         );
         assert_eq!(n, SENTINEL);

@@ -189,11 +189,11 @@ fn bad_input_leaks_nothing() {
             let mut msgs = [null_mut(); 4];
             let mut n = 0;
             assert_eq!(
-                memq_subscriber_recv_many(s, msgs.as_mut_ptr(), 0, &mut n, 0, null_mut()),
+                memq_subscriber_recv_many(s, 0, msgs.as_mut_ptr(), 0, &mut n, null_mut()),
                 memq_status::InvalidArgument
             );
             assert_eq!(
-                memq_subscriber_recv_many(s, msgs.as_mut_ptr(), 4, &mut n, 0, null_mut()),
+                memq_subscriber_recv_many(s, 0, msgs.as_mut_ptr(), 4, &mut n, null_mut()),
                 OK
             );
             memq_message_free_many(msgs.as_mut_ptr(), n);

@@ -307,11 +307,12 @@ fn keyed_batches_land_whole_on_the_keys_partition() {
             ),
             memq_status::Full
         );
-        // More than the capacity could never fit; a NULL key needs length 0.
+        // More than the capacity could never fit (`Full`, as in Rust); a NULL key needs
+        // length 0.
         let many = [items[0]; 9];
         assert_eq!(
             memq_topic_publish_batch_keyed(t, key.as_ptr(), key.len(), many.as_ptr(), 9, 0, &mut r),
-            memq_status::InvalidArgument
+            memq_status::Full
         );
         assert_eq!(
             memq_topic_publish_batch_keyed(t, null(), 1, items.as_ptr(), 1, 0, &mut r),
@@ -370,7 +371,7 @@ fn batches_in_and_out() {
         let mut n = 0;
         // SAFETY: live subscriber, array of 16, valid out-pointers.
         let st =
-            unsafe { memq_subscriber_recv_many(s, msgs.as_mut_ptr(), 16, &mut n, 0, null_mut()) };
+            unsafe { memq_subscriber_recv_many(s, 0, msgs.as_mut_ptr(), 16, &mut n, null_mut()) };
         assert_eq!(st, OK);
         assert!((1..=16).contains(&n));
         for m in &msgs[..n] {
@@ -386,7 +387,7 @@ fn batches_in_and_out() {
         publish(t, b"two");
         let mut n = 0;
         assert_eq!(
-            memq_subscriber_recv_many(s, msgs.as_mut_ptr(), 16, &mut n, -1, null_mut()),
+            memq_subscriber_recv_many(s, -1, msgs.as_mut_ptr(), 16, &mut n, null_mut()),
             OK
         );
         assert_eq!(n, 2);
@@ -430,10 +431,10 @@ fn drop_oldest_reports_the_lag() {
     lagged = 0;
     // SAFETY: live handles, array of 8, valid out-pointers.
     unsafe {
-        let st = memq_subscriber_recv_many(s, msgs.as_mut_ptr(), 8, &mut n, 0, &mut lagged);
+        let st = memq_subscriber_recv_many(s, 0, msgs.as_mut_ptr(), 8, &mut n, &mut lagged);
         assert_eq!((st, lagged), (memq_status::Lagged, 2));
         assert_eq!(
-            memq_subscriber_recv_many(s, msgs.as_mut_ptr(), 8, &mut n, 0, null_mut()),
+            memq_subscriber_recv_many(s, 0, msgs.as_mut_ptr(), 8, &mut n, null_mut()),
             OK
         );
         assert_eq!(n, 4);

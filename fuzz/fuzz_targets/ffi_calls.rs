@@ -1040,7 +1040,8 @@ impl State {
                 items_ptr = items.as_ptr();
                 allowed = &[St::NullPointer];
             }
-            3 => allowed = &[St::InvalidArgument],
+            // A batch over the capacity: `Full` at once, as in Rust.
+            3 => allowed = &[St::Full],
             4 => {
                 partition = u.int_in_range(partitions..=u32::MAX)?;
                 allowed = &[St::OutOfRange];
@@ -1755,9 +1756,9 @@ impl State {
                 // writable out-pointers.
                 let st = unsafe {
                     if is_sub {
-                        memq_subscriber_recv_many(hs, messages, capacity, count_ptr, 0, lag_ptr)
+                        memq_subscriber_recv_many(hs, 0, messages, capacity, count_ptr, lag_ptr)
                     } else {
-                        memq_consumer_recv_many(hc, messages, capacity, count_ptr, 0, lag_ptr)
+                        memq_consumer_recv_many(hc, 0, messages, capacity, count_ptr, lag_ptr)
                     }
                 };
                 expect(st, allowed, "recv_many");
@@ -2295,7 +2296,7 @@ impl State {
         // SAFETY: NULL or a live handle; NULL or `capacity` writable slots; NULL or
         // writable out-pointers.
         let st = unsafe {
-            memq_ack_consumer_recv_many(handle, deliveries, capacity, count_ptr, 0, lag_ptr)
+            memq_ack_consumer_recv_many(handle, 0, deliveries, capacity, count_ptr, lag_ptr)
         };
         expect(st, allowed, "ack recv_many");
         if fault <= 3 || st != St::Ok {
