@@ -257,10 +257,14 @@ def errors():
             return e
         fail(f"{what}: no {exc.__name__}")
 
-    e = expect(memq.MemqError, lambda: memq.Topic(capacity=0), "capacity 0")
-    if e.status != 6:
-        fail(f"capacity 0 gave status {e.status}, not INVALID_ARGUMENT")
+    # The same situation has the same name as in C and Rust, and says what memq says.
+    e = expect(memq.InvalidArgument, lambda: memq.Topic(capacity=0), "capacity 0")
+    if e.status != memq.INVALID_ARGUMENT or "capacity must be at least 1" not in str(e):
+        fail(f"capacity 0 gave status {e.status}: {e}")
     expect(ValueError, lambda: memq.Topic(overflow="sometimes"), "unknown overflow")
+    e = expect(memq.Full, lambda: memq.Topic(capacity=2).publish_batch([b"x"] * 3), "big batch")
+    if "can never fit" not in e.detail:
+        fail(f"an over-capacity batch said: {e}")
     topic = memq.Topic(capacity=2, overflow="reject")
     # "Full" means an attached reader still needs the oldest message; with no reader
     # attached, the oldest would simply be evicted.

@@ -13,10 +13,14 @@ while another thread uses them.
     for msg in sub:                    # drains what is retained, then stops
         ...
 
-Errors are ``MemqError`` (with ``.status``, the C status code, and the C library's
-description); ``Closed``, ``Full``, ``Timeout``, ``Lagged`` and ``LeaseExpired`` are its
-subclasses for the statuses a program handles. A receive that times out returns ``None``.
-Arguments are checked here: what C cannot hold is a ``TypeError`` or ``ValueError``.
+Errors are ``MemqError`` (with ``.status``, the C status code, and ``.detail``, what the
+C library said about it: ``memq_last_error_message``, in the words of memq's Rust
+errors). Its subclasses follow the C statuses: ``InvalidArgument`` (also a
+``ValueError``), ``OutOfRange`` (also an ``IndexError``), ``AllocFailed`` (also a
+``MemoryError``), ``Closed``, ``Full``, ``Timeout``, ``Lagged`` and ``LeaseExpired``. A
+receive that times out returns ``None``. Arguments are checked here with memq's own
+rules (a capacity is at least 1): what memq would refuse is an ``InvalidArgument``
+before the call, what is not even the right type a ``TypeError``.
 
 Python handles signals between bytecodes, so Ctrl-C reaches a thread blocked in a
 receive or publish without a timeout only when that call returns; where that matters,
@@ -57,7 +61,18 @@ TIMEOUT = 2
 FULL = 3
 CLOSED = 4
 LAGGED = 5
+INVALID_ARGUMENT = 6
+NULL_POINTER = 7
+OUT_OF_RANGE = 8
+UNKNOWN_TOPIC = 9
+TOPIC_EXISTS = 10
+UNKNOWN_GROUP = 11
+BUFFER_TOO_SMALL = 12
+NO_TIMESTAMP = 13
+ALLOC_FAILED = 14
+PANIC = 15
 LEASE_EXPIRED = 16
+GROUP_MODE_MISMATCH = 17
 
 # ---- enums and flags --------------------------------------------------------------------
 OVERFLOW = {"block": 0, "drop_oldest": 1, "reject": 2}
@@ -68,12 +83,34 @@ TOPIC_RELEASE_ON_READ = 2
 
 
 class MemqError(Exception):
-    """A memq call failed; ``status`` is the C ABI's ``memq_status``."""
+    """A memq call failed; ``status`` is the C ABI's ``memq_status`` and ``detail`` what
+    memq said about it (which argument, and why), as C's ``memq_last_error_message``.
 
-    def __init__(self, status, what=""):
+    Made right after the failing call (the C detail is per thread, and the next failing
+    call replaces it), or with the ``detail`` of a check made here before any call."""
+
+    def __init__(self, status, what="", detail=None):
         self.status = status
-        text = _lib.memq_status_str(status).decode()
-        super().__init__(f"{what}: {text}" if what else text)
+        if detail is None:
+            detail = _lib.memq_last_error_message().decode(errors="replace")
+        self.detail = detail or _lib.memq_status_str(status).decode()
+        super().__init__(f"{what}: {self.detail}" if what else self.detail)
+
+
+class InvalidArgument(MemqError, ValueError):
+    """An argument memq refuses: a capacity, partition count or ``max_in_flight`` of 0,
+    a zero TTL or ``ack_wait``, an unknown overflow policy, ... (``INVALID_ARGUMENT``)."""
+
+    def __init__(self, status=INVALID_ARGUMENT, what="", detail=None):
+        super().__init__(status, what, detail)
+
+
+class OutOfRange(MemqError, IndexError):
+    """A partition index or an offset out of range (``OUT_OF_RANGE``)."""
+
+
+class AllocFailed(MemqError, MemoryError):
+    """A topic of that capacity (or that many partitions) cannot be allocated."""
 
 
 class Closed(MemqError):
@@ -101,6 +138,19 @@ class Lagged(MemqError):
     def __init__(self, missed):
         super().__init__(LAGGED)
         self.missed = missed
+
+
+# The exception of each C status (others are MemqError). The same situation has the same
+# name in Rust, C and Python: see the table in memq.h (memq_status) and the README.
+_ERRORS = {
+    CLOSED: Closed,
+    FULL: Full,
+    TIMEOUT: Timeout,
+    LEASE_EXPIRED: LeaseExpired,
+    INVALID_ARGUMENT: InvalidArgument,
+    OUT_OF_RANGE: OutOfRange,
+    ALLOC_FAILED: AllocFailed,
+}
 
 
 # ---- C structs (field for field as in include/memq.h) ----------------------------------
@@ -258,15 +308,15 @@ def _load():
         "memq_consumer_free": (None, [handle]),
         "memq_subscriber_recv_many": (
             c_uint32,
-            [handle, POINTER(c_void_p), c_size_t, POINTER(c_size_t), c_int64, POINTER(c_uint64)],
+            [handle, c_int64, POINTER(c_void_p), c_size_t, POINTER(c_size_t), POINTER(c_uint64)],
         ),
         "memq_consumer_recv_many": (
             c_uint32,
-            [handle, POINTER(c_void_p), c_size_t, POINTER(c_size_t), c_int64, POINTER(c_uint64)],
+            [handle, c_int64, POINTER(c_void_p), c_size_t, POINTER(c_size_t), POINTER(c_uint64)],
         ),
         "memq_ack_consumer_recv_many": (
             c_uint32,
-            [handle, POINTER(c_void_p), c_size_t, POINTER(c_size_t), c_int64, POINTER(c_uint64)],
+            [handle, c_int64, POINTER(c_void_p), c_size_t, POINTER(c_size_t), POINTER(c_uint64)],
         ),
         "memq_consumer_recv": (c_uint32, [handle, c_int64, out, POINTER(c_uint64)]),
         "memq_message_data": (c_uint32, [handle, POINTER(POINTER(c_uint8))]),
@@ -288,6 +338,7 @@ def _load():
         "memq_delivery_reject": (c_uint32, [handle]),
         "memq_delivery_touch": (c_uint32, [handle]),
         "memq_delivery_free": (None, [handle]),
+        "memq_last_error_message": (c_char_p, []),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)
@@ -305,17 +356,10 @@ def version():
 
 
 def _check(status, what):
+    """Raises the exception of a failed call's status (at once: it reads the C detail)."""
     if status == OK:
         return
-    if status == CLOSED:
-        raise Closed(status, what)
-    if status == FULL:
-        raise Full(status, what)
-    if status == TIMEOUT:
-        raise Timeout(status, what)
-    if status == LEASE_EXPIRED:
-        raise LeaseExpired(status, what)
-    raise MemqError(status, what)
+    raise _ERRORS.get(status, MemqError)(status, what)
 
 
 _I64_MAX = 2**63 - 1
@@ -326,16 +370,18 @@ _SIZE_MAX = 2 ** (8 * ctypes.sizeof(c_size_t)) - 1
 
 def _int_arg(value, name, low, high):
     """``value`` as a C integer in ``[low, high]``: a ``TypeError`` for what is not an
-    integer (``operator.index`` decides, so numpy's integers pass; ``bool`` does not), a
-    ``ValueError`` out of range (ctypes would silently wrap it)."""
+    integer (``operator.index`` decides, so numpy's integers pass; ``bool`` does not), an
+    ``InvalidArgument`` (a ``ValueError``) out of range (ctypes would silently wrap it)."""
     if isinstance(value, bool):
         raise TypeError(f"{name} must be an integer, not bool")
     try:
         value = operator.index(value)
     except TypeError:
         raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, not {value}")
+    if value < low:
+        raise InvalidArgument(detail=f"{name} must be at least {low}, not {value}")
+    if value > high:
+        raise InvalidArgument(detail=f"{name} must be at most {high}, not {value}")
     return value
 
 
@@ -352,7 +398,7 @@ def _seconds(value, name):
     else:
         raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
     if not value >= 0:  # also NaN
-        raise ValueError(f"{name} must be >= 0 seconds, not {value}")
+        raise InvalidArgument(detail=f"{name} must be >= 0 seconds, not {value}")
     return value
 
 
@@ -376,7 +422,8 @@ def _duration_ms(seconds, name):
     rounded up, so that a tiny one is 1 ms rather than none."""
     seconds = _seconds(seconds, name)
     if seconds == 0:
-        raise ValueError(f"{name} must be more than 0 seconds")
+        # memq's words: "a ttl must be longer than zero", "ack_wait must be ..."
+        raise InvalidArgument(detail=f"{name} must be longer than zero")
     return _ms_ceil(seconds, _U64_MAX)
 
 
@@ -402,7 +449,7 @@ def key_partition(key, partitions):
     languages: the same routing as the Rust crates and the C ABI)."""
     buf, n, _keep = _bytes_arg(key)
     out = c_uint32()
-    partitions = _int_arg(partitions, "partitions", 0, _U32_MAX)
+    partitions = _int_arg(partitions, "partitions", 1, _U32_MAX)
     _check(_lib.memq_key_partition(buf, n, partitions, byref(out)), "key_partition")
     return out.value
 
@@ -461,7 +508,7 @@ def _recv_many(fn, handle, max_count, timeout, what):
     out = (c_void_p * max_count)()
     count = c_size_t()
     lagged = c_uint64()
-    status = fn(handle, out, max_count, byref(count), _timeout_ms(timeout), byref(lagged))
+    status = fn(handle, _timeout_ms(timeout), out, max_count, byref(count), byref(lagged))
     if status == OK:
         return [out[i] for i in range(count.value)]
     if status in (TIMEOUT, EMPTY):
@@ -509,10 +556,11 @@ class Topic:
         self._h = None
         config = _TopicConfig()
         _check(_lib.memq_topic_config_init(byref(config)), "topic config")
-        config.capacity = _int_arg(capacity, "capacity", 0, _SIZE_MAX)
-        config.partitions = _int_arg(partitions, "partitions", 0, _U32_MAX)
+        # memq's rules: "topic capacity must be at least 1", "... at least 1 partition".
+        config.capacity = _int_arg(capacity, "capacity", 1, _SIZE_MAX)
+        config.partitions = _int_arg(partitions, "partitions", 1, _U32_MAX)
         if overflow not in OVERFLOW:
-            raise ValueError(f"overflow must be one of {sorted(OVERFLOW)}")
+            raise InvalidArgument(detail=f"overflow must be one of {sorted(OVERFLOW)}")
         config.overflow = OVERFLOW[overflow]
         config.ttl_ms = 0 if ttl is None else _duration_ms(ttl, "ttl")
         config.flags = (TOPIC_TIMESTAMPS if timestamps else 0) | (
@@ -550,7 +598,7 @@ class Topic:
         for room for the whole batch as ``publish`` waits for one message."""
         kept = [_bytes_arg(item) for item in items]
         if not kept:
-            raise ValueError("publish_batch needs at least one item")
+            raise InvalidArgument(detail="publish_batch needs at least one item")
         slices = (_Slice * len(kept))()
         for i, (buf, n, _keep) in enumerate(kept):
             slices[i].data = buf
@@ -619,7 +667,7 @@ class Topic:
 
 def _start(start):
     if start not in START:
-        raise ValueError(f"start must be one of {sorted(START)}")
+        raise InvalidArgument(detail=f"start must be one of {sorted(START)}")
     return START[start]
 
 
@@ -631,7 +679,7 @@ def _group_name(group):
     if not isinstance(group, str):
         raise TypeError(f"a group's name is a str, not {type(group).__name__}")
     if "\0" in group:
-        raise ValueError("a group's name cannot contain NUL")
+        raise InvalidArgument(detail="a group's name cannot contain NUL")
     return group.encode()
 
 
@@ -781,10 +829,13 @@ class AckConsumer(_Reader):
         _check(_lib.memq_ack_config_init(byref(config)), "ack config")
         if ack_wait is not None:
             config.ack_wait_ms = _duration_ms(ack_wait, "ack_wait")
+        # memq's rules: "max_deliveries must be at least 1 (unset means no limit)" (C's
+        # 0 means unset, so 0 here would silently mean no limit), "max_in_flight must be
+        # at least 1".
         if max_deliveries is not None:
-            config.max_deliveries = _int_arg(max_deliveries, "max_deliveries", 0, _U32_MAX)
+            config.max_deliveries = _int_arg(max_deliveries, "max_deliveries", 1, _U32_MAX)
         if max_in_flight is not None:
-            config.max_in_flight = _int_arg(max_in_flight, "max_in_flight", 0, _SIZE_MAX)
+            config.max_in_flight = _int_arg(max_in_flight, "max_in_flight", 1, _SIZE_MAX)
         out = c_void_p()
         _check(
             _lib.memq_ack_consumer_new(

@@ -7,6 +7,7 @@ worker or a lost message.
 """
 
 import collections
+import ctypes
 import os
 import subprocess
 import sys
@@ -120,6 +121,65 @@ class Arguments(unittest.TestCase):
         with self.assertRaises(memq.MemqError):
             member.recv(timeout=0)
         member._free()  # twice is harmless
+
+
+class Errors(unittest.TestCase):
+    """One vocabulary: the exception of a situation is that of its C status, whether the
+    binding or the library finds it, and says what memq says (in Rust's words)."""
+
+    def test_capacity_must_be_at_least_one_whoever_checks(self):
+        for bad in (-1, 0):
+            with self.assertRaises(memq.InvalidArgument, msg=repr(bad)) as cm:
+                memq.Topic(capacity=bad)
+            self.assertIsInstance(cm.exception, ValueError)
+            self.assertIsInstance(cm.exception, memq.MemqError)
+            self.assertEqual(cm.exception.status, memq.INVALID_ARGUMENT)
+            self.assertIn("capacity must be at least 1", str(cm.exception))
+            self.assertNotIn("between 0", str(cm.exception))
+        with self.assertRaises(memq.InvalidArgument) as cm:
+            memq.Topic(partitions=0)
+        self.assertIn("partitions must be at least 1", str(cm.exception))
+
+    def test_the_c_detail_is_in_the_message(self):
+        topic = memq.Topic(capacity=4)
+        # Past the binding's checks, the library's own words: max_in_flight is checked
+        # here, so reach C's check through an unknown start value.
+        with self.assertRaises(memq.InvalidArgument) as cm:
+            memq._check(memq._lib.memq_subscriber_new(topic._h, 7, 0, ctypes.byref(ctypes.c_void_p())), "subscribe")
+        self.assertEqual(str(cm.exception), "subscribe: start: 7 is not a memq_start value")
+        self.assertEqual(cm.exception.detail, "start: 7 is not a memq_start value")
+
+    def test_an_over_capacity_batch_is_full(self):
+        topic = memq.Topic(capacity=2)
+        with self.assertRaises(memq.Full) as cm:
+            topic.publish_batch([b"a", b"b", b"c"])
+        self.assertIn("batch of 3 messages can never fit in a partition of capacity 2", str(cm.exception))
+        self.assertEqual(topic.stats()["published"], 0)
+
+    def test_zero_limits_are_memqs_invalid_arguments(self):
+        topic = memq.Topic(capacity=4)
+        for kwargs in ({"max_in_flight": 0}, {"max_deliveries": 0}, {"ack_wait": 0}):
+            with self.assertRaises(memq.InvalidArgument, msg=repr(kwargs)):
+                topic.ack_consumer("g", **kwargs)
+        with self.assertRaises(memq.InvalidArgument):
+            memq.Topic(ttl=0)
+        with self.assertRaises(memq.InvalidArgument):
+            memq.key_partition(b"k", 0)
+
+    def test_batches_of_every_reader_come_in_order(self):
+        topic = memq.Topic(capacity=16)
+        sub = topic.subscribe()
+        member = topic.consumer("g")
+        acker = topic.ack_consumer("a")
+        for i in range(5):
+            topic.publish(bytes([i]))
+        self.assertEqual([m.data for m in sub.recv_many(8, timeout=1)], [bytes([i]) for i in range(5)])
+        self.assertEqual([m.data for m in member.recv_many(3, timeout=1)], [b"\0", b"\1", b"\2"])
+        got = acker.recv_many(8, timeout=1)
+        self.assertEqual([d.data for d in got], [bytes([i]) for i in range(5)])
+        for d in got:
+            d.ack()
+        self.assertEqual(sub.recv_many(8, timeout=0), [])
 
 
 class Leases(unittest.TestCase):
