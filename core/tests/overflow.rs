@@ -278,21 +278,55 @@ fn block_the_first_publisher_in_line_polled_before_its_wake_up_takes_free_room()
     assert!(matches!(second.as_mut().poll(&mut cx), Poll::Ready(Ok(_))));
 }
 
+/// A full topic of 64 slots, a publish of 64 waiting on it with a time limit, and a reader
+/// that frees one slot (too few to wake it) while it waits: the publish takes the slot at
+/// its deadline. Returns the topic and the reader, which has read message 0.
+///
+/// Whether the slot was freed while the publish waited is seen, not assumed: the reader
+/// frees it once the publish is in line, and looks again after; a publish still in line
+/// then makes its last try after the free. A run where the reader got there only after the
+/// publish had given up (a descheduled thread) shows nothing, and is made again.
+fn a_timed_publish_takes_a_slot_freed_while_it_waits() -> (Topic<u32>, memq_core::Subscriber<u32>) {
+    use core::sync::atomic::AtomicBool;
+    let waiting = |t: &Topic<u32>| t.stats().partitions[0].waiting_publishers;
+    for _ in 0..100 {
+        let (t, mut s) = full_block_topic(64);
+        let gave_up = Arc::new(AtomicBool::new(false));
+        let freer = {
+            let (t, gave_up) = (t.clone(), gave_up.clone());
+            std::thread::spawn(move || {
+                while waiting(&t) == 0 {
+                    if gave_up.load(Ordering::SeqCst) {
+                        return (s, false);
+                    }
+                    std::thread::sleep(core::time::Duration::from_millis(1));
+                }
+                s.try_recv().unwrap();
+                let in_line = waiting(&t) > 0;
+                (s, in_line)
+            })
+        };
+        let result = t.publish_blocking_timeout(64, core::time::Duration::from_millis(300));
+        gave_up.store(true, Ordering::SeqCst);
+        let (s, freed_while_in_line) = freer.join().unwrap();
+        match result {
+            Ok(r) => {
+                assert_eq!(r.offset, 64);
+                return (t, s);
+            }
+            Err(PublishError::Full(_)) if !freed_while_in_line => continue,
+            Err(e) => panic!("a slot freed while the publish waited was not taken: {e:?}"),
+        }
+    }
+    panic!("in 100 runs the reader never freed the slot before the publish gave up");
+}
+
 #[test]
 fn block_a_publish_whose_time_is_up_takes_a_slot_freed_too_few_to_wake_it() {
     // 64 slots wake waiting publishers one batch (4 slots) at a time; a reader that frees
     // one and stops wakes nobody, and a publish with a time limit takes it at its deadline.
     let limit = core::time::Duration::from_millis(50);
-    let (t, mut s) = full_block_topic(64);
-    let freer = std::thread::spawn(move || {
-        std::thread::sleep(core::time::Duration::from_millis(10));
-        s.try_recv().unwrap();
-        s
-    });
-    // Long enough for the reader's thread to have run, however loaded the machine.
-    let long = core::time::Duration::from_millis(300);
-    assert_eq!(t.publish_blocking_timeout(64, long).unwrap().offset, 64);
-    let mut s = freer.join().unwrap();
+    let (t, mut s) = a_timed_publish_takes_a_slot_freed_while_it_waits();
     assert!(matches!(
         t.publish_blocking_timeout(65, limit),
         Err(PublishError::Full(65))
