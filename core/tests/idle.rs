@@ -7,6 +7,10 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use memq_core::{AckConfig, RecvError, StartAt, Topic};
 
+/// Held by each test here: the first two measure the whole process, which must not
+/// count the threads or the 50,000 publishes of another test of this file run beside them.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// User + system CPU time of the whole process.
 fn cpu_time() -> Duration {
     // SAFETY: `getrusage` writes into the zeroed struct we own; RUSAGE_SELF is valid.
@@ -21,6 +25,7 @@ fn cpu_time() -> Duration {
 
 #[test]
 fn hundred_idle_subscribers_use_no_cpu() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let topic = Topic::<u64>::with_capacity(16).unwrap();
     // 50 blocked threads and 50 pending tasks on one executor thread.
     let threads: Vec<_> = (0..50)
@@ -56,6 +61,7 @@ fn hundred_idle_subscribers_use_no_cpu() {
 
 #[test]
 fn idle_group_members_and_blocked_publisher_use_no_cpu() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let topic = Topic::<u64>::with_capacity(1).unwrap();
     let members: Vec<_> = (0..20)
         .map(|_| topic.group("g", StartAt::Latest).unwrap())
@@ -109,6 +115,7 @@ fn thread_cpu_time() -> Duration {
 #[test]
 #[cfg_attr(miri, ignore = "threads, sleeps and the process-wide timer")]
 fn members_waiting_at_max_in_flight_use_no_cpu_while_messages_pour_in() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     const MESSAGES: u64 = 50_000;
     let topic = Topic::<u64>::with_capacity(1 << 16).unwrap();
     let cfg = || AckConfig::new().max_in_flight(1);
