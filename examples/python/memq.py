@@ -863,11 +863,14 @@ class Pool:
     dead-lettered. Handler errors never end a worker.
 
     Delivery is at least once: nothing is lost, and a message comes again when its
-    worker does not settle it within ``ack_wait`` seconds, so ``ack_wait`` must be longer
-    than the handler's slowest call, by an eighth at least. Workers fetch up to ``batch``
-    messages at a time and renew the leases of those still waiting while they work; a
-    worker whose leases run out anyway fetches fewer. ``stats()["expired"]`` counts the
-    leases that ran out.
+    worker does not settle it within ``ack_wait`` seconds. Workers fetch up to ``batch``
+    messages at a time and, between jobs, renew every lease of the batch still waiting
+    whenever an eighth of ``ack_wait`` has passed since the last renewal: every job starts
+    with at least seven eighths of ``ack_wait`` on its own lease and on those behind it,
+    wherever it sits in its batch. So ``ack_wait`` must be longer than the handler's
+    slowest call by an eighth: then no lease runs out, whatever the other jobs take and
+    however loaded the machine. A worker whose leases run out anyway (a slower call)
+    fetches fewer next time; ``stats()["expired"]`` counts the leases that ran out.
 
     Idle workers wait inside memq with the GIL released and cost no CPU. The workers end
     once the topic is closed and everything in it is settled; ``join`` waits for that.
@@ -885,6 +888,7 @@ class Pool:
         max_deliveries=3,
         ack_wait=30.0,
         batch=64,
+        _clock=time.monotonic,
     ):
         workers = _int_arg(workers, "workers", 1, 1024)
         self._batch = _int_arg(batch, "batch", 1, 1 << 16)
@@ -894,6 +898,8 @@ class Pool:
             raise TypeError("handler must be callable")
         self._handler = handler
         self._results = results
+        # The clock leases are renewed by: memq's own (monotonic); tests drive it by hand.
+        self._clock = _clock
         self._lock = threading.Lock()
         self._counts = {"processed": 0, "failed": 0, "results": 0, "expired": 0, "lagged": 0}
         self._errors = []
@@ -933,6 +939,7 @@ class Pool:
         fetch = self._batch
         try:
             while True:
+                fetched_at = self._clock()
                 try:
                     deliveries = member.recv_many(fetch)
                 except Lagged as e:  # a drop_oldest topic evicted messages unread
@@ -940,7 +947,7 @@ class Pool:
                     continue
                 except Closed:
                     return
-                expired = self._run(deliveries)
+                expired = self._run(deliveries, fetched_at)
                 # Leases that ran out mean the batch took too long: fetch fewer.
                 fetch = max(1, fetch // 2) if expired else min(self._batch, fetch * 2)
         except BaseException as e:  # memq itself failed: recorded, and the worker ends
@@ -963,34 +970,38 @@ class Pool:
             return "error"
         return "done"
 
-    def _run(self, deliveries):
-        """Handles one batch; returns how many leases ran out."""
+    def _run(self, deliveries, fetched_at):
+        """Handles one batch; returns how many leases ran out.
+
+        ``fetched_at`` is the clock read before the fetch: every lease of the batch began
+        at or after it. The waiting leases of a batch all share one renewal time. Before
+        each job, if an eighth of ``ack_wait`` has passed since then, every lease still
+        waiting (the job about to run included) is renewed, so each job starts with at
+        least seven eighths of ``ack_wait`` on its own lease and on every lease behind it,
+        wherever it sits in the batch and however long the jobs before it took. A job
+        shorter than that therefore never lets a lease run out: not its own, and not
+        those of the jobs still waiting. Renewing costs one round of touches per eighth
+        of ``ack_wait`` at most, none for a batch that is done sooner.
+        """
         processed = failed = published = expired = 0
-        handler, results, ack_wait = self._handler, self._results, self._ack_wait
-        # Every lease of the batch began at the fetch. The waiting ones are renewed once
-        # half of ack_wait has passed, and the one about to be handled once an eighth
-        # has, so that its handler has at least seven eighths of ack_wait.
-        now = time.monotonic()
-        renew_all, renew_next = now + ack_wait / 2, now + ack_wait / 8
+        handler, results, ack_wait, clock = self._handler, self._results, self._ack_wait, self._clock
+        renew_after = ack_wait / 8
+        renewed = fetched_at  # no waiting lease runs out before this + ack_wait
         lost = set()  # indices of deliveries whose lease ran out before their turn
         try:
             for n, d in enumerate(deliveries):
-                if n > 0:
-                    now = time.monotonic()
-                    if now >= renew_next:
-                        upto = n + 1
-                        if now >= renew_all:
-                            renew_all, renew_next = now + ack_wait / 2, now + ack_wait / 8
-                            upto = len(deliveries)
-                        for m in range(n, upto):
-                            if m not in lost:
-                                try:
-                                    deliveries[m].touch()
-                                except LeaseExpired:
-                                    lost.add(m)
-                    if n in lost:
-                        expired += 1
-                        continue
+                now = clock()
+                if now - renewed >= renew_after:
+                    renewed = now  # read before the touches: each renews from later on
+                    for m in range(n, len(deliveries)):
+                        if m not in lost:
+                            try:
+                                deliveries[m].touch()
+                            except LeaseExpired:
+                                lost.add(m)
+                if n in lost:
+                    expired += 1
+                    continue
                 try:
                     out = handler(d.data)
                     if out is not None and results is not None:

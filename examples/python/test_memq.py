@@ -241,9 +241,12 @@ class PoolTests(unittest.TestCase):
         self.assertEqual(sorted(m.data for m in drain(out)), sorted(b"%d" % i for i in range(24)))
 
     def test_a_handler_may_take_most_of_ack_wait_at_any_place_in_its_batch(self):
-        # Jobs of 0.45 and 0.7 of ack_wait, four to a batch: the job about to run is
-        # renewed, so none runs with only what is left of the lease its batch began with.
-        ack = 2.0
+        # Jobs of 0.45 and 0.7 of ack_wait, four to a batch, on real time: whatever the
+        # jobs before it took, each job starts with 7/8 of ack_wait on every lease still
+        # waiting, so none expires. The margin (0.175 of ack_wait, 1.4 s) is far from what
+        # a busy machine takes to go from one job to the next; the exact schedule is
+        # pinned down on a hand-driven clock in LeaseRenewalSchedule below.
+        ack = 8.0
         jobs = memq.Topic(capacity=64)
         calls = collections.Counter()
         lock = threading.Lock()
@@ -254,12 +257,12 @@ class PoolTests(unittest.TestCase):
             time.sleep((0.45 if data.startswith(b"short") else 0.7) * ack)
 
         pool = memq.Pool(jobs, "g", handler, workers=2, ack_wait=ack, batch=4)
-        for i in range(4):
+        for i in range(2):
             jobs.publish_batch([b"short%d" % i, b"long%d" % i])
         jobs.close()
-        self.assertTrue(pool.join(timeout=120))
-        self.assertEqual(sorted(calls.values()), [1] * 8, "no job ran twice")
-        self.assertEqual((pool.stats()["processed"], pool.stats()["expired"]), (8, 0))
+        self.assertTrue(pool.join(timeout=300))
+        self.assertEqual(sorted(calls.values()), [1] * 4, "no job ran twice")
+        self.assertEqual((pool.stats()["processed"], pool.stats()["expired"]), (4, 0))
         self.assertEqual(jobs.ack_group_stats("g")["redelivered"], 0)
 
     def test_numbers_of_every_kind_configure_a_pool(self):
@@ -369,6 +372,124 @@ class PoolTests(unittest.TestCase):
         env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.abspath(__file__)))
         done = subprocess.run([sys.executable, "-c", script], env=env, timeout=60)
         self.assertEqual(done.returncode, 3)
+
+
+
+class FakeTime:
+    """A clock the test moves by hand."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+class FakeDelivery:
+    """A delivery whose lease runs out by a ``FakeTime``, as memq's run out by its clock."""
+
+    def __init__(self, clock, ack_wait, data, log):
+        self.clock, self.ack_wait, self.data, self.log = clock, ack_wait, data, log
+        self.deadline = clock.now + ack_wait  # leased when fetched
+        self.settled = None
+
+    def _live(self, what):
+        if self.clock.now > self.deadline:
+            self.log.append(("expired", self.data, what))
+            raise memq.LeaseExpired(memq.LEASE_EXPIRED, what)
+
+    def touch(self):
+        self._live("touch")
+        self.deadline = self.clock.now + self.ack_wait
+
+    def ack(self):
+        self._live("ack")
+        self.settled = "ack"
+
+    def nack(self):
+        self._live("nack")
+        self.settled = "nack"
+
+
+class LeaseRenewalSchedule(unittest.TestCase):
+    """``Pool._run`` on a clock driven by hand: each handler "takes" exactly the time it
+    is given, so the renewal rule is checked on many orders of job lengths, with no
+    dependence on how fast the machine is."""
+
+    ACK = 8.0
+
+    def pool(self, clock, handler):
+        topic = memq.Topic(capacity=8)
+        pool = memq.Pool(topic, "g", handler, workers=1, ack_wait=self.ACK, _clock=clock)
+        return topic, pool
+
+    def finish(self, topic, pool):
+        topic.close()
+        self.assertTrue(pool.join(timeout=30))
+
+    def run_batch(self, lengths, pause=0.0, jitter=0.0):
+        """Runs one batch of jobs of ``lengths`` seconds: ``pause`` passes between the
+        clock read before the fetch and the leases' start (a fetch that waited),
+        ``jitter`` between the fetch and the first job (a descheduled worker)."""
+        clock = FakeTime()
+        log = []
+        lengths = dict(enumerate(lengths))
+
+        def handler(data):
+            clock.now += lengths[data]
+
+        topic, pool = self.pool(clock, handler)
+        try:
+            fetched_at = clock.now
+            clock.now += pause
+            batch = [FakeDelivery(clock, self.ACK, i, log) for i in lengths]
+            clock.now += jitter
+            expired = pool._run(list(batch), fetched_at)
+        finally:
+            self.finish(topic, pool)
+        return expired, [d.settled for d in batch], log
+
+    def test_every_job_shorter_than_seven_eighths_keeps_every_lease(self):
+        import itertools
+        import random
+
+        rng = random.Random(7)
+        limit = self.ACK * 7 / 8 * 0.999
+        shapes = [
+            [0.45 * self.ACK, 0.7 * self.ACK] * 4,  # the order that used to expire leases
+            [0.1 * self.ACK] * 3 + [limit] * 5,
+            [limit] * 8,
+            [0.0] * 64,
+        ]
+        shapes += [list(p) for p in itertools.permutations([0.1, 2.4, 4.0, 6.4, limit])]
+        shapes += [
+            [rng.uniform(0, limit) for _ in range(rng.randint(1, 40))] for _ in range(200)
+        ]
+        for lengths in shapes:
+            for pause, jitter in ((0.0, 0.0), (50.0, 0.0), (0.0, 0.05 * self.ACK)):
+                expired, settled, log = self.run_batch(lengths, pause, jitter)
+                self.assertEqual((expired, log), (0, []), (lengths, pause, jitter))
+                self.assertEqual(settled, ["ack"] * len(lengths))
+
+    def test_a_quick_batch_touches_nothing(self):
+        clock = FakeTime()
+        touched = []
+        topic, pool = self.pool(clock, lambda data: None)
+        try:
+            batch = [FakeDelivery(clock, self.ACK, i, []) for i in range(64)]
+            for d in batch:
+                d.touch = lambda d=d: touched.append(d.data)
+            self.assertEqual(pool._run(list(batch), clock.now), 0)
+        finally:
+            self.finish(topic, pool)
+        self.assertEqual((touched, [d.settled for d in batch]), ([], ["ack"] * 64))
+
+    def test_a_job_longer_than_ack_wait_expires_and_is_counted(self):
+        # The promise has a limit: a job over ack_wait loses its own lease (its message
+        # comes again), and one long enough, those behind it too.
+        expired, settled, log = self.run_batch([self.ACK * 2.5, 1.0, 1.0])
+        self.assertEqual((expired, settled), (3, [None, None, None]))
+        self.assertEqual(log[0], ("expired", 0, "ack"))
 
 
 if __name__ == "__main__":
