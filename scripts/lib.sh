@@ -1,6 +1,5 @@
 # Helpers shared by the check stages. Sourced, not run.
 
-MEMQ_SKIPPED=()
 # One build profile for every test, example and model: optimised (long stress runs and
 # models stay fast) with debug assertions and overflow checks on.
 export MEMQ_PROFILE=ci
@@ -10,10 +9,11 @@ banner() { printf '\n==== %s ====\n' "$*"; }
 note() { printf -- '---- %s\n' "$*"; }
 run() { printf '+ %s\n' "$*"; "$@"; }
 
-# skip WHAT WHY: say loudly that a step did not run, and remember it for the summary.
+# skip WHAT WHY: say loudly that a step did not run, and remember it for the summary
+# (stages run in shells of their own: the list is a file scripts/check reads at the end).
 skip() {
     printf '\n!!! SKIPPING %s: %s\n\n' "$1" "$2" >&2
-    MEMQ_SKIPPED+=("$1: $2")
+    [ -z "${MEMQ_SKIP_FILE:-}" ] || printf '%s: %s\n' "$1" "$2" >>"$MEMQ_SKIP_FILE"
 }
 
 # The toolchain a plain `cargo` runs here (rustup's default, or RUSTUP_TOOLCHAIN, or a
@@ -66,7 +66,6 @@ has_nightly() {
 
 # apt_install PACKAGE: installs a Debian package (through `sudo -n` when not root),
 # running `apt-get update` once per run first. apt's output is kept, and shown if it fails.
-MEMQ_APT_UPDATED=0
 apt_install() {
     if ! command -v apt-get >/dev/null 2>&1; then
         echo "no apt-get here to install $1 with" >&2
@@ -75,14 +74,14 @@ apt_install() {
     local as_root=() log
     [ "$(id -u)" = 0 ] || as_root=(sudo -n)
     log=$(mktemp)
-    if [ $MEMQ_APT_UPDATED = 0 ]; then
+    if [ "${MEMQ_APT_UPDATED:-0}" = 0 ]; then
         if ! "${as_root[@]}" apt-get update -qq >"$log" 2>&1; then
             echo "apt-get update failed:" >&2
             cat "$log" >&2
             rm -f "$log"
             return 1
         fi
-        MEMQ_APT_UPDATED=1
+        export MEMQ_APT_UPDATED=1
     fi
     if ! "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" \
         >"$log" 2>&1; then
@@ -103,15 +102,16 @@ ensure_apt() {
 
 # The whole run's time budget: a step run with `bounded` is cut off when its own limit
 # or what is left of the budget runs out, whichever comes first, so that a hang fails the
-# run with a clear message before an hour has gone (CI's own limit is 90 minutes). A
-# normal run takes about 16 minutes on 2 cores.
-MEMQ_BUDGET=${MEMQ_BUDGET:-3300}
-MEMQ_T0=$SECONDS
+# run with a clear message well before CI's own limit (90 minutes). A full run takes 25-40
+# minutes on a busy 2-core machine. The start is exported: every stage's shell counts from
+# the same moment.
+export MEMQ_BUDGET=${MEMQ_BUDGET:-4200}
+export MEMQ_T0_EPOCH=${MEMQ_T0_EPOCH:-$(date +%s)}
 
 # bounded SECS CMD...: runs CMD under `timeout` (and kills it 30 s later if it ignores
 # that), for at most SECS seconds and never past the run's budget.
 bounded() {
-    local limit=$1 left=$((MEMQ_BUDGET - (SECONDS - MEMQ_T0)))
+    local limit=$1 left=$((MEMQ_BUDGET - ($(date +%s) - MEMQ_T0_EPOCH)))
     shift
     if [ "$left" -le 0 ]; then
         echo "!!! the run's time budget (${MEMQ_BUDGET} s) is used up before: $*" >&2

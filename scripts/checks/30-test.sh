@@ -5,6 +5,10 @@
 run cargo test --workspace --all-targets --all-features --profile "$MEMQ_PROFILE" --no-run
 bounded 900 cargo test --workspace --all-targets --all-features --profile "$MEMQ_PROFILE"
 bounded 900 cargo test --workspace --doc --all-features --profile "$MEMQ_PROFILE"
+if [ "${MEMQ_QUICK:-0}" = 1 ]; then
+    note "quick mode: the core alone with its default features is tested by the full run"
+    return 0
+fi
 # The core alone with its default features, and without std on the host.
 run cargo test -p memq-core --profile "$MEMQ_PROFILE" --lib --tests --no-run
 bounded 600 cargo test -p memq-core --profile "$MEMQ_PROFILE" --lib --tests
