@@ -50,13 +50,16 @@ fi
 ffi_lib_abs=$(cd "$ffi_lib" && pwd)
 # The C example links the static library, with the system libraries Rust's std needs
 # (`--print native-static-libs` of the staticlib on Linux); the C++ one links the shared
-# library, found through an rpath.
+# library, found through an rpath. Its SONAME is libmemq.so.0 (ffi/build.rs), the name a
+# program linked with it loads: an install (scripts/install-c.sh, below) provides it,
+# and for this build from target/ a link beside the program does.
 ffi_native=(-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc)
 ffi_c=(gcc -std=c11 -g -Wall -Wextra -Werror -Iinclude)
 ffi_c_libs=("$ffi_lib/libmemq.a" "${ffi_native[@]}")
+mkdir -p examples/c/build examples/cpp/build/lib
+ln -sf "$ffi_lib_abs/libmemq.so" examples/cpp/build/lib/libmemq.so.0
 ffi_cpp=(g++ -std=c++17 -g -Wall -Wextra -Werror -Iinclude examples/cpp/demo.cpp
-    -L"$ffi_lib_abs" -lmemq -Wl,-rpath,"$ffi_lib_abs" -pthread)
-mkdir -p examples/c/build examples/cpp/build
+    -L"$ffi_lib_abs" -lmemq -Wl,-rpath,"$(cd examples/cpp/build/lib && pwd)" -pthread)
 # Each run is bounded: a lost wake-up shows as a failed stage, not a hung CI.
 if [ $ffi_has_c = 1 ]; then
     for ffi_example in pubsub acks; do
@@ -68,6 +71,80 @@ fi
 if [ $ffi_has_cpp = 1 ]; then
     run "${ffi_cpp[@]}" -O2 -o examples/cpp/build/demo
     bounded 120 examples/cpp/build/demo
+fi
+
+# ---- installed, as C users get it ------------------------------------------------------------
+# scripts/install-c.sh into a fresh prefix (a release-c build of its own: no debug info),
+# then the C examples built against the installed files only, as a user would: with
+# pkg-config (shared, run through the rpath it was linked with, and without one through
+# LD_LIBRARY_PATH, as the README says for a prefix the dynamic linker does not search;
+# and fully static with `--static`), and with CMake's find_package(memq) (memq::memq
+# and memq::memq_static). The SONAME must be libmemq.so.MAJOR, and what links memq
+# shared must record that name.
+if [ $ffi_has_c = 1 ]; then
+    ffi_prefix=$(mktemp -d)
+    ffi_version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+    run scripts/install-c.sh --prefix "$ffi_prefix"
+    ffi_pdir="$ffi_prefix/lib"
+    ffi_soname=$(readelf -d "$ffi_pdir/libmemq.so.$ffi_version" | grep SONAME)
+    echo "$ffi_soname"
+    if ! grep -q "\[libmemq\.so\.${ffi_version%%.*}\]" <<<"$ffi_soname"; then
+        echo "libmemq.so.$ffi_version has no SONAME libmemq.so.${ffi_version%%.*}" >&2
+        exit 1
+    fi
+    note "installed: libmemq.so $(du -k "$ffi_pdir/libmemq.so.$ffi_version" | cut -f1) KiB," \
+        "libmemq.a $(du -k "$ffi_pdir/libmemq.a" | cut -f1) KiB"
+    # ffi_needs_memq BINARY yes|no: whether BINARY must load libmemq.so.MAJOR.
+    ffi_needs_memq() {
+        local needed
+        needed=$(readelf -d "$1" | grep NEEDED || true)
+        if grep -q "libmemq\.so\.${ffi_version%%.*}\]" <<<"$needed"; then
+            [ "$2" = yes ] || { echo "$1 needs libmemq.so but should not:" >&2; echo "$needed" >&2; exit 1; }
+        else
+            [ "$2" = no ] || { echo "$1 does not need libmemq.so.${ffi_version%%.*}:" >&2; echo "$needed" >&2; exit 1; }
+        fi
+    }
+    ffi_ibuild=$(mktemp -d)
+    if ensure_apt pkg-config pkg-config; then
+        export PKG_CONFIG_PATH="$ffi_pdir/pkgconfig"
+        ffi_pc_cflags=$(pkg-config --cflags memq)
+        ffi_pc_libs=$(pkg-config --libs memq)
+        ffi_pc_static=$(pkg-config --static --libs memq)
+        # Shared, found through an rpath.
+        # shellcheck disable=SC2086 # pkg-config's output is a list of words
+        run gcc -std=c11 -O2 -Wall -Wextra -Werror $ffi_pc_cflags examples/c/pubsub.c \
+            -Wl,-rpath,"$ffi_pdir" $ffi_pc_libs -o "$ffi_ibuild/pubsub-shared"
+        ffi_needs_memq "$ffi_ibuild/pubsub-shared" yes
+        bounded 120 "$ffi_ibuild/pubsub-shared" 20000
+        # Shared without an rpath: LD_LIBRARY_PATH finds it.
+        # shellcheck disable=SC2086
+        run gcc -std=c11 -O2 -Wall -Wextra -Werror $ffi_pc_cflags examples/c/acks.c \
+            $ffi_pc_libs -o "$ffi_ibuild/acks-shared"
+        LD_LIBRARY_PATH="$ffi_pdir" bounded 120 "$ffi_ibuild/acks-shared" 2000
+        # Fully static: Libs.private names what libmemq.a needs.
+        # shellcheck disable=SC2086
+        run gcc -static -std=c11 -O2 -Wall -Wextra -Werror $ffi_pc_cflags examples/c/pubsub.c \
+            $ffi_pc_static -o "$ffi_ibuild/pubsub-static"
+        ffi_needs_memq "$ffi_ibuild/pubsub-static" no
+        bounded 120 "$ffi_ibuild/pubsub-static" 20000
+        unset PKG_CONFIG_PATH
+    else
+        skip "pkg-config builds against the installed libmemq" \
+            "pkg-config missing and apt-get cannot install it"
+    fi
+    if ensure_apt cmake cmake; then
+        run cmake -S examples/c/cmake -B "$ffi_ibuild/cmake" -DCMAKE_PREFIX_PATH="$ffi_prefix" \
+            -DCMAKE_BUILD_TYPE=Release >/dev/null
+        run cmake --build "$ffi_ibuild/cmake"
+        ffi_needs_memq "$ffi_ibuild/cmake/pubsub" yes
+        ffi_needs_memq "$ffi_ibuild/cmake/acks" no
+        bounded 120 "$ffi_ibuild/cmake/pubsub" 20000
+        bounded 120 "$ffi_ibuild/cmake/acks" 2000
+    else
+        skip "CMake find_package(memq) builds against the installed libmemq" \
+            "cmake missing and apt-get cannot install it"
+    fi
+    rm -rf "$ffi_prefix" "$ffi_ibuild"
 fi
 
 # ---- Python, through the same library (ctypes) ----------------------------------------------
