@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::pin::pin;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::future::{select, Either};
 use futures_util::FutureExt;
@@ -387,41 +387,65 @@ async fn routed_publish_timeouts<F: Flavor>(rt: F::Rt) {
 
 /// A publish with a time limit, on a log of 64 slots whose waiting publishers are woken
 /// four slots at a time, takes at its deadline the one slot a reader freed and then left.
+///
+/// Whether the slots were freed while the publish waited is seen, not assumed: the reader
+/// frees them once the publish is in line and looks again after; a publish still in line
+/// then makes its last try after the free. A run where the reader got there only after the
+/// publish had given up (a descheduled thread) shows nothing, and is made again.
 async fn publish_timeout_takes_the_last_free_slot<F: Flavor>(rt: F::Rt) {
-    let topic = Topic::<u32>::with_capacity(64).unwrap();
-    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
-    for n in 0..64 {
-        topic.try_publish(n).unwrap();
+    let waiting = |t: &Topic<u32>| t.stats().partitions[0].waiting_publishers;
+    'fresh: for _ in 0..100 {
+        let topic = Topic::<u32>::with_capacity(64).unwrap();
+        let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+        for n in 0..64 {
+            topic.try_publish(n).unwrap();
+        }
+        let one = {
+            let (topic, rt2) = (topic.clone(), rt.clone());
+            rt.spawn(async move { topic.publish(64).with_timeout(ms(200), &rt2).await })
+        };
+        while waiting(&topic) == 0 && !one.is_finished() {
+            rt.sleep(ms(1)).await;
+        }
+        assert_eq!(recv!(F, sub).unwrap().into_value(), 0);
+        let in_line = waiting(&topic) > 0;
+        match one.await.unwrap() {
+            Ok(r) => assert_eq!(r.offset, 64),
+            Err(PublishError::Full(_)) if !in_line => continue 'fresh,
+            Err(e) => panic!("a slot freed while the publish waited was not taken: {e:?}"),
+        }
+        let batch = {
+            let (topic, rt2) = (topic.clone(), rt.clone());
+            rt.spawn(async move {
+                topic
+                    .publish_batch(vec![65, 66])
+                    .with_timeout(ms(200), &rt2)
+                    .await
+            })
+        };
+        while waiting(&topic) == 0 && !batch.is_finished() {
+            rt.sleep(ms(1)).await;
+        }
+        assert_eq!(recv!(F, sub).unwrap().into_value(), 1);
+        assert_eq!(recv!(F, sub).unwrap().into_value(), 2);
+        let in_line = waiting(&topic) > 0;
+        match batch.await.unwrap() {
+            Ok(r) => assert_eq!(r.offset, 65),
+            Err(PublishError::Full(_)) if !in_line => continue 'fresh,
+            Err(e) => panic!("two slots freed while the batch waited were not taken: {e:?}"),
+        }
+        let mut rest = Vec::new();
+        for _ in 3..67 {
+            rest.push(recv!(F, sub).unwrap().into_value());
+        }
+        assert_eq!(
+            rest,
+            (3..67).collect::<Vec<_>>(),
+            "in order, nothing lost or twice"
+        );
+        return;
     }
-    let one = {
-        let (topic, rt2) = (topic.clone(), rt.clone());
-        rt.spawn(async move { topic.publish(64).with_timeout(ms(200), &rt2).await })
-    };
-    rt.sleep(ms(10)).await;
-    assert_eq!(recv!(F, sub).unwrap().into_value(), 0);
-    assert_eq!(one.await.unwrap().unwrap().offset, 64);
-    let batch = {
-        let (topic, rt2) = (topic.clone(), rt.clone());
-        rt.spawn(async move {
-            topic
-                .publish_batch(vec![65, 66])
-                .with_timeout(ms(200), &rt2)
-                .await
-        })
-    };
-    rt.sleep(ms(10)).await;
-    assert_eq!(recv!(F, sub).unwrap().into_value(), 1);
-    assert_eq!(recv!(F, sub).unwrap().into_value(), 2);
-    assert_eq!(batch.await.unwrap().unwrap().offset, 65);
-    let mut rest = Vec::new();
-    for _ in 3..67 {
-        rest.push(recv!(F, sub).unwrap().into_value());
-    }
-    assert_eq!(
-        rest,
-        (3..67).collect::<Vec<_>>(),
-        "in order, nothing lost or twice"
-    );
+    panic!("in 100 runs the reader never freed a slot before the publish gave up");
 }
 
 /// Receive and publish with time limits, on subscribers, group members and topics.
@@ -630,66 +654,97 @@ async fn cancel_safety<F: Flavor>(rt: F::Rt) {
 }
 
 /// Messages older than the TTL, by the runtime's clock, are skipped and reported.
+///
+/// Message 2 must still be live when it is read: a run where the reader got to it only a
+/// TTL after its publish (a descheduled thread), as the clock shows, is made again.
 async fn ttl<F: Flavor>(rt: F::Rt) {
-    let topic = Topic::<u32>::new(TopicConfig::new(8).clock(rt.clock()).ttl(ms(10))).unwrap();
-    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
-    publish!(F, topic, 1).unwrap();
-    rt.sleep(ms(30)).await;
-    publish!(F, topic, 2).unwrap();
-    assert_eq!(
-        recv_timeout!(F, &rt, sub, LONG).unwrap_err(),
-        RecvTimeoutError::Lagged(1)
-    );
-    let m = recv_timeout!(F, &rt, sub, LONG).unwrap();
-    assert_eq!((m.offset(), *m.value()), (1, 2));
-    assert!(m.timestamp().is_some());
-    assert_eq!(topic.stats().expired, 1);
+    const TTL: Duration = Duration::from_millis(50);
+    let clock = rt.clock();
+    let late = |published: Duration| clock.now().saturating_sub(published) >= TTL;
+    'fresh: for _ in 0..100 {
+        let topic = Topic::<u32>::new(TopicConfig::new(8).clock(clock.clone()).ttl(TTL)).unwrap();
+        let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+        publish!(F, topic, 1).unwrap();
+        rt.sleep(3 * TTL).await;
+        let published = clock.now();
+        publish!(F, topic, 2).unwrap();
+        match recv_timeout!(F, &rt, sub, LONG) {
+            Err(RecvTimeoutError::Lagged(1)) => {}
+            Err(RecvTimeoutError::Lagged(2)) if late(published) => continue 'fresh,
+            other => panic!("{other:?}"),
+        }
+        let m = match recv_timeout!(F, &rt, sub, LONG) {
+            Ok(m) => m,
+            Err(RecvTimeoutError::Lagged(1)) if late(published) => continue 'fresh,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!((m.offset(), *m.value()), (1, 2));
+        assert!(m.timestamp().is_some());
+        assert_eq!(topic.stats().expired, 1);
+        return;
+    }
+    panic!("in 100 runs message 2 was never read within its TTL");
 }
 
 /// Explicit acks on the runtime's timer: a lease that runs out while the other member is
 /// parked (in a batch receive) wakes it (only the timer can), and it gets the message
 /// again.
+///
+/// The lease is real time: a run where the member's short receive, which must find the
+/// message leased, came only after the lease had run out (a descheduled thread) shows
+/// nothing, and is made again.
 async fn acked_redelivery<F: Flavor>(rt: F::Rt) {
-    let topic = Topic::<u32>::with_capacity(8).unwrap();
-    let config = || AckConfig::new().ack_wait(ms(30)).timer(rt.timer());
-    let mut a = topic
-        .group_acked("acks", StartAt::Earliest, config())
-        .unwrap();
-    let mut b = topic
-        .group_acked("acks", StartAt::Earliest, config())
-        .unwrap();
-    assert_eq!(
-        recv_timeout!(F, &rt, b, ms(5)).unwrap_err(),
-        RecvTimeoutError::Timeout
-    );
-    publish!(F, topic, 7).unwrap();
-    // `a` takes the message and sits on it without acking.
-    let held = recv_timeout!(F, &rt, a, LONG).unwrap();
-    assert_eq!((*held.value(), held.deliveries()), (7, 1));
-    // `b` parks in a batch receive; when the lease runs out the timer wakes it, and it
-    // gets the message.
-    let mut batch = Vec::new();
-    assert_eq!(
-        recv_many_timeout!(F, &rt, b, &mut batch, 4, ms(5)).unwrap_err(),
-        RecvTimeoutError::Timeout
-    );
-    assert_eq!(
-        recv_many_timeout!(F, &rt, b, &mut batch, 4, LONG).unwrap(),
-        1
-    );
-    let again = batch.pop().unwrap();
-    assert_eq!((*again.value(), again.deliveries()), (7, 2));
-    again.ack().unwrap();
-    assert!(held.ack().is_err(), "an expired lease cannot be acked");
-    topic.close();
-    assert_eq!(
-        recv_timeout!(F, &rt, a, LONG).unwrap_err(),
-        RecvTimeoutError::Closed
-    );
-    assert_eq!(
-        recv_many_timeout!(F, &rt, b, &mut batch, 4, LONG).unwrap(),
-        0
-    );
+    const ACK_WAIT: Duration = Duration::from_millis(100);
+    'fresh: for _ in 0..100 {
+        let topic = Topic::<u32>::with_capacity(8).unwrap();
+        let config = || AckConfig::new().ack_wait(ACK_WAIT).timer(rt.timer());
+        let mut a = topic
+            .group_acked("acks", StartAt::Earliest, config())
+            .unwrap();
+        let mut b = topic
+            .group_acked("acks", StartAt::Earliest, config())
+            .unwrap();
+        assert_eq!(
+            recv_timeout!(F, &rt, b, ms(5)).unwrap_err(),
+            RecvTimeoutError::Timeout
+        );
+        publish!(F, topic, 7).unwrap();
+        // `a` takes the message and sits on it without acking.
+        let before_lease = Instant::now();
+        let held = recv_timeout!(F, &rt, a, LONG).unwrap();
+        assert_eq!((*held.value(), held.deliveries()), (7, 1));
+        // `b` parks in a batch receive; when the lease runs out the timer wakes it, and it
+        // gets the message.
+        let mut batch = Vec::new();
+        match recv_many_timeout!(F, &rt, b, &mut batch, 4, ms(5)) {
+            Err(RecvTimeoutError::Timeout) => {}
+            Ok(1) if before_lease.elapsed() >= ACK_WAIT => continue 'fresh,
+            other => panic!("{other:?} while the lease was held"),
+        }
+        assert_eq!(
+            recv_many_timeout!(F, &rt, b, &mut batch, 4, LONG).unwrap(),
+            1
+        );
+        assert!(
+            before_lease.elapsed() >= ACK_WAIT,
+            "redelivered before the lease ran out"
+        );
+        let again = batch.pop().unwrap();
+        assert_eq!((*again.value(), again.deliveries()), (7, 2));
+        again.ack().unwrap();
+        assert!(held.ack().is_err(), "an expired lease cannot be acked");
+        topic.close();
+        assert_eq!(
+            recv_timeout!(F, &rt, a, LONG).unwrap_err(),
+            RecvTimeoutError::Closed
+        );
+        assert_eq!(
+            recv_many_timeout!(F, &rt, b, &mut batch, 4, LONG).unwrap(),
+            0
+        );
+        return;
+    }
+    panic!("in 100 runs the lease always ran out before the member's short receive");
 }
 
 /// The final counters of a pool that handled `n` messages, `errors` of them failed.
