@@ -18,8 +18,9 @@ use core::fmt;
 /// # Examples
 ///
 /// ```
-/// assert_eq!(memq_core::key_hash(b""), 0xcbf2_9ce4_8422_2325);
-/// assert_eq!(memq_core::key_hash(b"a"), 0xaf63_dc4c_8601_ec8c);
+/// # use memq_core as memq;
+/// assert_eq!(memq::key_hash(b""), 0xcbf2_9ce4_8422_2325);
+/// assert_eq!(memq::key_hash(b"a"), 0xaf63_dc4c_8601_ec8c);
 /// ```
 pub const fn key_hash(key: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -34,17 +35,29 @@ pub const fn key_hash(key: &[u8]) -> u64 {
 
 /// The partition `key` is routed to on a topic with `partitions` partitions (at least 1).
 ///
+/// Takes the key as [`Topic::publish_keyed`](crate::Topic::publish_keyed) does, so that
+/// whatever routes a message also tells where it went: `&str`, `String`, `&[u8]`,
+/// `Vec<u8>`, byte arrays, `bytes::Bytes`. A `const` context can use
+/// `key_hash(key) % partitions` (what this computes).
+///
 /// # Examples
 ///
 /// ```
-/// assert_eq!(memq_core::key_partition(b"user-42", 4), memq_core::key_partition(b"user-42", 4));
-/// assert_eq!(memq_core::key_partition(b"anything", 1), 0);
+/// # use memq_core as memq;
+/// use memq::{key_partition, Topic, TopicConfig};
+///
+/// let topic = Topic::new(TopicConfig::new(16).partitions(4))?;
+/// let receipt = topic.try_publish_keyed("user-42", "signed in")?;
+/// assert_eq!(receipt.partition, key_partition("user-42", 4));
+/// assert_eq!(key_partition(b"user-42", 4), key_partition(String::from("user-42"), 4));
+/// assert_eq!(key_partition(b"anything", 1), 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub const fn key_partition(key: &[u8], partitions: u32) -> u32 {
+pub fn key_partition(key: impl AsRef<[u8]>, partitions: u32) -> u32 {
     if partitions == 0 {
         return 0;
     }
-    (key_hash(key) % partitions as u64) as u32
+    (key_hash(key.as_ref()) % partitions as u64) as u32
 }
 
 /// A user-supplied router: given a key and the partition count, the partition to use.

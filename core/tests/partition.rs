@@ -41,9 +41,12 @@ fn key_hash_is_pinned() {
 #[test]
 fn key_hash_is_usable_in_const_context() {
     const H: u64 = key_hash(b"foobar");
-    const P: u32 = key_partition(b"user-42", 4);
+    // `key_partition` takes any `AsRef<[u8]>` key, as the keyed publishes do, so it is
+    // not `const`; what it computes is, through `key_hash`.
+    const P: u32 = (key_hash(b"user-42") % 4) as u32;
     assert_eq!(H, 0x8594_4171_f739_67e8);
     assert_eq!(P, 3);
+    assert_eq!(key_partition(b"user-42", 4), P);
 }
 
 #[test]
@@ -645,4 +648,26 @@ fn routed_and_batch_publishes_with_a_time_limit_hand_back_what_did_not_fit() {
         .publish_keyed_blocking_timeout(key_of_0, 15, short)
         .unwrap_err();
     assert!(e.is_closed());
+}
+
+#[test]
+fn key_partition_takes_keys_as_keyed_publishes_do() {
+    let topic = partitioned::<u32>(8);
+    for key in ["", "a", "user-42", "order-17"] {
+        let receipt = topic.try_publish_keyed(key, 1).unwrap();
+        // The same key in every form `publish_keyed` accepts routes alike.
+        assert_eq!(key_partition(key, 8), receipt.partition);
+        assert_eq!(key_partition(key.as_bytes(), 8), receipt.partition);
+        assert_eq!(key_partition(String::from(key), 8), receipt.partition);
+        assert_eq!(key_partition(key.as_bytes().to_vec(), 8), receipt.partition);
+        assert_eq!(
+            key_partition(bytes::Bytes::copy_from_slice(key.as_bytes()), 8),
+            receipt.partition
+        );
+        assert_eq!(
+            u64::from(key_partition(key, 8)),
+            key_hash(key.as_bytes()) % 8
+        );
+    }
+    assert_eq!(key_partition(b"user-42", 1), 0);
 }
