@@ -138,6 +138,7 @@ unset(_memq_prefix)
 unset(_memq_includedir)
 EOF
 
+ptr_bits=$(getconf LONG_BIT 2>/dev/null || echo 64)
 cat >"$cmake_dir/memqConfigVersion.cmake" <<EOF
 # find_package(memq X.Y.Z) accepts this version ($version) if it is at least X.Y.Z and
 # compatible: the same major version (for 0.x, the same minor version too, as Cargo
@@ -164,8 +165,9 @@ if(PACKAGE_FIND_VERSION)
 else()
     set(PACKAGE_VERSION_COMPATIBLE TRUE)
 endif()
-if(NOT CMAKE_SIZEOF_VOID_P EQUAL 8 AND CMAKE_SIZEOF_VOID_P)
-    set(PACKAGE_VERSION "\${PACKAGE_VERSION} (64-bit)")
+# Built for $ptr_bits-bit pointers: a project built for others cannot use it.
+if(CMAKE_SIZEOF_VOID_P AND NOT CMAKE_SIZEOF_VOID_P EQUAL $((ptr_bits / 8)))
+    set(PACKAGE_VERSION "\${PACKAGE_VERSION} ($ptr_bits-bit)")
     set(PACKAGE_VERSION_UNSUITABLE TRUE)
 endif()
 EOF
