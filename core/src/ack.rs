@@ -156,6 +156,7 @@ pub trait Timer: Send + Sync {
 /// drop(entry);
 /// assert!(withdrawn.load(Ordering::SeqCst));
 /// ```
+#[must_use = "dropping a timer entry withdraws its wake-up at once"]
 pub struct TimerEntry {
     withdraw: Option<alloc::boxed::Box<dyn FnOnce() + Send + Sync>>,
 }
@@ -839,8 +840,10 @@ impl<T> AckConsumer<T> {
         self.inner.group_name()
     }
 
-    /// The partitions currently assigned to this member.
-    pub fn assignment(&mut self) -> Vec<u32> {
+    /// The partitions assigned to this member now (as [`Consumer::assignment`]).
+    ///
+    /// [`Consumer::assignment`]: crate::Consumer::assignment
+    pub fn assignment(&self) -> Vec<u32> {
         self.inner.assignment()
     }
 
@@ -908,7 +911,7 @@ impl<T> AckConsumer<T> {
         // Expired values, dropped after the lock.
         let mut dead = Vec::new();
         // The topic's clock (the user's code) is read before the lock is taken.
-        let topic_now = shared.now();
+        let topic_now = shared.expiry_now();
         let mut log = shared.parts[p].log.lock();
         shared.expire(&mut log, topic_now, &mut wl, &mut dead);
         // The oldest message still in the log: on a releasing topic, messages a reader
@@ -1077,6 +1080,7 @@ impl<T> AckConsumer<T> {
                 }
             }
             Ok(None) if lagged > 0 => {
+                g.lagged += lagged;
                 // A wake-up this member used goes on to the next waiting one when
                 // messages remain past the lag.
                 if g.waiters.settle(*key, &mut spent) && acks.next < high {
@@ -1102,6 +1106,7 @@ impl<T> AckConsumer<T> {
                 g.keep_watch(high, &mut watch);
             }
         }
+        log.lagged += lagged;
         log.set_cursor(cursor, holds_from);
         shared.reader_advanced(&mut log, &mut wl);
         drop(log);
@@ -1628,12 +1633,39 @@ enum Settle {
 /// A message leased to one member of an explicit-ack group. Ack it when done.
 ///
 /// Dropping a delivery without acking it returns the message to the group (after the
-/// backoff delay), like [`Delivery::nack`].
+/// backoff delay), like [`Delivery::nack`]. So a loop that takes deliveries and drops
+/// them (`iter::from_fn(|| consumer.try_recv().ok()).count()`) hands each one back and
+/// takes it again, for ever (without `max_deliveries`): ack them, or use an
+/// automatic-commit group
+/// ([`Topic::group`](crate::Topic::group)) where a delivery needs no settling.
+#[must_use = "dropping a delivery without acking it nacks it: the message goes back to the group and is delivered again"]
 pub struct Delivery<T> {
     message: Message<T>,
     attempt: u32,
     lease: Option<Lease<T>>,
 }
+
+/// A delivery dropped unsettled nacks: `#[must_use]` says so where a statement drops one.
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// # use memq_core as memq;
+/// let topic = memq::Topic::<u8>::with_capacity(4).unwrap();
+/// let mut c = topic.group_acked("g", memq::StartAt::Earliest, memq::AckConfig::new()).unwrap();
+/// topic.try_publish(1).unwrap();
+/// c.try_recv().unwrap(); // dropped: nacked
+/// ```
+///
+/// ```
+/// #![deny(unused_must_use)]
+/// # use memq_core as memq;
+/// let topic = memq::Topic::<u8>::with_capacity(4).unwrap();
+/// let mut c = topic.group_acked("g", memq::StartAt::Earliest, memq::AckConfig::new()).unwrap();
+/// topic.try_publish(1).unwrap();
+/// c.try_recv().unwrap().ack().unwrap();
+/// ```
+#[cfg(all(doctest, feature = "std"))]
+pub struct DeliveryIsMustUse;
 
 impl<T: fmt::Debug> fmt::Debug for Delivery<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -9,8 +9,21 @@ use crate::sync::Mutex;
 
 /// A monotonic clock: `now` never goes backwards. The epoch is the clock's own choice.
 ///
-/// `now` is called outside memq's locks, once per publish (to stamp the message) and once
-/// per receive on topics with a TTL.
+/// `now` is always called outside memq's locks. A topic's clock
+/// ([`TopicConfig::clock`](crate::TopicConfig::clock)) is read:
+/// - once when the topic is made (a clock whose readings are near the end of what 64-bit
+///   nanoseconds hold is then read from that first reading on);
+/// - once per publish, single or batch, to stamp the messages;
+/// - on topics with a TTL only: once per receive (one reading for all the partitions a
+///   receive visits), per subscribe, per group join and per
+///   [`Topic::stats`](crate::Topic::stats), to drop what has expired. Without a TTL
+///   these never call it.
+///
+/// The clock an explicit-ack group keeps its leases by (its own
+/// [`AckConfig::clock`](crate::AckConfig::clock), else the topic's) is read too: when
+/// that group's members receive, when a delivery is settled (ack, nack, reject, touch,
+/// or dropped), when a dead letter is moved, and by
+/// [`AckConsumer::pending`](crate::AckConsumer::pending).
 pub trait Clock: Send + Sync {
     /// The time elapsed since the clock's epoch.
     fn now(&self) -> Duration;

@@ -235,7 +235,7 @@ impl<T> Topic<T> {
         let mut spent: Vec<(WakeList, Vec<T>)> = Vec::new();
         let explicit = acks.is_some();
         // The topic's clock (the user's code) is read before any lock is taken.
-        let now = shared.now();
+        let now = shared.expiry_now();
         let group = {
             let mut registry = shared.groups.lock();
             match registry.iter().find(|g| g.name == name) {
@@ -459,10 +459,34 @@ impl<T> Consumer<T> {
         &self.group.name
     }
 
-    /// The partitions currently assigned to this member.
-    pub fn assignment(&mut self) -> Vec<u32> {
-        self.refresh();
-        self.assigned.iter().map(|&p| p as u32).collect()
+    /// The partitions assigned to this member now, by the group's current membership: a
+    /// member that joined or left a moment ago has changed it already, and this member
+    /// reads these partitions from its next receive on. Empty once the group is deleted,
+    /// or while the group has more members than the topic has partitions and this one
+    /// got none.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use memq_core as memq;
+    /// use memq::{StartAt, Topic, TopicConfig};
+    ///
+    /// let topic = Topic::<u32>::new(TopicConfig::new(8).partitions(2))?;
+    /// let first = topic.group("g", StartAt::Earliest)?;
+    /// assert_eq!(first.assignment(), [0, 1]);
+    /// let second = topic.group("g", StartAt::Earliest)?;
+    /// assert_eq!((first.assignment(), second.assignment()), (vec![0], vec![1]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn assignment(&self) -> Vec<u32> {
+        let members = self.group.members.lock();
+        if members.deleted {
+            return Vec::new();
+        }
+        assignment(&members.list, self.id, self.shared.parts.len())
+            .into_iter()
+            .map(|p| p as u32)
+            .collect()
     }
 
     /// The group's committed position (next offset to deliver) in `partition`.
@@ -542,7 +566,7 @@ impl<T> Consumer<T> {
         }
         let shared = &*self.shared;
         let clocked = shared.stamp();
-        let now = shared.now();
+        let now = shared.expiry_now();
         let n = self.assigned.len();
         let mut got = 0;
         let mut single = None;
@@ -591,6 +615,7 @@ impl<T> Consumer<T> {
                     Read::Lagged(missed) => {
                         let more = log.fetched(cursor) < log.high;
                         if let Some(g) = log.group(self.group.ids[p]) {
+                            g.lagged += missed;
                             // A wake-up this member used goes on to the next waiting one
                             // when messages remain past the lag.
                             if g.waiters.settle(self.keys[p], &mut spent) && more {
@@ -837,6 +862,7 @@ impl<T> Consumer<T> {
                     // `DropOldest`); reported as everywhere else.
                     let more = log.fetched(cursor) < log.high;
                     if let Some(g) = log.group(id) {
+                        g.lagged += missed;
                         // A wake-up this member used goes on when messages remain.
                         if g.waiters.settle(self.keys[0], &mut spent) && more {
                             g.waiters.notify_one(&mut wl);

@@ -49,6 +49,8 @@ pub(crate) struct GroupPart {
     pub(crate) waiters: WaiterList,
     /// Messages delivered to the group from this partition.
     pub(crate) delivered: u64,
+    /// Messages the group's members were told they missed ([`Read::Lagged`]).
+    pub(crate) lagged: u64,
     /// Lease bookkeeping of an explicit-ack group; `None` for automatic commit.
     pub(crate) acks: Option<crate::ack::Acks>,
 }
@@ -210,6 +212,8 @@ pub(crate) struct Log<T> {
     pub(crate) expired: u64,
     /// Messages a releasing log let go of once every reader had read them.
     pub(crate) released: u64,
+    /// Messages readers were told they missed: the sum of every `Lagged(n)` found here.
+    pub(crate) lagged: u64,
 }
 
 impl<T> Log<T> {
@@ -243,6 +247,7 @@ impl<T> Log<T> {
             evicted: 0,
             expired: 0,
             released: 0,
+            lagged: 0,
         })
     }
 
@@ -776,6 +781,9 @@ impl<T> Log<T> {
         let first = self.first_for(dest);
         if pos < first {
             self.cursors[cursor] = first;
+            // Every gap a read finds is reported to the reader (callers that must not go
+            // into one check `gap_at` first), so it is counted here, once.
+            self.lagged += first - pos;
             return Read::Lagged(first - pos);
         }
         if pos >= self.high {
@@ -921,6 +929,7 @@ impl<T> Log<T> {
             cursor,
             waiters: WaiterList::new(),
             delivered: 0,
+            lagged: 0,
             acks: explicit.map(|part| crate::ack::Acks::new(start, part)),
         };
         if let Some(slot) = self.free_groups.pop() {

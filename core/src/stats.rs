@@ -34,7 +34,7 @@ pub struct PartitionStats {
     /// Messages removed to make room (capacity), read or not: on a topic that retains
     /// messages for replay, every message past the capacity is evicted in the end, so a
     /// growing `evicted` is not a loss by itself. What a reader missed shows as its
-    /// `Lagged` (subscribers, under `DropOldest`) or as a group's `evicted_unacked`.
+    /// `Lagged` (counted in `lagged`) or as a group's `evicted_unacked`.
     pub evicted: u64,
     /// Messages removed because their TTL ran out, read or not (on a topic that releases
     /// on read, a message every reader has a copy of and that expires before the log
@@ -48,6 +48,16 @@ pub struct PartitionStats {
     ///
     /// [`TopicConfig::release_on_read`]: crate::TopicConfig::release_on_read
     pub released: u64,
+    /// Messages readers of this partition missed: the sum of every
+    /// [`RecvError::Lagged`]`(n)` (or `TryRecvError::Lagged`, or a stream's `Lagged`)
+    /// its subscribers and group members were given, counted when the gap is found (a
+    /// `recv_many` that found one reports it on the next receive). A subscriber that
+    /// misses 5 messages adds 5; two subscribers that each miss them add 10. Gaps come
+    /// from `DropOldest`, a TTL, or a reader that starts or seeks before the retained
+    /// window.
+    ///
+    /// [`RecvError::Lagged`]: crate::RecvError::Lagged
+    pub lagged: u64,
     /// Subscribers reading this partition.
     pub subscribers: usize,
     /// Publishers waiting for room.
@@ -84,6 +94,10 @@ pub struct GroupStats {
     pub dead_lettered: u64,
     /// Unacknowledged messages evicted (`DropOldest` or TTL) before they were acked.
     pub evicted_unacked: u64,
+    /// Messages the group missed, summed over partitions: the `n` of every `Lagged(n)`
+    /// its members were given (new messages evicted or expired before the group read
+    /// them). Also counted in each partition's `lagged`.
+    pub lagged: u64,
 }
 
 /// A snapshot of a topic.
@@ -112,6 +126,8 @@ pub struct TopicStats {
     pub expired: u64,
     /// Sum of `released` over partitions.
     pub released: u64,
+    /// Sum of `lagged` over partitions: every message a reader was told it missed.
+    pub lagged: u64,
     /// Sum of `depth` over partitions.
     pub depth: u64,
     /// Subscribers (a subscriber of several partitions counts once).
@@ -142,7 +158,7 @@ impl<T> Topic<T> {
             })
             .collect();
         let mut partitions = Vec::with_capacity(shared.parts.len());
-        let now = shared.now();
+        let now = shared.expiry_now();
         for (p, part) in shared.parts.iter().enumerate() {
             let mut wl = crate::wait::WakeList::new();
             let mut released = Vec::new();
@@ -159,6 +175,7 @@ impl<T> Topic<T> {
                 evicted: log.evicted,
                 expired: log.expired,
                 released: log.released,
+                lagged: log.lagged,
                 subscribers: log.subscribers,
                 waiting_publishers: log.pubs.waiting(),
             });
@@ -173,6 +190,7 @@ impl<T> Topic<T> {
                     gs.committed.push(pos);
                     gs.lag += log.high.saturating_sub(pos);
                     gs.delivered += gp.delivered - log.unread(gp.cursor);
+                    gs.lagged += gp.lagged;
                     if let Some(a) = &gp.acks {
                         gs.in_flight += a.unacked.len() as u64;
                         gs.redelivered += a.redelivered;
@@ -194,6 +212,7 @@ impl<T> Topic<T> {
             evicted: partitions.iter().map(|p| p.evicted).sum(),
             expired: partitions.iter().map(|p| p.expired).sum(),
             released: partitions.iter().map(|p| p.released).sum(),
+            lagged: partitions.iter().map(|p| p.lagged).sum(),
             depth: partitions.iter().map(|p| p.depth).sum(),
             subscribers: shared.subscribers.load(crate::sync::Ordering::Relaxed),
             partitions,

@@ -186,7 +186,7 @@ impl<T> Subscriber<T> {
         shared
             .subscribers
             .fetch_add(1, crate::sync::Ordering::Relaxed);
-        let now = shared.now();
+        let now = shared.expiry_now();
         let read_ahead = shared.ttl.is_none() && shared.overflow != crate::Overflow::DropOldest;
         for p in ps {
             let mut wl = WakeList::new();
@@ -356,7 +356,7 @@ impl<T> Subscriber<T> {
                 self.cancel_wait();
                 return Poll::Ready(Ok(m));
             }
-            let now = *now.get_or_insert_with(|| shared.now());
+            let now = *now.get_or_insert_with(|| shared.expiry_now());
             let release = shared.release_on_read;
             if release {
                 sp.released.clear();
@@ -504,7 +504,7 @@ impl<T> Subscriber<T> {
                     break;
                 }
             }
-            let now = *now.get_or_insert_with(|| shared.now());
+            let now = *now.get_or_insert_with(|| shared.expiry_now());
             let mut dead = Vec::new();
             let mut spent = SpentWakers::new();
             let mut wl = WakeList::new();

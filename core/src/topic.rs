@@ -138,6 +138,18 @@ impl<T> Shared<T> {
         }
     }
 
+    /// The reading readers apply the TTL with ([`Shared::expire`]): the clock's on a topic
+    /// with a TTL; 0 without one, where it is not used, so that the user's clock is not
+    /// called (see [`Clock`]).
+    #[inline]
+    pub(crate) fn expiry_now(&self) -> u64 {
+        if self.ttl.is_some() {
+            self.now()
+        } else {
+            0
+        }
+    }
+
     /// Applies the TTL to a locked log; expired messages free room, so waiting
     /// publishers are collected into `out`. The expired values go to `dead`, which the
     /// caller drops after unlocking (declared before the lock, it is dropped after it).
@@ -645,6 +657,7 @@ impl<T> Shared<T> {
         Attempt::Done(Ok(Receipt {
             partition: p as u32,
             offset,
+            count: 1,
         }))
     }
 
@@ -704,9 +717,11 @@ impl<T> Shared<T> {
                 return Attempt::Done(Err(PublishError::Closed(batch)));
             }
             if n == 0 {
+                // Nothing to publish, and nothing to wait for: an empty receipt.
                 return Attempt::Done(Ok(Receipt {
                     partition: p as u32,
                     offset: log.high,
+                    count: 0,
                 }));
             }
             if let Some(w) = waker {
@@ -750,6 +765,7 @@ impl<T> Shared<T> {
         Attempt::Done(Ok(Receipt {
             partition: p as u32,
             offset: first,
+            count: u32::try_from(n).unwrap_or(u32::MAX),
         }))
     }
 
@@ -1062,7 +1078,8 @@ impl<T> Topic<T> {
     }
 
     /// Publishes `value` to the partition its key routes to (see [`key_partition`] or the
-    /// topic's [`Router`]). Messages with the same key keep their order.
+    /// topic's [`Router`]). Messages with the same key keep their order. The key routes
+    /// only: it is not stored with the message (see [`Message`](crate::Message)).
     ///
     /// # Errors
     ///
@@ -1132,7 +1149,8 @@ impl<T> Topic<T> {
     /// Publishes every value of `batch` with contiguous offsets in one partition, or none
     /// of them. Waits (policy `Block`) until there is room for the whole batch.
     ///
-    /// Returns the receipt of the first message.
+    /// Returns the first message's offset and the batch's length (see [`Receipt`]). An
+    /// empty batch publishes nothing and does not wait: its receipt has a `count` of 0.
     ///
     /// # Errors
     ///
@@ -1210,11 +1228,28 @@ impl<T> Topic<T> {
         }
     }
 
-    /// [`Topic::publish_batch`] without waiting.
+    /// [`Topic::publish_batch`] without waiting. An empty batch succeeds with an empty
+    /// receipt (a `count` of 0; see [`Receipt`]).
     ///
     /// # Errors
     ///
-    /// [`PublishError::Full`] if the whole batch does not fit now.
+    /// [`PublishError::Full`] if the whole batch does not fit now (or is larger than the
+    /// capacity), [`PublishError::Closed`] if the topic is closed. The batch is handed
+    /// back whole.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use memq_core as memq;
+    /// let topic = memq::Topic::with_capacity(4)?;
+    /// // A reader that holds on to what it has not read yet keeps a `Block` topic full.
+    /// let _reader = topic.subscribe(memq::StartAt::Earliest)?;
+    /// let receipt = topic.try_publish_batch(vec![1, 2, 3])?;
+    /// assert_eq!(receipt.offsets(), 0..3);
+    /// assert!(topic.try_publish_batch(vec![4, 5]).unwrap_err().is_full());
+    /// assert_eq!(topic.try_publish_batch(Vec::new())?.count, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn try_publish_batch(&self, batch: Vec<T>) -> Result<Receipt, PublishError<Vec<T>>> {
         self.try_route_batch(self.route(None, None), batch)
     }

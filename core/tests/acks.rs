@@ -2076,3 +2076,28 @@ fn zero_in_an_ack_config_is_an_error_not_a_different_setting() {
     assert_eq!(m.try_recv().unwrap_err(), TryRecvError::Empty);
     assert_eq!(topic.stats().groups[0].dead_lettered, 1);
 }
+
+/// An explicit-ack group that falls behind `DropOldest` is told how many it missed, and
+/// the stats count it for the group, its partition and the topic.
+#[test]
+fn stats_count_what_an_explicit_ack_group_missed() {
+    let clock = Arc::new(ManualClock::new());
+    let topic = Topic::<u32>::new(
+        TopicConfig::new(4)
+            .overflow(Overflow::DropOldest)
+            .clock(clock.clone()),
+    )
+    .unwrap();
+    let mut m = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    for n in 0..7 {
+        topic.try_publish(n).unwrap();
+    }
+    assert_eq!(m.try_recv().unwrap_err(), TryRecvError::Lagged(3));
+    let stats = topic.stats();
+    assert_eq!(stats.groups[0].lagged, 3);
+    assert_eq!((stats.lagged, stats.partitions[0].lagged), (3, 3));
+    let d = m.try_recv().unwrap();
+    assert_eq!(*d.value(), 3);
+    d.ack().unwrap();
+    assert_eq!(topic.stats().groups[0].lagged, 3);
+}

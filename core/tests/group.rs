@@ -84,8 +84,8 @@ fn each_message_goes_to_exactly_one_member() {
 #[test]
 fn members_on_one_partition_all_compete() {
     let t = Topic::<u8>::with_capacity(4).unwrap();
-    let mut a = t.group("g", StartAt::Earliest).unwrap();
-    let mut b = t.group("g", StartAt::Earliest).unwrap();
+    let a = t.group("g", StartAt::Earliest).unwrap();
+    let b = t.group("g", StartAt::Earliest).unwrap();
     assert_eq!(a.assignment(), [0]);
     assert_eq!(b.assignment(), [0]);
     assert_eq!(a.group_name(), "g");
@@ -451,14 +451,14 @@ fn assignments_cover_all_partitions_disjointly() {
 #[test]
 fn rebalance_on_join_and_leave() {
     let t = partitioned(4);
-    let mut a = t.group("g", StartAt::Earliest).unwrap();
+    let a = t.group("g", StartAt::Earliest).unwrap();
     assert_eq!(a.assignment(), [0, 1, 2, 3]);
-    let mut b = t.group("g", StartAt::Earliest).unwrap();
+    let b = t.group("g", StartAt::Earliest).unwrap();
     let (aa, bb) = (a.assignment(), b.assignment());
     assert_eq!(aa.len(), 2);
     assert_eq!(bb.len(), 2);
     assert_disjoint_cover(&[aa.clone(), bb.clone()], 4);
-    let mut c = t.group("g", StartAt::Earliest).unwrap();
+    let c = t.group("g", StartAt::Earliest).unwrap();
     assert_disjoint_cover(&[a.assignment(), b.assignment(), c.assignment()], 4);
     drop(b);
     assert_disjoint_cover(&[a.assignment(), c.assignment()], 4);
@@ -490,7 +490,7 @@ fn extra_members_get_nothing_and_wait() {
         assert!(matches!(fut.as_mut().poll(&mut cx), Poll::Ready(Ok(_))));
     }
     // An idle member sees Closed once the topic is closed and the whole group drained.
-    let mut fourth = t.group("g", StartAt::Earliest).unwrap();
+    let fourth = t.group("g", StartAt::Earliest).unwrap();
     let fifth = t.group("g", StartAt::Earliest).unwrap();
     let (mut idle, mut busy) = if fourth.assignment().is_empty() {
         (fourth, fifth)
@@ -897,7 +897,7 @@ fn a_member_whose_own_partitions_are_drained_waits_for_the_group_before_closed()
 
     let t = Topic::<u32>::new(TopicConfig::new(8).partitions(2)).unwrap();
     let mut a = t.group("g", StartAt::Earliest).unwrap();
-    let mut b = t.group("g", StartAt::Earliest).unwrap();
+    let b = t.group("g", StartAt::Earliest).unwrap();
     assert_eq!((a.assignment(), b.assignment()), (vec![0], vec![1]));
     t.try_publish_to(1, 7).unwrap();
     t.close();
@@ -916,4 +916,23 @@ fn a_member_whose_own_partitions_are_drained_waits_for_the_group_before_closed()
             .map(|m| m.into_value()),
         Err(RecvTimeoutError::Closed)
     );
+}
+
+/// `assignment` reads through a shared reference: a member lent out (`&Consumer`) can
+/// still say what it reads, and it follows joins, leaves and deletion at once.
+#[test]
+fn assignment_is_read_through_a_shared_reference() {
+    fn reads(member: &Consumer<u32>) -> Vec<u32> {
+        member.assignment()
+    }
+    let topic = Topic::<u32>::new(TopicConfig::new(8).partitions(4)).unwrap();
+    let a = topic.group("g", StartAt::Earliest).unwrap();
+    assert_eq!(reads(&a), [0, 1, 2, 3]);
+    let b = topic.group("g", StartAt::Earliest).unwrap();
+    // No receive in between: the rebalance shows at once.
+    assert_eq!((reads(&a), reads(&b)), (vec![0, 2], vec![1, 3]));
+    drop(b);
+    assert_eq!(reads(&a), [0, 1, 2, 3]);
+    topic.delete_group("g").unwrap();
+    assert!(reads(&a).is_empty());
 }

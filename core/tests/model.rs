@@ -207,7 +207,7 @@ impl Model {
             self.evict_one(p);
         }
         let offset = self.push(p, value);
-        Ok(receipt(p, offset))
+        Ok(receipt(p, offset, 1))
     }
 
     fn publish_batch(&mut self, values: Vec<u32>) -> Result<Receipt, PublishError<Vec<u32>>> {
@@ -226,7 +226,7 @@ impl Model {
             return Err(PublishError::Closed(values));
         }
         if n == 0 {
-            return Ok(receipt(p, self.parts[p].high));
+            return Ok(receipt(p, self.parts[p].high, 0));
         }
         let room = cap - self.len(p);
         if self.cfg.overflow != Overflow::DropOldest && room + self.evictable(p) < n {
@@ -239,7 +239,7 @@ impl Model {
             }
             self.push(p, v);
         }
-        Ok(receipt(p, first))
+        Ok(receipt(p, first, n as u32))
     }
 
     /// Reads partition `p` at `pos` (already expired).
@@ -614,10 +614,11 @@ fn received(r: Result<Message<u32>, TryRecvError>) -> ReadResult {
     r.map(|m| seen(&m))
 }
 
-fn receipt(p: usize, offset: u64) -> Receipt {
+fn receipt(p: usize, offset: u64, count: u32) -> Receipt {
     Receipt {
         partition: p as u32,
         offset,
+        count,
     }
 }
 

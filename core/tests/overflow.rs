@@ -920,3 +920,30 @@ fn block_a_newcomer_may_take_room_before_a_woken_publisher_which_stays_first_in_
         other => panic!("first in line did not get the next room: {other:?}"),
     }
 }
+
+/// What readers missed to `DropOldest` is counted: per partition and topic, the sum of
+/// every `Lagged(n)` handed out; per group, what its members were told.
+#[test]
+fn stats_count_what_readers_missed() {
+    let topic = Topic::<u32>::new(TopicConfig::new(4).overflow(Overflow::DropOldest)).unwrap();
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    let mut member = topic.group("g", StartAt::Earliest).unwrap();
+    let mut quiet = topic.subscribe(StartAt::Earliest).unwrap();
+    for n in 0..10 {
+        topic.try_publish(n).unwrap();
+    }
+    // Nothing is counted until a reader finds its gap.
+    assert_eq!(topic.stats().lagged, 0);
+    assert_eq!(sub.try_recv().unwrap_err(), TryRecvError::Lagged(6));
+    assert_eq!(member.try_recv().unwrap_err(), TryRecvError::Lagged(6));
+    let stats = topic.stats();
+    assert_eq!(stats.lagged, 12);
+    assert_eq!(stats.partitions[0].lagged, 12);
+    assert_eq!(stats.groups[0].lagged, 6);
+    // Each gap once: reading on adds nothing.
+    assert_eq!(*sub.try_recv().unwrap().value(), 6);
+    assert_eq!(*member.try_recv().unwrap().value(), 6);
+    assert_eq!(quiet.try_recv().unwrap_err(), TryRecvError::Lagged(6));
+    let stats = topic.stats();
+    assert_eq!((stats.lagged, stats.groups[0].lagged), (18, 6));
+}

@@ -494,3 +494,71 @@ fn blocking_calls_work_in_a_thread_locals_destructor_at_thread_exit() {
     .unwrap();
     assert_eq!(rx.recv().unwrap(), (true, true, true));
 }
+
+#[test]
+fn a_receipt_counts_what_was_published() {
+    let topic = Topic::with_capacity(16).unwrap();
+    let r = topic.try_publish(0).unwrap();
+    assert_eq!((r.offset, r.count, r.offsets()), (0, 1, 0..1));
+    assert!(!r.is_empty());
+    let r = block_on(topic.publish_batch(vec![1, 2, 3])).unwrap();
+    assert_eq!((r.offset, r.count, r.offsets()), (1, 3, 1..4));
+    let r = topic.publish_batch_blocking(vec![4, 5]).unwrap();
+    assert_eq!(r.offsets(), 4..6);
+    assert_eq!(block_on(topic.publish(6)).unwrap().count, 1);
+}
+
+/// Every form of batch publish answers an empty batch alike: at once, with an empty
+/// receipt (count 0, the next offset), whether the partition is full or not.
+#[test]
+fn every_batch_publish_answers_an_empty_batch_with_an_empty_receipt() {
+    use std::time::Duration;
+    let topic = Topic::<u8>::new(TopicConfig::new(2).partitions(2)).unwrap();
+    // A reader holds partition 0 full under `Block`: an empty batch still does not wait.
+    let _sub = topic.subscribe(StartAt::Earliest).unwrap();
+    topic.try_publish_to(0, 1).unwrap();
+    topic.try_publish_to(0, 2).unwrap();
+    let p0 = |r: memq_core::Receipt| {
+        assert_eq!((r.partition, r.offset, r.count), (0, 2, 0));
+        assert!(r.is_empty());
+        assert_eq!(r.offsets(), 2..2);
+    };
+    p0(topic.try_publish_batch_to(0, Vec::new()).unwrap());
+    p0(block_on(topic.publish_batch_to(0, Vec::new())).unwrap());
+    p0(topic.publish_batch_to_blocking(0, Vec::new()).unwrap());
+    p0(topic
+        .publish_batch_to_blocking_timeout(0, Vec::new(), Duration::from_millis(1))
+        .unwrap());
+    let key = (0..)
+        .find(|k: &u32| memq_core::key_partition(k.to_string(), 2) == 0)
+        .unwrap();
+    let key = key.to_string();
+    p0(topic.try_publish_batch_keyed(&key, Vec::new()).unwrap());
+    p0(block_on(topic.publish_batch_keyed(&key, Vec::new())).unwrap());
+    p0(topic
+        .publish_batch_keyed_blocking(&key, Vec::new())
+        .unwrap());
+    p0(topic
+        .publish_batch_keyed_blocking_timeout(&key, Vec::new(), Duration::from_millis(1))
+        .unwrap());
+    // Round-robin: whichever partition the turn gives, nothing is published there.
+    for r in [
+        topic.try_publish_batch(Vec::new()).unwrap(),
+        block_on(topic.publish_batch(Vec::new())).unwrap(),
+        topic.publish_batch_blocking(Vec::new()).unwrap(),
+        topic
+            .publish_batch_blocking_timeout(Vec::new(), Duration::from_millis(1))
+            .unwrap(),
+    ] {
+        assert_eq!(r.count, 0);
+        assert_eq!(r.offset, [2, 0][r.partition as usize]);
+    }
+    assert_eq!(topic.stats().published, 2);
+    // Still an error where any publish is one.
+    assert!(matches!(
+        topic.try_publish_batch_to(2, Vec::new()),
+        Err(PublishError::InvalidPartition(_))
+    ));
+    topic.close();
+    assert!(topic.try_publish_batch(Vec::new()).unwrap_err().is_closed());
+}

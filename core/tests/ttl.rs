@@ -708,3 +708,50 @@ fn a_leased_message_the_ttl_evicts_after_the_groups_last_visit_holds_nothing() {
     );
     assert_eq!(member.committed(0).unwrap(), 5);
 }
+
+/// A clock that counts how often it is read.
+#[derive(Default)]
+struct CountedClock(std::sync::atomic::AtomicUsize);
+
+impl Clock for CountedClock {
+    fn now(&self) -> Duration {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Duration::ZERO
+    }
+}
+
+impl CountedClock {
+    fn reads(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// As `Clock`'s documentation says: a topic's clock is read once when the topic is made
+/// and once per publish; subscribing, joining a group, receiving and `stats()` read it
+/// only on a topic with a TTL.
+#[test]
+fn the_clock_is_read_where_its_documentation_says() {
+    for ttl in [None, Some(ms(1_000))] {
+        let clock = Arc::new(CountedClock::default());
+        let mut config = TopicConfig::new(16).clock(clock.clone());
+        if let Some(ttl) = ttl {
+            config = config.ttl(ttl);
+        }
+        let topic = Topic::<u32>::new(config).unwrap();
+        assert_eq!(clock.reads(), 1, "made");
+        topic.try_publish(1).unwrap();
+        topic.try_publish_batch(vec![2, 3]).unwrap();
+        assert_eq!(clock.reads(), 3, "one reading per publish");
+        let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+        let mut member = topic.group("g", StartAt::Earliest).unwrap();
+        assert_eq!(sub.try_recv().unwrap().into_value(), 1);
+        assert_eq!(member.try_recv().unwrap().into_value(), 1);
+        let _ = topic.stats();
+        let readers = clock.reads() - 3;
+        match ttl {
+            None => assert_eq!(readers, 0, "without a TTL, readers never read the clock"),
+            // Subscribe, join, a receive each, stats: at least one reading apiece.
+            Some(_) => assert!(readers >= 5, "{readers} readings"),
+        }
+    }
+}

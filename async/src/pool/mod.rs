@@ -651,6 +651,7 @@ fn watch_runtime(shared: Arc<PoolShared>) -> impl Future<Output = ()> + Send + '
 /// Dropping it without [`WorkerPool::shutdown`] or [`WorkerPool::join`] asks the workers
 /// to stop ([`Shutdown::Stop`]) and does not wait for them.
 #[derive(Debug)]
+#[must_use = "dropping a worker pool asks its workers to stop; keep it, and end it with `shutdown` or `join`"]
 pub struct WorkerPool {
     shared: Arc<PoolShared>,
     handles: Vec<JoinHandle<()>>,
