@@ -4,7 +4,7 @@
 //! smol (see the `runtime_smol` example) is its successor. Exits non-zero if anything is
 //! lost.
 //!
-//! Run it with `cargo run --example runtime_async_std`.
+//! Run it with `cargo run --example runtime_async_std --features async-std`.
 
 use std::time::Duration;
 

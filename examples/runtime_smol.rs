@@ -2,7 +2,7 @@
 //! a worker pool whose blocking handlers run on smol's blocking pool. Exits non-zero if
 //! anything is lost.
 //!
-//! Run it with `cargo run --example runtime_smol`.
+//! Run it with `cargo run --example runtime_smol --features smol`.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! worker pool whose blocking handlers run on Tokio's blocking pool. Exits non-zero if
 //! anything is lost.
 //!
-//! Run it with `cargo run --example runtime_tokio`.
+//! Run it with `cargo run --example runtime_tokio --features tokio`.
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! reader tell the format and decode without knowing the writer's codec. Bad bytes are an
 //! error, not a panic. Exits non-zero if anything decodes wrong.
 //!
-//! Run it with `cargo run --example serialization`.
+//! Run it with `cargo run --example serialization --features codecs`.
 
 use bytes::Bytes;
 use memq::codec::{

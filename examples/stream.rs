@@ -3,7 +3,7 @@
 //! when its budget is spent, even though messages are always ready), while a second
 //! stream filters and sums. Exits non-zero on a wrong total.
 //!
-//! Run it with `cargo run --example stream`.
+//! Run it with `cargo run --example stream --features tokio`.
 
 use futures_util::StreamExt;
 use memq::rt::{Runtime, Tokio};

@@ -1,1 +1,2 @@
-//! Examples and benchmarks for memq live in `examples/` and `benches/`.
+//! The runnable examples of memq live in `examples/` (`cargo run --example quickstart`);
+//! the benchmarks are the `memq-bench` package in `bench/`.

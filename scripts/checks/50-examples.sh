@@ -1,10 +1,14 @@
-# Every example runs and checks what it received (each exits non-zero on a mismatch).
-# `cargo test` builds examples under hashed names only; build the runnable binaries.
-run cargo build --examples --profile "$MEMQ_PROFILE"
-bin=$(target_dir)/examples
+# Every example and every benchmark binary runs and checks what it received (each exits
+# non-zero on a mismatch). `cargo test` builds examples under hashed names only; build the
+# runnable binaries: the examples with every feature of memq-examples (the runtime and codec
+# ones need one), and the binaries of memq-bench (bench/).
+run cargo build -p memq-examples -p memq-bench --examples --bins --all-features \
+    --profile "$MEMQ_PROFILE"
+bin=$(target_dir)
 for ex in quickstart; do
-    bounded 300 "$bin/$ex"
+    bounded 300 "$bin/examples/$ex"
 done
 bounded 300 "$bin/large_object_test"
-# perf_runner fails if a memq row loses, duplicates or reorders a message, or hangs.
+# perf_runner fails if a memq row loses, duplicates or reorders a message, or hangs. It runs
+# each cell in a child process of its own binary, so this also checks that it finds itself.
 bounded 600 "$bin/perf_runner" --quick

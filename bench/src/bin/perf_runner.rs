@@ -2,7 +2,7 @@
 //! several rounds, and prints a markdown table (or CSV with `--csv`).
 //!
 //! ```text
-//! cargo run --release --example perf_runner -- [--quick] [--rounds N] [--messages N]
+//! cargo run --release -p memq-bench --bin perf_runner -- [--quick] [--rounds N] [--messages N]
 //!     [--scenarios S1,S3,...] [--impls kanal,flume,...] [--timeout SECS] [--workers N]
 //!     [--csv]
 //! ```
@@ -17,6 +17,7 @@
 
 extern crate alloc;
 
+#[path = "../perf/mod.rs"]
 mod perf;
 
 use std::process::ExitCode;

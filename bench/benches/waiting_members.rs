@@ -6,7 +6,7 @@
 //! neither wake it nor cost more for every member that waits.
 //!
 //! ```text
-//! cargo bench --bench waiting_members
+//! cargo bench -p memq-bench --bench waiting_members
 //! ```
 
 use core::future::Future;

@@ -1,5 +1,5 @@
-//! Criterion benchmarks of memq against its peers, one group per scenario,
-//! running the same scenario code as `examples/perf_runner.rs` with fewer messages.
+//! Criterion benchmarks of memq against its peers, one group per scenario, running the
+//! same scenario code as `perf_runner` (`src/bin/perf_runner.rs`) with fewer messages.
 //!
 //! Each iteration is one whole run of the scenario (fresh channels, fresh runtime); the
 //! time criterion sees is the run's own measured span (first publish to last delivery),
@@ -10,15 +10,15 @@
 //! group, never assumed.
 //!
 //! ```text
-//! cargo bench --bench peers                 # everything, a few minutes
-//! cargo bench --bench peers -- S1/          # one scenario
-//! BENCH_MESSAGES=50000 cargo bench --bench peers
+//! cargo bench -p memq-bench --bench peers                 # everything, a few minutes
+//! cargo bench -p memq-bench --bench peers -- S1/          # one scenario
+//! BENCH_MESSAGES=50000 cargo bench -p memq-bench --bench peers
 //! ```
 
 extern crate alloc;
 
 #[allow(dead_code)] // shared with perf_runner and large_object_test; the benches use part of it
-#[path = "../examples/perf/mod.rs"]
+#[path = "../src/perf/mod.rs"]
 mod perf;
 
 use alloc::collections::BTreeMap;

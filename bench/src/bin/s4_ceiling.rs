@@ -2,7 +2,7 @@
 //! measure for any queue: the harness's own work with the queue's taken away.
 //!
 //! ```text
-//! cargo run --release --example s4_ceiling -- [--rounds N] [--messages N] [--static]
+//! cargo run --release -p memq-bench --bin s4_ceiling -- [--rounds N] [--messages N] [--static]
 //! ```
 //!
 //! The publisher builds its batches as `perf_runner` does (a `Vec` of 100 messages, each
@@ -21,6 +21,7 @@
 extern crate alloc;
 
 #[allow(dead_code)]
+#[path = "../perf/mod.rs"]
 mod perf;
 
 use std::process::ExitCode;

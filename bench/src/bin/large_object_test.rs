@@ -3,7 +3,7 @@
 //! pointer, same length, so nothing was copied on the way.
 //!
 //! ```text
-//! cargo run --release --example large_object_test -- [--messages N]
+//! cargo run --release -p memq-bench --bin large_object_test -- [--messages N]
 //! ```
 //!
 //! Exits with status 1 if any payload arrived copied or changed. Losses are reported,
@@ -12,6 +12,7 @@
 extern crate alloc;
 
 #[allow(dead_code)] // shared with perf_runner and the benches; this test uses part of it
+#[path = "../perf/mod.rs"]
 mod perf;
 
 use alloc::sync::Arc;
