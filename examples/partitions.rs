@@ -102,7 +102,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Rebalancing: when a member leaves, its partitions go to the others.
     let topic = Topic::<u32>::new(TopicConfig::new(8).partitions(PARTITIONS))?;
-    let mut a = topic.group("g", StartAt::Earliest)?;
+    let a = topic.group("g", StartAt::Earliest)?;
     let b = topic.group("g", StartAt::Earliest)?;
     let before = a.assignment();
     drop(b);
