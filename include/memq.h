@@ -560,6 +560,12 @@ typedef struct memq_topic_stats {
      * (`MEMQ_TOPIC_RELEASE_ON_READ`). `published == depth + evicted + expired + released`.
      */
     uint64_t released;
+    /**
+     * Messages readers were told they missed: the sum of every `*lagged_out` of a
+     * `MEMQ_STATUS_LAGGED` given to the topic's subscribers and group members (two
+     * subscribers that each miss 5 add 10). Summed over partitions.
+     */
+    uint64_t lagged;
 } memq_topic_stats;
 
 /**
@@ -608,6 +614,11 @@ typedef struct memq_partition_stats {
      * `published == depth + evicted + expired + released`.
      */
     uint64_t released;
+    /**
+     * Messages readers of this partition were told they missed (as in
+     * `memq_topic_stats`).
+     */
+    uint64_t lagged;
 } memq_partition_stats;
 
 /**
@@ -627,6 +638,11 @@ typedef struct memq_group_stats {
      * Messages delivered to the group.
      */
     uint64_t delivered;
+    /**
+     * Messages the group missed (new messages evicted or expired before it read them):
+     * the sum of the lag counts its members were given.
+     */
+    uint64_t lagged;
 } memq_group_stats;
 
 /**
@@ -737,6 +753,11 @@ typedef struct memq_ack_group_stats {
      * were acknowledged.
      */
     uint64_t evicted_unacked;
+    /**
+     * New messages evicted or expired before the group read them: the sum of the lag
+     * counts its members were given (`MEMQ_STATUS_LAGGED`).
+     */
+    uint64_t lagged;
 } memq_ack_group_stats;
 
 /**
@@ -1017,7 +1038,8 @@ memq_status memq_topic_publish_owned(const struct memq_topic *topic,
  * contiguous offsets in one partition (the next in turn), all or none: with
  * `MEMQ_OVERFLOW_BLOCK` it waits up to `timeout_ms` until the whole batch fits. On
  * success `*receipt_out` (unless NULL) gets the first message's receipt. `items` may be
- * NULL when `count` is 0.
+ * NULL when `count` is 0: an empty batch publishes nothing and succeeds at once (its
+ * receipt's offset is the partition's next), as in Rust.
  *
  * Returns `MEMQ_STATUS_FULL` at once if `count` exceeds the capacity (it could never
  * fit, however long it waited: Rust's `PublishError::Full`), `MEMQ_STATUS_NULL_POINTER` if `items` or an item's data is NULL with a nonzero

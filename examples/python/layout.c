@@ -44,6 +44,7 @@ int main(void) {
     FIELD(memq_topic_stats, groups);
     FIELD(memq_topic_stats, waiting_publishers);
     FIELD(memq_topic_stats, released);
+    FIELD(memq_topic_stats, lagged);
     SIZE(memq_ack_config);
     FIELD(memq_ack_config, ack_wait_ms);
     FIELD(memq_ack_config, max_deliveries);
@@ -61,5 +62,6 @@ int main(void) {
     FIELD(memq_ack_group_stats, acked);
     FIELD(memq_ack_group_stats, dead_lettered);
     FIELD(memq_ack_group_stats, evicted_unacked);
+    FIELD(memq_ack_group_stats, lagged);
     return 0;
 }

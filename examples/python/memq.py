@@ -197,6 +197,7 @@ class _TopicStats(Structure):
         ("groups", c_size_t),
         ("waiting_publishers", c_size_t),
         ("released", c_uint64),
+        ("lagged", c_uint64),
     ]
 
 
@@ -222,6 +223,7 @@ class _AckGroupStats(Structure):
         ("acked", c_uint64),
         ("dead_lettered", c_uint64),
         ("evicted_unacked", c_uint64),
+        ("lagged", c_uint64),
     ]
 
 
@@ -595,11 +597,11 @@ class Topic:
     def publish_batch(self, items, key=None, timeout=None):
         """Publishes ``items`` (byte strings) as one batch, all or nothing, to one
         partition (the key's with ``key``); returns ``(partition, first_offset)``. Waits
-        for room for the whole batch as ``publish`` waits for one message."""
+        for room for the whole batch as ``publish`` waits for one message. An empty batch
+        publishes nothing and succeeds at once, as in Rust and C (``first_offset`` is the
+        partition's next offset); a batch over the capacity is ``Full``."""
         kept = [_bytes_arg(item) for item in items]
-        if not kept:
-            raise InvalidArgument(detail="publish_batch needs at least one item")
-        slices = (_Slice * len(kept))()
+        slices = (_Slice * max(1, len(kept)))()
         for i, (buf, n, _keep) in enumerate(kept):
             slices[i].data = buf
             slices[i].len = n

@@ -155,6 +155,10 @@ class Errors(unittest.TestCase):
             topic.publish_batch([b"a", b"b", b"c"])
         self.assertIn("batch of 3 messages can never fit in a partition of capacity 2", str(cm.exception))
         self.assertEqual(topic.stats()["published"], 0)
+        # An empty batch is no error, as in Rust and C: nothing is published.
+        topic.publish(b"x")
+        self.assertEqual(topic.publish_batch([]), (0, 1))
+        self.assertEqual(topic.stats()["published"], 1)
 
     def test_zero_limits_are_memqs_invalid_arguments(self):
         topic = memq.Topic(capacity=4)
@@ -180,6 +184,23 @@ class Errors(unittest.TestCase):
         for d in got:
             d.ack()
         self.assertEqual(sub.recv_many(8, timeout=0), [])
+
+
+class Stats(unittest.TestCase):
+    def test_missed_messages_are_counted_as_lagged(self):
+        topic = memq.Topic(capacity=2, overflow="drop_oldest")
+        sub = topic.subscribe()
+        acker = topic.ack_consumer("a")
+        for i in range(5):
+            topic.publish(bytes([i]))
+        with self.assertRaises(memq.Lagged) as cm:
+            sub.recv(timeout=0)
+        self.assertEqual(cm.exception.missed, 3)
+        self.assertIn("missed 3 messages", str(cm.exception))
+        with self.assertRaises(memq.Lagged):
+            acker.recv(timeout=0)
+        self.assertEqual(topic.stats()["lagged"], 6)
+        self.assertEqual(topic.ack_group_stats("a")["lagged"], 3)
 
 
 class Leases(unittest.TestCase):

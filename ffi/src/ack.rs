@@ -193,6 +193,9 @@ pub struct memq_ack_group_stats {
     /// Unacknowledged messages evicted (`MEMQ_OVERFLOW_DROP_OLDEST` or TTL) before they
     /// were acknowledged.
     pub evicted_unacked: u64,
+    /// New messages evicted or expired before the group read them: the sum of the lag
+    /// counts its members were given (`MEMQ_STATUS_LAGGED`).
+    pub lagged: u64,
 }
 
 /// Fills `config` with the defaults: 30 s leases, unlimited deliveries, immediate
@@ -496,7 +499,7 @@ pub unsafe extern "C" fn memq_topic_get_ack_group_stats(
             .groups
             .iter()
             .find(|g| g.name == group)
-            .ok_or(memq_status::UnknownGroup)?;
+            .ok_or_else(|| memq_status::from(Error::UnknownGroup(group.into())))?;
         let stats = memq_ack_group_stats {
             members: g.members,
             lag: g.lag,
@@ -506,6 +509,7 @@ pub unsafe extern "C" fn memq_topic_get_ack_group_stats(
             acked: g.acked,
             dead_lettered: g.dead_lettered,
             evicted_unacked: g.evicted_unacked,
+            lagged: g.lagged,
         };
         // SAFETY: the caller passes a pointer valid for writes.
         unsafe { stats_out.write(stats) };

@@ -274,6 +274,10 @@ pub struct memq_topic_stats {
     /// Messages removed because every attached reader had read them or started past them
     /// (`MEMQ_TOPIC_RELEASE_ON_READ`). `published == depth + evicted + expired + released`.
     pub released: u64,
+    /// Messages readers were told they missed: the sum of every `*lagged_out` of a
+    /// `MEMQ_STATUS_LAGGED` given to the topic's subscribers and group members (two
+    /// subscribers that each miss 5 add 10). Summed over partitions.
+    pub lagged: u64,
 }
 
 impl memq_topic_stats {
@@ -294,6 +298,7 @@ impl memq_topic_stats {
             groups: s.groups.len(),
             waiting_publishers: s.partitions.iter().map(|p| p.waiting_publishers).sum(),
             released: s.released,
+            lagged: s.lagged,
         }
     }
 }
@@ -324,6 +329,9 @@ pub struct memq_partition_stats {
     /// (`MEMQ_TOPIC_RELEASE_ON_READ`), as in `memq_topic_stats`:
     /// `published == depth + evicted + expired + released`.
     pub released: u64,
+    /// Messages readers of this partition were told they missed (as in
+    /// `memq_topic_stats`).
+    pub lagged: u64,
 }
 
 /// Counters of one consumer group.
@@ -337,6 +345,9 @@ pub struct memq_group_stats {
     pub lag: u64,
     /// Messages delivered to the group.
     pub delivered: u64,
+    /// Messages the group missed (new messages evicted or expired before it read them):
+    /// the sum of the lag counts its members were given.
+    pub lagged: u64,
 }
 
 /// Fills `config` with the defaults: capacity 1024, one partition, `MEMQ_OVERFLOW_BLOCK`,
@@ -895,7 +906,8 @@ unsafe fn copy_batch(items: *const memq_slice, count: usize) -> Result<Vec<Bytes
 /// contiguous offsets in one partition (the next in turn), all or none: with
 /// `MEMQ_OVERFLOW_BLOCK` it waits up to `timeout_ms` until the whole batch fits. On
 /// success `*receipt_out` (unless NULL) gets the first message's receipt. `items` may be
-/// NULL when `count` is 0.
+/// NULL when `count` is 0: an empty batch publishes nothing and succeeds at once (its
+/// receipt's offset is the partition's next), as in Rust.
 ///
 /// Returns `MEMQ_STATUS_FULL` at once if `count` exceeds the capacity (it could never
 /// fit, however long it waited: Rust's `PublishError::Full`), `MEMQ_STATUS_NULL_POINTER` if `items` or an item's data is NULL with a nonzero
@@ -1091,6 +1103,7 @@ pub unsafe extern "C" fn memq_topic_get_partition_stats(
             subscribers: p.subscribers,
             waiting_publishers: p.waiting_publishers,
             released: p.released,
+            lagged: p.lagged,
         };
         // SAFETY: the caller passes a pointer valid for writes.
         unsafe { stats_out.write(stats) };
@@ -1127,11 +1140,12 @@ pub unsafe extern "C" fn memq_topic_get_group_stats(
             .groups
             .iter()
             .find(|g| g.name == group)
-            .ok_or(memq_status::UnknownGroup)?;
+            .ok_or_else(|| memq_status::from(Error::UnknownGroup(group.into())))?;
         let stats = memq_group_stats {
             members: g.members,
             lag: g.lag,
             delivered: g.delivered,
+            lagged: g.lagged,
         };
         // SAFETY: the caller passes a pointer valid for writes.
         unsafe { stats_out.write(stats) };

@@ -792,3 +792,47 @@ fn a_blocking_call_from_a_thread_exit_destructor_works() {
         memq_topic_free(t);
     }
 }
+
+/// What readers missed is counted in the stats: per topic, partition and group.
+#[test]
+fn missed_messages_are_counted_as_lagged() {
+    let t = topic_with(&config(2, 1, memq_overflow::DropOldest));
+    let s = subscribe(t, memq_start::Earliest);
+    let c = member(t, "g");
+    for i in 0..5u8 {
+        publish(t, &[i]);
+    }
+    let mut m = std::ptr::null_mut();
+    let mut lagged = 0;
+    // SAFETY: live handles and valid out-pointers; every handle freed once.
+    unsafe {
+        assert_eq!(
+            memq_subscriber_recv(s, 0, &mut m, &mut lagged),
+            memq_status::Lagged
+        );
+        assert_eq!(lagged, 3);
+        assert_eq!(
+            memq_consumer_recv(c, 0, &mut m, &mut lagged),
+            memq_status::Lagged
+        );
+        assert_eq!(lagged, 3);
+        let mut ts = memq_topic_stats::default();
+        assert_eq!(memq_topic_get_stats(t, &mut ts), OK);
+        assert_eq!(ts.lagged, 6, "two readers that each missed 3");
+        let mut ps = memq_partition_stats::default();
+        assert_eq!(memq_topic_get_partition_stats(t, 0, &mut ps), OK);
+        assert_eq!(ps.lagged, 6);
+        let mut gs = memq_group_stats::default();
+        assert_eq!(memq_topic_get_group_stats(t, c"g".as_ptr(), &mut gs), OK);
+        assert_eq!(gs.lagged, 3);
+        assert_eq!(
+            memq_topic_get_group_stats(t, c"nope".as_ptr(), &mut gs),
+            memq_status::UnknownGroup
+        );
+        let detail = std::ffi::CStr::from_ptr(memq_last_error_message());
+        assert_eq!(detail.to_str().unwrap(), "unknown group \"nope\"");
+        memq_subscriber_free(s);
+        memq_consumer_free(c);
+        memq_topic_free(t);
+    }
+}
