@@ -49,8 +49,9 @@ use crate::wait::{SpentWakers, WaiterList, WakeList};
 /// # Examples
 ///
 /// ```
+/// # use memq_core as memq;
 /// use core::time::Duration;
-/// use memq_core::Backoff;
+/// use memq::Backoff;
 ///
 /// let b = Backoff::exponential(Duration::from_millis(10), Duration::from_millis(50));
 /// assert_eq!(b.delay(1), Duration::from_millis(10));
@@ -114,6 +115,13 @@ impl Backoff {
 /// With `std`, [`ThreadTimer`] is used unless the config names another; runtime adapters
 /// provide their own. Without any timer, deadlines are still honoured whenever a member
 /// polls, but a parked member is not woken by the clock alone.
+///
+// Without `std` the item does not exist here: the link goes to the docs.rs build.
+#[cfg_attr(feature = "std", doc = "[`ThreadTimer`]: crate::ThreadTimer")]
+#[cfg_attr(
+    not(feature = "std"),
+    doc = "[`ThreadTimer`]: https://docs.rs/memq-core/latest/memq_core/struct.ThreadTimer.html"
+)]
 pub trait Timer: Send + Sync {
     /// Wakes `waker` once `delay` has passed.
     fn wake_after(&self, delay: Duration, waker: Waker);
@@ -145,10 +153,11 @@ pub trait Timer: Send + Sync {
 /// # Examples
 ///
 /// ```
+/// # use memq_core as memq;
 /// use std::sync::atomic::{AtomicBool, Ordering};
 /// use std::sync::Arc;
 ///
-/// use memq_core::TimerEntry;
+/// use memq::TimerEntry;
 ///
 /// let withdrawn = Arc::new(AtomicBool::new(false));
 /// let flag = withdrawn.clone();
@@ -257,11 +266,13 @@ pub struct DeadLetter<T> {
 /// # Examples
 ///
 /// ```
+/// # #[allow(unused_imports)] // for the cfg below
+/// # use memq_core as memq;
 /// # // Leases need a clock: `std`'s, or one given with `AckConfig::clock` on bare metal.
 /// # #[cfg(feature = "std")]
 /// # {
 /// use core::time::Duration;
-/// use memq_core::{AckConfig, Backoff, DeadLetter, StartAt, Topic};
+/// use memq::{AckConfig, Backoff, DeadLetter, StartAt, Topic};
 ///
 /// let dlq = Topic::<DeadLetter<u32>>::with_capacity(64)?;
 /// let topic = Topic::<u32>::with_capacity(64)?;
@@ -396,7 +407,14 @@ impl<T> AckConfig<T> {
     }
 
     /// The clock leases are measured with (default: the topic's; with `std`, else a
-    /// [`StdClock`](crate::StdClock)).
+    /// [`StdClock`]).
+    ///
+    // Without `std` the item does not exist here: the link goes to the docs.rs build.
+    #[cfg_attr(feature = "std", doc = "[`StdClock`]: crate::StdClock")]
+    #[cfg_attr(
+        not(feature = "std"),
+        doc = "[`StdClock`]: https://docs.rs/memq-core/latest/memq_core/struct.StdClock.html"
+    )]
     pub fn clock(mut self, clock: alloc::sync::Arc<dyn Clock>) -> Self {
         self.clock = Some(clock);
         self
@@ -404,6 +422,13 @@ impl<T> AckConfig<T> {
 
     /// The timer that wakes parked members when a lease or a delay runs out (default with
     /// `std`: [`ThreadTimer`]).
+    ///
+    // Without `std` the item does not exist here: the link goes to the docs.rs build.
+    #[cfg_attr(feature = "std", doc = "[`ThreadTimer`]: crate::ThreadTimer")]
+    #[cfg_attr(
+        not(feature = "std"),
+        doc = "[`ThreadTimer`]: https://docs.rs/memq-core/latest/memq_core/struct.ThreadTimer.html"
+    )]
     pub fn timer(mut self, timer: alloc::sync::Arc<dyn Timer>) -> Self {
         self.timer = Some(timer);
         self
@@ -1302,10 +1327,12 @@ impl<T> AckConsumer<T> {
     /// # Examples
     ///
     /// ```
+    /// # #[allow(unused_imports)] // for the cfg below
+    /// # use memq_core as memq;
     /// # // Leases need a clock: `std`'s, or one given with `AckConfig::clock`.
     /// # #[cfg(feature = "std")]
     /// # {
-    /// use memq_core::{AckConfig, StartAt, Topic};
+    /// use memq::{AckConfig, StartAt, Topic};
     ///
     /// let topic = Topic::with_capacity(16)?;
     /// let mut member = topic.group_acked("jobs", StartAt::Earliest, AckConfig::new())?;

@@ -205,7 +205,8 @@ fn drive<F: Future>(fut: F, deadline: Option<Instant>) -> Option<F::Output> {
 /// # Examples
 ///
 /// ```
-/// use memq_core::{block_on, StartAt, Topic};
+/// # use memq_core as memq;
+/// use memq::{block_on, StartAt, Topic};
 /// let topic = Topic::with_capacity(8)?;
 /// let mut sub = topic.subscribe(StartAt::Earliest)?;
 /// block_on(topic.publish("hello"))?;
@@ -239,8 +240,9 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 /// # Examples
 ///
 /// ```
+/// # use memq_core as memq;
 /// use core::time::Duration;
-/// use memq_core::{block_on_timeout, StartAt, Topic};
+/// use memq::{block_on_timeout, StartAt, Topic};
 /// let topic = Topic::<u32>::with_capacity(8)?;
 /// let mut sub = topic.subscribe(StartAt::Earliest)?;
 /// assert!(block_on_timeout(sub.recv(), Duration::from_millis(10)).is_none());
@@ -351,8 +353,9 @@ impl<T> Topic<T> {
     /// # Examples
     ///
     /// ```
+    /// # use memq_core as memq;
     /// use core::time::Duration;
-    /// use memq_core::{PublishError, StartAt, Topic};
+    /// use memq::{PublishError, StartAt, Topic};
     ///
     /// let topic = Topic::with_capacity(1)?;
     /// let _slow = topic.subscribe(StartAt::Earliest)?; // holds the one slot
@@ -417,8 +420,9 @@ impl<T> Topic<T> {
     /// # Examples
     ///
     /// ```
+    /// # use memq_core as memq;
     /// use core::time::Duration;
-    /// use memq_core::{StartAt, Topic};
+    /// use memq::{StartAt, Topic};
     ///
     /// let topic = Topic::with_capacity(3)?;
     /// let _slow = topic.subscribe(StartAt::Earliest)?;

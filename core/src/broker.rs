@@ -22,7 +22,8 @@ use crate::topic::Topic;
 /// # Examples
 ///
 /// ```
-/// use memq_core::{Broker, StartAt, TopicConfig};
+/// # use memq_core as memq;
+/// use memq::{Broker, StartAt, TopicConfig};
 ///
 /// let broker = Broker::<u64>::new();
 /// let orders = broker.create("orders", TopicConfig::new(128))?;

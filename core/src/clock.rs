@@ -34,7 +34,8 @@ pub trait Clock: Send + Sync {
 /// # Examples
 ///
 /// ```
-/// use memq_core::{Clock, ManualClock};
+/// # use memq_core as memq;
+/// use memq::{Clock, ManualClock};
 /// use core::time::Duration;
 ///
 /// let clock = ManualClock::new();

@@ -12,9 +12,11 @@
 //! Code that is generic over the wire format takes any [`Codec`]:
 //!
 //! ```
+//! # #[allow(unused_imports)] // for the cfg below
+//! # use memq_core as memq;
 //! # #[cfg(feature = "postcard")]
 //! # {
-//! use memq_core::codec::{Codec, CodecError, Postcard};
+//! use memq::codec::{Codec, CodecError, Postcard};
 //! use serde::{de::DeserializeOwned, Serialize};
 //!
 //! /// Encodes `value` and decodes it again, as a receiver would see it.
@@ -30,7 +32,7 @@
 //! let reading = (String::from("porch"), 21.5f32);
 //! assert_eq!(through_the_wire(&Postcard::new(), &reading)?, reading);
 //! # }
-//! # Ok::<(), memq_core::codec::CodecError>(())
+//! # Ok::<(), memq::codec::CodecError>(())
 //! ```
 
 // The docs link to `Postcard`, which a build without the `postcard` feature lacks.
@@ -67,9 +69,11 @@ pub use depth::{deserialize_within_depth, MAX_DEPTH};
 /// A codec wrapper of your own: it refuses to produce messages over a size limit.
 ///
 /// ```
+/// # #[allow(unused_imports)] // for the cfg below
+/// # use memq_core as memq;
 /// # #[cfg(feature = "postcard")]
 /// # {
-/// use memq_core::codec::{Codec, CodecError, Compression, Format, Postcard};
+/// use memq::codec::{Codec, CodecError, Compression, Format, Postcard};
 /// use serde::{de::DeserializeOwned, Serialize};
 ///
 /// /// Wraps a codec and refuses to produce messages over `max` bytes.
@@ -113,7 +117,7 @@ pub use depth::{deserialize_within_depth, MAX_DEPTH};
 /// assert_eq!(codec.encode("short")?.len(), 6);
 /// assert!(matches!(codec.encode("much too long"), Err(CodecError::Encode(_))));
 /// # }
-/// # Ok::<(), memq_core::codec::CodecError>(())
+/// # Ok::<(), memq::codec::CodecError>(())
 /// ```
 pub trait Codec {
     /// The wire format this codec produces, as recorded in the magic header.
@@ -124,9 +128,11 @@ pub trait Codec {
     /// # Examples
     ///
     /// ```
+    /// # #[allow(unused_imports)] // for the cfg below
+    /// # use memq_core as memq;
     /// # #[cfg(feature = "postcard")]
     /// # {
-    /// use memq_core::codec::{Codec, Format, Postcard};
+    /// use memq::codec::{Codec, Format, Postcard};
     ///
     /// assert_eq!(Postcard::new().format(), Format::Postcard);
     /// # }
@@ -141,9 +147,11 @@ pub trait Codec {
     /// # Examples
     ///
     /// ```
+    /// # #[allow(unused_imports)] // for the cfg below
+    /// # use memq_core as memq;
     /// # #[cfg(feature = "postcard")]
     /// # {
-    /// use memq_core::codec::{Codec, Compression, Postcard};
+    /// use memq::codec::{Codec, Compression, Postcard};
     ///
     /// assert_eq!(Postcard::new().compression(), Compression::None);
     /// # }
@@ -163,9 +171,11 @@ pub trait Codec {
     /// # Examples
     ///
     /// ```
+    /// # #[allow(unused_imports)] // for the cfg below
+    /// # use memq_core as memq;
     /// # #[cfg(feature = "postcard")]
     /// # {
-    /// use memq_core::codec::{Codec, Postcard};
+    /// use memq::codec::{Codec, Postcard};
     ///
     /// assert!(!Postcard::new().writes_header());
     /// # }
@@ -185,14 +195,16 @@ pub trait Codec {
     /// # Examples
     ///
     /// ```
+    /// # #[allow(unused_imports)] // for the cfg below
+    /// # use memq_core as memq;
     /// # #[cfg(feature = "postcard")]
     /// # {
-    /// use memq_core::codec::{Codec, Postcard};
+    /// use memq::codec::{Codec, Postcard};
     ///
     /// // postcard: 300 as a varint, then the string's length and bytes
     /// assert_eq!(Postcard::new().encode(&(300u16, "hi"))?, [0xac, 0x02, 2, b'h', b'i']);
     /// # }
-    /// # Ok::<(), memq_core::codec::CodecError>(())
+    /// # Ok::<(), memq::codec::CodecError>(())
     /// ```
     fn encode<T: Serialize + ?Sized>(&self, value: &T) -> Result<Vec<u8>, CodecError>;
 
@@ -210,9 +222,11 @@ pub trait Codec {
     /// # Examples
     ///
     /// ```
+    /// # #[allow(unused_imports)] // for the cfg below
+    /// # use memq_core as memq;
     /// # #[cfg(feature = "postcard")]
     /// # {
-    /// use memq_core::codec::{Codec, Postcard};
+    /// use memq::codec::{Codec, Postcard};
     ///
     /// // Several values back to back in one buffer, each after a one-byte tag.
     /// let mut buf = Vec::new();
@@ -222,7 +236,7 @@ pub trait Codec {
     /// }
     /// assert_eq!(buf, [b'a', 1, b'b', 2]);
     /// # }
-    /// # Ok::<(), memq_core::codec::CodecError>(())
+    /// # Ok::<(), memq::codec::CodecError>(())
     /// ```
     fn encode_into<T: Serialize + ?Sized>(
         &self,
@@ -245,15 +259,17 @@ pub trait Codec {
     /// # Examples
     ///
     /// ```
+    /// # #[allow(unused_imports)] // for the cfg below
+    /// # use memq_core as memq;
     /// # #[cfg(feature = "postcard")]
     /// # {
-    /// use memq_core::codec::{Codec, CodecError, Postcard};
+    /// use memq::codec::{Codec, CodecError, Postcard};
     ///
     /// assert_eq!(Postcard::new().decode::<u64>(&[42])?, 42);
     /// // One value fills the bytes exactly.
     /// assert!(matches!(Postcard::new().decode::<u64>(&[42, 0]), Err(CodecError::Decode(_))));
     /// # }
-    /// # Ok::<(), memq_core::codec::CodecError>(())
+    /// # Ok::<(), memq::codec::CodecError>(())
     /// ```
     fn decode<T: DeserializeOwned>(&self, bytes: &[u8]) -> Result<T, CodecError>;
 }
@@ -305,7 +321,8 @@ impl<C: Codec + ?Sized> Codec for &C {
 /// # Examples
 ///
 /// ```
-/// use memq_core::codec::Format;
+/// # use memq_core as memq;
+/// use memq::codec::Format;
 ///
 /// assert_eq!(Format::Json.id(), 2);
 /// assert_eq!(Format::from_id(2), Some(Format::Json));
@@ -337,7 +354,8 @@ impl Format {
     /// # Examples
     ///
     /// ```
-    /// use memq_core::codec::Format;
+    /// # use memq_core as memq;
+    /// use memq::codec::Format;
     ///
     /// assert_eq!(Format::Postcard.id(), 1);
     /// assert_eq!(Format::Custom(130).id(), 130);
@@ -360,7 +378,8 @@ impl Format {
     /// # Examples
     ///
     /// ```
-    /// use memq_core::codec::Format;
+    /// # use memq_core as memq;
+    /// use memq::codec::Format;
     ///
     /// assert_eq!(Format::from_id(3), Some(Format::MsgPack));
     /// assert_eq!(Format::from_id(0), None);
@@ -402,7 +421,8 @@ impl fmt::Display for Format {
 /// # Examples
 ///
 /// ```
-/// use memq_core::codec::Compression;
+/// # use memq_core as memq;
+/// use memq::codec::Compression;
 ///
 /// assert_eq!(Compression::Zstd.id(), 2);
 /// assert_eq!(Compression::from_id(1), Some(Compression::Gzip));
@@ -428,7 +448,8 @@ impl Compression {
     /// # Examples
     ///
     /// ```
-    /// use memq_core::codec::Compression;
+    /// # use memq_core as memq;
+    /// use memq::codec::Compression;
     ///
     /// assert_eq!(Compression::None.id(), 0);
     /// ```
@@ -445,7 +466,8 @@ impl Compression {
     /// # Examples
     ///
     /// ```
-    /// use memq_core::codec::Compression;
+    /// # use memq_core as memq;
+    /// use memq::codec::Compression;
     ///
     /// assert_eq!(Compression::from_id(2), Some(Compression::Zstd));
     /// assert_eq!(Compression::from_id(200), None);
@@ -479,7 +501,8 @@ impl fmt::Display for Compression {
 /// # Examples
 ///
 /// ```
-/// use memq_core::codec::CodecError;
+/// # use memq_core as memq;
+/// use memq::codec::CodecError;
 ///
 /// let err = CodecError::UnknownFormat(42);
 /// assert_eq!(err.to_string(), "unknown format id 42 in header");
@@ -585,13 +608,14 @@ impl core::error::Error for CodecError {}
 /// # Examples
 ///
 /// ```
-/// use memq_core::codec::{Codec, Postcard};
+/// # use memq_core as memq;
+/// use memq::codec::{Codec, Postcard};
 ///
 /// let codec = Postcard::new();
 /// let bytes = codec.encode(&(7u32, "seven"))?;
 /// let (n, name): (u32, String) = codec.decode(&bytes)?;
 /// assert_eq!((n, name.as_str()), (7, "seven"));
-/// # Ok::<(), memq_core::codec::CodecError>(())
+/// # Ok::<(), memq::codec::CodecError>(())
 /// ```
 #[cfg(feature = "postcard")]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -605,7 +629,8 @@ impl Postcard {
     /// # Examples
     ///
     /// ```
-    /// use memq_core::codec::{Codec, Format, Postcard};
+    /// # use memq_core as memq;
+    /// use memq::codec::{Codec, Format, Postcard};
     ///
     /// static CODEC: Postcard = Postcard::new();
     /// assert_eq!(CODEC.format(), Format::Postcard);

@@ -81,12 +81,13 @@ pub enum StartAt {
 /// # Examples
 ///
 /// ```
-/// use memq_core::{Overflow, Topic, TopicConfig};
+/// # use memq_core as memq;
+/// use memq::{Overflow, Topic, TopicConfig};
 ///
 /// let topic = Topic::<u32>::new(TopicConfig::new(1024).overflow(Overflow::DropOldest).partitions(4))?;
 /// assert_eq!(topic.capacity(), 1024);
 /// assert_eq!(topic.partitions(), 4);
-/// # Ok::<(), memq_core::Error>(())
+/// # Ok::<(), memq::Error>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct TopicConfig {
@@ -149,9 +150,16 @@ impl TopicConfig {
 
     /// Sets the timer that wakes a publisher parked on a full `Block` topic with a TTL when
     /// the oldest message expires and frees its slot (default with `std`:
-    /// [`ThreadTimer`](crate::ThreadTimer), started only for topics with a TTL). Expiry is
-    /// applied whenever the log is visited; without a timer (no `std`), a parked publisher
-    /// waits for the next visit (a read, another publish) to find the room.
+    /// [`ThreadTimer`], started only for topics with a TTL). Expiry is applied whenever the
+    /// log is visited; without a timer (no `std`), a parked publisher waits for the next
+    /// visit (a read, another publish) to find the room.
+    ///
+    // Without `std` the item does not exist here: the link goes to the docs.rs build.
+    #[cfg_attr(feature = "std", doc = "[`ThreadTimer`]: crate::ThreadTimer")]
+    #[cfg_attr(
+        not(feature = "std"),
+        doc = "[`ThreadTimer`]: https://docs.rs/memq-core/latest/memq_core/struct.ThreadTimer.html"
+    )]
     pub fn timer(mut self, timer: Arc<dyn crate::ack::Timer>) -> Self {
         self.timer = Some(timer);
         self
@@ -217,7 +225,8 @@ impl TopicConfig {
     /// # Examples
     ///
     /// ```
-    /// use memq_core::{StartAt, Topic, TopicConfig};
+    /// # use memq_core as memq;
+    /// use memq::{StartAt, Topic, TopicConfig};
     ///
     /// let topic = Topic::new(TopicConfig::new(64).release_on_read(true))?;
     /// let mut worker = topic.subscribe(StartAt::Earliest)?;

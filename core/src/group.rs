@@ -205,7 +205,8 @@ impl<T> Topic<T> {
     /// # Examples
     ///
     /// ```
-    /// use memq_core::{StartAt, Topic};
+    /// # use memq_core as memq;
+    /// use memq::{StartAt, Topic};
     ///
     /// let topic = Topic::with_capacity(16)?;
     /// let mut a = topic.group("workers", StartAt::Earliest)?;

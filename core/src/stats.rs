@@ -140,7 +140,8 @@ impl<T> Topic<T> {
     /// # Examples
     ///
     /// ```
-    /// let topic = memq_core::Topic::with_capacity(4)?;
+    /// # use memq_core as memq;
+    /// let topic = memq::Topic::with_capacity(4)?;
     /// topic.try_publish(1)?;
     /// let stats = topic.stats();
     /// assert_eq!((stats.published, stats.depth), (1, 1));

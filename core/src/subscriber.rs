@@ -606,8 +606,9 @@ impl<T> Subscriber<T> {
     /// # Examples
     ///
     /// ```
+    /// # use memq_core as memq;
     /// # futures_executor::block_on(async {
-    /// use memq_core::{StartAt, Topic};
+    /// use memq::{StartAt, Topic};
     /// let topic = Topic::with_capacity(8)?;
     /// let mut sub = topic.subscribe(StartAt::Latest)?;
     /// topic.publish(1).await?;

@@ -839,7 +839,8 @@ impl<T> Shared<T> {
 /// # Examples
 ///
 /// ```
-/// use memq_core::{StartAt, Topic, TopicConfig};
+/// # use memq_core as memq;
+/// use memq::{StartAt, Topic, TopicConfig};
 ///
 /// let topic = Topic::new(TopicConfig::new(16))?;
 /// let mut sub = topic.subscribe(StartAt::Earliest)?;
@@ -1066,8 +1067,9 @@ impl<T> Topic<T> {
     /// # Examples
     ///
     /// ```
+    /// # use memq_core as memq;
     /// # futures_executor::block_on(async {
-    /// let topic = memq_core::Topic::with_capacity(4)?;
+    /// let topic = memq::Topic::with_capacity(4)?;
     /// let receipt = topic.publish(7u8).await?;
     /// assert_eq!(receipt.offset, 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -1208,7 +1210,8 @@ impl<T> Topic<T> {
     /// # Examples
     ///
     /// ```
-    /// use memq_core::{key_partition, StartAt, Topic, TopicConfig};
+    /// # use memq_core as memq;
+    /// use memq::{key_partition, StartAt, Topic, TopicConfig};
     /// # futures_executor::block_on(async {
     /// let topic = Topic::new(TopicConfig::new(64).partitions(4))?;
     /// let mut orders = topic.subscribe(StartAt::Earliest)?;
@@ -1332,9 +1335,10 @@ impl<T> Publish<'_, T> {
     /// # Examples
     ///
     /// ```
+    /// # use memq_core as memq;
     /// use std::task::Context;
     /// use std::future::Future;
-    /// use memq_core::{StartAt, Topic};
+    /// use memq::{StartAt, Topic};
     ///
     /// let topic = Topic::with_capacity(1)?;
     /// let _slow = topic.subscribe(StartAt::Earliest)?;
@@ -1364,9 +1368,10 @@ impl<T> Publish<'_, T> {
     /// # Examples
     ///
     /// ```
+    /// # use memq_core as memq;
     /// use std::task::Context;
     /// use std::future::Future;
-    /// use memq_core::{StartAt, Topic};
+    /// use memq::{StartAt, Topic};
     ///
     /// let topic = Topic::with_capacity(64)?;
     /// let mut slow = topic.subscribe(StartAt::Earliest)?;

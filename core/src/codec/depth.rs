@@ -37,7 +37,8 @@ pub const MAX_DEPTH: usize = 128;
 /// # Examples
 ///
 /// ```
-/// use memq_core::codec::{deserialize_within_depth, CodecError};
+/// # use memq_core as memq;
+/// use memq::codec::{deserialize_within_depth, CodecError};
 /// use serde::de::value::{Error, SeqDeserializer};
 ///
 /// // [[1]]: two levels.
