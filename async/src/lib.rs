@@ -4,7 +4,7 @@
 //! [`Subscriber`]s, consumer groups, partitions, retention, replay, explicit acks, the
 //! [`Broker`]), and adds what needs `std` or a runtime:
 //!
-//! - [`rt`]: the [`Runtime`](rt::Runtime) trait and its adapters for Tokio, async-std,
+//! - [`rt`]: the [`Runtime`][rt-runtime] trait and its adapters for Tokio, async-std,
 //!   smol and plain threads; receive and publish with a time limit on any of them; a
 //!   wrapper that puts a consumer under Tokio's cooperative budget; timers for
 //!   explicit-ack leases.
@@ -46,19 +46,45 @@
 //!   [`rt::Smol`]; any combination may be on at once. async-std is discontinued upstream:
 //!   the adapter stays for existing users, and smol is its successor.
 //! - `serde`, `postcard`, `json`, `msgpack`, `gzip`, `zstd`: the codecs in [`codec`].
+//!
+//! These docs are built with every feature on, on docs.rs; a build with some off links
+//! what it lacks to docs.rs.
+// (The blank line ends the paragraph: the link definitions below must not continue it.)
+#![doc = ""]
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 #![doc(test(attr(deny(warnings))))]
-// The crate docs link to every optional module; a build without some features lacks them.
+// Links to what a feature brings: within these docs when the feature is on, else to the
+// docs.rs build (every feature on), so that every link resolves under every feature set.
 #![cfg_attr(
-    not(all(
-        feature = "std",
-        feature = "serde",
-        feature = "tokio",
-        feature = "async-std",
-        feature = "smol"
-    )),
-    allow(rustdoc::broken_intra_doc_links)
+    feature = "std",
+    doc = "[`rt`]: rt\n\n[`pool`]: pool\n\n[rt-runtime]: rt::Runtime"
+)]
+#![cfg_attr(
+    not(feature = "std"),
+    doc = "[`rt`]: https://docs.rs/memq/latest/memq/rt/index.html\n\n\
+           [`pool`]: https://docs.rs/memq/latest/memq/pool/index.html\n\n\
+           [rt-runtime]: https://docs.rs/memq/latest/memq/rt/trait.Runtime.html"
+)]
+#![cfg_attr(feature = "serde", doc = "[`codec`]: codec")]
+#![cfg_attr(
+    not(feature = "serde"),
+    doc = "[`codec`]: https://docs.rs/memq/latest/memq/codec/index.html"
+)]
+#![cfg_attr(feature = "tokio", doc = "[`rt::Tokio`]: rt::Tokio")]
+#![cfg_attr(
+    not(feature = "tokio"),
+    doc = "[`rt::Tokio`]: https://docs.rs/memq/latest/memq/rt/struct.Tokio.html"
+)]
+#![cfg_attr(feature = "async-std", doc = "[`rt::AsyncStd`]: rt::AsyncStd")]
+#![cfg_attr(
+    not(feature = "async-std"),
+    doc = "[`rt::AsyncStd`]: https://docs.rs/memq/latest/memq/rt/struct.AsyncStd.html"
+)]
+#![cfg_attr(feature = "smol", doc = "[`rt::Smol`]: rt::Smol")]
+#![cfg_attr(
+    not(feature = "smol"),
+    doc = "[`rt::Smol`]: https://docs.rs/memq/latest/memq/rt/struct.Smol.html"
 )]
 
 pub use memq_core::*;

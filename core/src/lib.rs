@@ -12,7 +12,8 @@
 //! # Examples
 //!
 //! ```
-//! use memq_core::{Overflow, StartAt, Topic, TopicConfig};
+//! # use memq_core as memq;
+//! use memq::{Overflow, StartAt, Topic, TopicConfig};
 //!
 //! let topic = Topic::new(TopicConfig::new(1024).overflow(Overflow::Block))?;
 //! let mut audit = topic.subscribe(StartAt::Earliest)?;
@@ -40,10 +41,15 @@
     not(feature = "serde"),
     doc = "- `serde`: the `codec::Codec` trait; `postcard`: the postcard codec."
 )]
+// Without `std`, `StdClock` is not here: the link goes to the docs.rs build (after a blank
+// line, so that the definition does not continue the list above).
+#![doc = ""]
+#![cfg_attr(feature = "std", doc = "[`StdClock`]: StdClock")]
+#![cfg_attr(
+    not(feature = "std"),
+    doc = "[`StdClock`]: https://docs.rs/memq-core/latest/memq_core/struct.StdClock.html"
+)]
 #![cfg_attr(not(feature = "std"), no_std)]
-// Without `std`, the docs' links to what only `std` brings (`StdClock`, `ThreadTimer`, the
-// `*_blocking` methods) have nothing to point at; they are checked in the `std` builds.
-#![cfg_attr(not(feature = "std"), allow(rustdoc::broken_intra_doc_links))]
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 #![doc(test(attr(deny(warnings))))]
