@@ -659,7 +659,8 @@ fn key_partition_takes_keys_as_keyed_publishes_do() {
         assert_eq!(key_partition(key, 8), receipt.partition);
         assert_eq!(key_partition(key.as_bytes(), 8), receipt.partition);
         assert_eq!(key_partition(String::from(key), 8), receipt.partition);
-        assert_eq!(key_partition(key.as_bytes().to_vec(), 8), receipt.partition);
+        let owned: Vec<u8> = key.into();
+        assert_eq!(key_partition(owned, 8), receipt.partition);
         assert_eq!(
             key_partition(bytes::Bytes::copy_from_slice(key.as_bytes()), 8),
             receipt.partition

@@ -214,7 +214,7 @@ fn partitioned_keys_group(release: bool) {
                             .unwrap();
                         assert_eq!(
                             r.partition,
-                            memq_core::key_partition(&key.to_le_bytes(), partitions)
+                            memq_core::key_partition(key.to_le_bytes(), partitions)
                         );
                     }
                 }
@@ -236,7 +236,7 @@ fn partitioned_keys_group(release: bool) {
     for got in &all {
         let mut last: HashMap<u32, u64> = HashMap::new();
         for &(p, (key, seq)) in got {
-            assert_eq!(p, memq_core::key_partition(&key.to_le_bytes(), partitions));
+            assert_eq!(p, memq_core::key_partition(key.to_le_bytes(), partitions));
             if let Some(prev) = last.insert(key, seq) {
                 assert!(seq > prev, "key {key}: {seq} after {prev}");
             }
