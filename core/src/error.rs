@@ -106,6 +106,88 @@ impl From<RecvError> for TryRecvError {
     }
 }
 
+/// Why a group member's conditional receive ([`Consumer::recv_if`]) returned without a
+/// message.
+///
+/// [`Consumer::recv_if`]: crate::Consumer::recv_if
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecvIfError {
+    /// The predicate declined the next message: it was not taken, and stays in the group
+    /// for the next receive of any member, as if this receive had not happened.
+    Declined,
+    /// See [`RecvError::Lagged`].
+    Lagged(u64),
+    /// See [`RecvError::Closed`].
+    Closed,
+}
+
+impl fmt::Display for RecvIfError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Declined => f.write_str("the next message was declined and left in the group"),
+            Self::Lagged(n) => write!(f, "reader lagged behind and missed {n} messages"),
+            Self::Closed => f.write_str("topic is closed and drained"),
+        }
+    }
+}
+
+impl From<RecvError> for RecvIfError {
+    fn from(e: RecvError) -> Self {
+        match e {
+            RecvError::Lagged(n) => Self::Lagged(n),
+            RecvError::Closed => Self::Closed,
+        }
+    }
+}
+
+/// Why a group member's non-waiting conditional receive
+/// ([`Consumer::try_recv_if`]) returned without a message.
+///
+/// [`Consumer::try_recv_if`]: crate::Consumer::try_recv_if
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TryRecvIfError {
+    /// See [`RecvIfError::Declined`].
+    Declined,
+    /// Nothing to read right now.
+    Empty,
+    /// See [`RecvError::Lagged`].
+    Lagged(u64),
+    /// See [`RecvError::Closed`].
+    Closed,
+}
+
+impl fmt::Display for TryRecvIfError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Declined => RecvIfError::Declined.fmt(f),
+            Self::Empty => f.write_str("no message available"),
+            Self::Lagged(n) => write!(f, "reader lagged behind and missed {n} messages"),
+            Self::Closed => f.write_str("topic is closed and drained"),
+        }
+    }
+}
+
+impl From<RecvError> for TryRecvIfError {
+    fn from(e: RecvError) -> Self {
+        match e {
+            RecvError::Lagged(n) => Self::Lagged(n),
+            RecvError::Closed => Self::Closed,
+        }
+    }
+}
+
+impl From<RecvIfError> for TryRecvIfError {
+    fn from(e: RecvIfError) -> Self {
+        match e {
+            RecvIfError::Declined => Self::Declined,
+            RecvIfError::Lagged(n) => Self::Lagged(n),
+            RecvIfError::Closed => Self::Closed,
+        }
+    }
+}
+
 /// Why a receive with a time limit returned without a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -272,5 +354,7 @@ impl<T> core::error::Error for PublishError<T> {}
 impl core::error::Error for RecvError {}
 impl core::error::Error for TryRecvError {}
 impl core::error::Error for RecvTimeoutError {}
+impl core::error::Error for RecvIfError {}
+impl core::error::Error for TryRecvIfError {}
 impl core::error::Error for Lagged {}
 impl core::error::Error for Error {}

@@ -26,7 +26,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 
 use crate::config::StartAt;
-use crate::error::{Error, RecvError, TryRecvError};
+use crate::error::{Error, RecvError, RecvIfError, TryRecvError, TryRecvIfError};
 use crate::log::{Dest, Entry, Fetcher, GroupId, Log, Read, REVOKED};
 use crate::message::Message;
 use crate::subscriber::{start_position, to_message};
@@ -105,6 +105,17 @@ impl<T> Pool<T> {
         self.cell.0.store(cur - 1, Ordering::Release);
         // The cell counts the pool, so this is the next one.
         Ok(self.buf.pop_front())
+    }
+}
+
+impl<T> Pool<T> {
+    /// The message [`Pool::take`] would take next, left in the pool; `None` if the pool
+    /// is empty or the group was deleted.
+    fn front(&self) -> Option<&Entry<T>> {
+        match self.cell.0.load(Ordering::Acquire) {
+            0 | REVOKED => None,
+            _ => self.buf.front(),
+        }
     }
 }
 
@@ -410,6 +421,60 @@ fn create_group<T>(
 /// How many messages one poll took, and the message itself when no buffer was given.
 type Taken<T> = (usize, Option<Message<T>>);
 
+/// What a receive asks of the next message before it takes it (see
+/// [`Consumer::try_recv_if`]). A poll that declines a message returns `Ok((0, None))`
+/// with nothing changed.
+trait Accept<T> {
+    /// `true` for receives that take any message: their checks compile away, so a plain
+    /// receive costs what it did before receives could decline.
+    const ALL: bool;
+
+    /// Whether to take the message whose value is `value`. Called at most once per
+    /// poll, inside the critical section that holds the message.
+    fn accept(&mut self, value: &T) -> bool;
+}
+
+/// A plain receive: takes any message.
+struct TakeAny;
+
+impl<T> Accept<T> for TakeAny {
+    const ALL: bool = true;
+
+    #[inline(always)]
+    fn accept(&mut self, _: &T) -> bool {
+        true
+    }
+}
+
+/// A receive that takes the next message only if the user's predicate holds for it.
+struct TakeIf<F> {
+    /// The predicate, until it is asked.
+    f: Option<F>,
+    /// Whether it declined the message it was asked about.
+    declined: bool,
+}
+
+impl<F> TakeIf<F> {
+    fn new(f: F) -> Self {
+        Self {
+            f: Some(f),
+            declined: false,
+        }
+    }
+}
+
+impl<T, F: FnOnce(&T) -> bool> Accept<T> for TakeIf<F> {
+    const ALL: bool = false;
+
+    fn accept(&mut self, value: &T) -> bool {
+        // Asked once: the poll that asks it returns either way (a second question would
+        // be a bug, answered by taking nothing).
+        let ok = self.f.take().is_some_and(|f| f(value));
+        self.declined = !ok;
+        ok
+    }
+}
+
 /// A member of a consumer group: receives the messages of its assigned partitions that
 /// no other member received.
 ///
@@ -549,21 +614,40 @@ impl<T> Consumer<T> {
 
     /// One attempt to read up to `limit` messages (`buf` gets them; `one` receives a
     /// single message without a buffer). Registers `waker` if nothing was read.
+    #[inline]
     fn poll_inner(
         &mut self,
-        mut buf: Option<&mut Vec<Message<T>>>,
+        buf: Option<&mut Vec<Message<T>>>,
         limit: usize,
         waker: Option<&Waker>,
     ) -> Poll<Result<Taken<T>, RecvError>>
     where
         T: Clone,
     {
+        self.poll_with(buf, limit, waker, &mut TakeAny)
+    }
+
+    /// [`Consumer::poll_inner`], taking the first message only if `accept` accepts it
+    /// (single receives only, `limit` 1 without a buffer). A declined message stays
+    /// exactly where it was: the poll returns `Ok((0, None))`, having taken nothing, and
+    /// passes on any wake-up this member used (the message waits for another member).
+    fn poll_with<A: Accept<T>>(
+        &mut self,
+        mut buf: Option<&mut Vec<Message<T>>>,
+        limit: usize,
+        waker: Option<&Waker>,
+        accept: &mut A,
+    ) -> Poll<Result<Taken<T>, RecvError>>
+    where
+        T: Clone,
+    {
+        debug_assert!(A::ALL || (buf.is_none() && limit == 1));
         if self.refresh() {
             self.waiting = false;
             return Poll::Ready(Err(RecvError::Closed));
         }
         if self.group.pool.is_some() && self.assigned == [0] {
-            return self.poll_pooled(buf, limit, waker);
+            return self.poll_pooled(buf, limit, waker, accept);
         }
         let shared = &*self.shared;
         let clocked = shared.stamp();
@@ -599,6 +683,22 @@ impl<T> Consumer<T> {
             }
             let dest = if release { Dest::User } else { Dest::Copy };
             while got < limit {
+                if !A::ALL && got == 0 {
+                    if let Some(v) = log.peek(cursor, dest) {
+                        if !accept.accept(v) {
+                            // Left in the partition, nothing counted; a wake-up this
+                            // member used goes on, since the message waits.
+                            if let Some(g) = log.group(id) {
+                                if g.waiters.settle(self.keys[p], &mut spent) {
+                                    g.waiters.notify_one(&mut wl);
+                                }
+                            }
+                            drop(log);
+                            self.cancel_wait_except(Some(p));
+                            return Poll::Ready(Ok((0, None)));
+                        }
+                    }
+                }
                 match log.read(cursor, dest) {
                     Read::Message(e) => {
                         // Counted as read, so that a `T::clone` that panics on a later
@@ -719,11 +819,12 @@ impl<T> Consumer<T> {
 
     /// [`Consumer::poll_inner`] for a group whose members share a [`Pool`] (one
     /// partition, which every member reads).
-    fn poll_pooled(
+    fn poll_pooled<A: Accept<T>>(
         &mut self,
         mut buf: Option<&mut Vec<Message<T>>>,
         limit: usize,
         waker: Option<&Waker>,
+        accept: &mut A,
     ) -> Poll<Result<Taken<T>, RecvError>>
     where
         T: Clone,
@@ -748,6 +849,17 @@ impl<T> Consumer<T> {
         // First what the pool holds, without the partition's lock.
         let mut last = None;
         while got < limit {
+            if !A::ALL && got == 0 {
+                if let Some(e) = pool.front() {
+                    if !accept.accept(&e.value) {
+                        // Left at the front of the pool, for the next receive of any
+                        // member; a wake-up this member used goes on.
+                        drop(pool);
+                        self.cancel_wait();
+                        return Poll::Ready(Ok((0, None)));
+                    }
+                }
+            }
             match pool.take() {
                 Ok(Some(e)) => {
                     last = Some(e.offset);
@@ -820,6 +932,24 @@ impl<T> Consumer<T> {
         // gap is the next receive's to report (a batch holds messages or reports a gap).
         let gap_after_pooled = got > 0 && log.gap_at(cursor, dest);
         while got < limit && !gap_after_pooled {
+            if !A::ALL && got == 0 {
+                if let Some(v) = log.peek(cursor, dest) {
+                    if !accept.accept(v) {
+                        // Left in the log (the pool is empty), nothing fetched or
+                        // counted; a wake-up this member used goes on.
+                        if let Some(g) = log.group(id) {
+                            if g.waiters.settle(self.keys[0], &mut spent) {
+                                g.waiters.notify_one(&mut wl);
+                            }
+                        }
+                        drop(log);
+                        drop(pool);
+                        wl.wake_all();
+                        self.cancel_wait_except(Some(0));
+                        return Poll::Ready(Ok((0, None)));
+                    }
+                }
+            }
             match log.read(cursor, dest) {
                 Read::Message(e) => {
                     let e = if buf.is_none() {
@@ -1065,6 +1195,109 @@ impl<T> Consumer<T> {
         }
     }
 
+    /// Receives the next message for this member if one is available now and `f`
+    /// returns `true` for its value. If `f` returns `false` the message is not taken: it
+    /// stays exactly where it was, next in line for the next receive of any member (this
+    /// one or another), and nothing shows that it was looked at (the group's position,
+    /// its `delivered` count, `Block` room and stats are unchanged).
+    ///
+    /// For a caller that can take only some messages: a fixed-size buffer (`f` compares
+    /// the length, and can note it for the caller), a filter that hands the rest to
+    /// other members. `f` is called at most once, and only when there is a message. It
+    /// runs inside the critical section that holds the message (the partition's, or the
+    /// group's shared pool's), as `T::clone` does: keep it to a look at the value, and
+    /// never call into the same topic from it.
+    ///
+    /// # Errors
+    ///
+    /// [`TryRecvIfError::Declined`] if `f` declined the next message;
+    /// [`TryRecvIfError::Empty`] if there is none; otherwise as [`Consumer::recv`]
+    /// (`Lagged` and `Closed` are reported before any message is shown to `f`).
+    ///
+    /// # Panics
+    ///
+    /// If `f` panics; the message is then left where it was, as if declined.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use memq_core as memq;
+    /// use memq::{StartAt, Topic, TryRecvIfError};
+    ///
+    /// let topic = Topic::with_capacity(16)?;
+    /// let mut small = topic.group("workers", StartAt::Earliest)?;
+    /// let mut any = topic.group("workers", StartAt::Earliest)?;
+    /// topic.try_publish(vec![0u8; 100])?;
+    /// let mut needed = 0;
+    /// let fits = |v: &Vec<u8>| {
+    ///     needed = v.len();
+    ///     v.len() <= 64
+    /// };
+    /// assert_eq!(small.try_recv_if(fits), Err(TryRecvIfError::Declined));
+    /// assert_eq!(needed, 100);
+    /// // Still the group's: the next receive of any member gets it.
+    /// assert_eq!(any.try_recv()?.value().len(), 100);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_recv_if(&mut self, f: impl FnOnce(&T) -> bool) -> Result<Message<T>, TryRecvIfError>
+    where
+        T: Clone,
+    {
+        let mut accept = TakeIf::new(f);
+        match self.poll_with(None, 1, None, &mut accept) {
+            Poll::Ready(Ok((_, Some(m)))) => Ok(m),
+            Poll::Ready(Ok((_, None))) if accept.declined => Err(TryRecvIfError::Declined),
+            Poll::Ready(Ok((_, None))) | Poll::Pending => Err(TryRecvIfError::Empty),
+            Poll::Ready(Err(e)) => Err(e.into()),
+        }
+    }
+
+    /// Waits for the next message for this member, then takes it if `f` returns `true`
+    /// for its value, as [`Consumer::try_recv_if`]: if `f` returns `false` the future
+    /// completes with [`RecvIfError::Declined`] and the message stays in the group,
+    /// exactly where it was, for the next receive of any member. `f` is called at most
+    /// once, inside the critical section that holds the message (see
+    /// [`Consumer::try_recv_if`]).
+    ///
+    /// # Errors
+    ///
+    /// [`RecvIfError::Declined`] if `f` declined the message; otherwise as
+    /// [`Consumer::recv`].
+    ///
+    /// # Panics
+    ///
+    /// If `f` panics; the message is then left where it was, as if declined.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Consumer::recv`]. A member that was woken for a message and declines it
+    /// passes the wake-up on to another waiting member, as a dropped future does, so no
+    /// member sleeps while the declined message waits.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use memq_core as memq;
+    /// use memq::{block_on, RecvIfError, StartAt, Topic};
+    ///
+    /// let topic = Topic::with_capacity(16)?;
+    /// let mut member = topic.group("workers", StartAt::Earliest)?;
+    /// topic.try_publish("a long message")?;
+    /// topic.try_publish("short")?;
+    /// let fits = |v: &&str| v.len() <= 8;
+    /// assert_eq!(block_on(member.recv_if(fits)), Err(RecvIfError::Declined));
+    /// // The long one is still next: a receive that can take it gets it first.
+    /// assert_eq!(block_on(member.recv())?.into_value(), "a long message");
+    /// assert_eq!(block_on(member.recv_if(fits))?.into_value(), "short");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recv_if<F: FnOnce(&T) -> bool>(&mut self, f: F) -> GroupRecvIf<'_, T, F> {
+        GroupRecvIf {
+            consumer: self,
+            accept: TakeIf::new(f),
+        }
+    }
+
     /// Waits for at least one message, then appends up to `limit` to `buf`. Returns
     /// `Ok(0)` only when closed and drained (or `limit` is 0).
     ///
@@ -1178,6 +1411,48 @@ impl<T: Clone> Future for GroupRecv<'_, T> {
 }
 
 impl<T> Drop for GroupRecv<'_, T> {
+    fn drop(&mut self) {
+        self.consumer.cancel_wait();
+    }
+}
+
+/// Future of [`Consumer::recv_if`].
+#[must_use = "futures do nothing unless polled"]
+pub struct GroupRecvIf<'a, T, F> {
+    consumer: &'a mut Consumer<T>,
+    accept: TakeIf<F>,
+}
+
+// The predicate is never pinned: it is moved out to be called.
+impl<T, F> Unpin for GroupRecvIf<'_, T, F> {}
+
+impl<T, F> fmt::Debug for GroupRecvIf<'_, T, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GroupRecvIf").finish_non_exhaustive()
+    }
+}
+
+impl<T: Clone, F: FnOnce(&T) -> bool> Future for GroupRecvIf<'_, T, F> {
+    type Output = Result<Message<T>, RecvIfError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        match this
+            .consumer
+            .poll_with(None, 1, Some(cx.waker()), &mut this.accept)
+        {
+            Poll::Ready(Ok((_, Some(m)))) => Poll::Ready(Ok(m)),
+            Poll::Ready(Ok((_, None))) if this.accept.declined => {
+                Poll::Ready(Err(RecvIfError::Declined))
+            }
+            Poll::Ready(Ok((_, None))) => Poll::Ready(Err(RecvIfError::Closed)),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e.into())),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T, F> Drop for GroupRecvIf<'_, T, F> {
     fn drop(&mut self) {
         self.consumer.cancel_wait();
     }

@@ -95,8 +95,11 @@ pub use broker::Broker;
 pub use clock::StdClock;
 pub use clock::{Clock, ManualClock};
 pub use config::{Overflow, StartAt, TopicConfig};
-pub use error::{Error, Lagged, PublishError, RecvError, RecvTimeoutError, TryRecvError};
-pub use group::{Consumer, GroupRecv, GroupRecvMany};
+pub use error::{
+    Error, Lagged, PublishError, RecvError, RecvIfError, RecvTimeoutError, TryRecvError,
+    TryRecvIfError,
+};
+pub use group::{Consumer, GroupRecv, GroupRecvIf, GroupRecvMany};
 pub use message::{Message, Receipt};
 pub use route::{key_hash, key_partition, Router};
 pub use stats::{GroupStats, PartitionStats, TopicStats};

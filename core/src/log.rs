@@ -768,6 +768,16 @@ impl<T> Log<T> {
         self.cursors[cursor] < self.first_for(dest)
     }
 
+    /// The value a [`Log::read`] at `cursor` into `dest` would return, without reading
+    /// it: nothing changes. `None` where the read would report a gap or find nothing.
+    pub(crate) fn peek(&self, cursor: usize, dest: Dest) -> Option<&T> {
+        let pos = self.cursors[cursor];
+        if pos < self.first_for(dest) || pos >= self.high {
+            return None;
+        }
+        self.slot(self.index(pos)).map(|e| &e.value)
+    }
+
     /// Reads the message at the position held by `cursor`, advancing it.
     ///
     /// `dest` says where the message goes; a releasing log moves it out instead of

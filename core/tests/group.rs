@@ -12,7 +12,10 @@ use core::task::{Context, Poll, Waker};
 
 use futures_executor::block_on;
 use futures_util::StreamExt;
-use memq_core::{Consumer, Error, RecvError, StartAt, Topic, TopicConfig, TryRecvError};
+use memq_core::{
+    Consumer, Error, Overflow, RecvError, RecvIfError, StartAt, Topic, TopicConfig, TryRecvError,
+    TryRecvIfError,
+};
 
 #[derive(Default)]
 struct CountWaker(AtomicUsize);
@@ -935,4 +938,233 @@ fn assignment_is_read_through_a_shared_reference() {
     assert_eq!(reads(&a), [0, 1, 2, 3]);
     topic.delete_group("g").unwrap();
     assert!(reads(&a).is_empty());
+}
+
+// ----- conditional receives (recv_if) -------------------------------------------------
+
+/// A predicate that declines `no` and accepts everything else, counting its calls.
+fn all_but(no: u32, calls: &AtomicUsize) -> impl FnOnce(&u32) -> bool + '_ {
+    move |v| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        *v != no
+    }
+}
+
+/// Topics whose groups read one partition: with the members' shared pool (retaining and
+/// releasing on read) and without it (`DropOldest`, so each member reads under the
+/// partition's lock).
+fn one_partition_topics() -> Vec<(&'static str, Topic<u32>)> {
+    vec![
+        ("pooled", Topic::new(TopicConfig::new(8)).unwrap()),
+        (
+            "pooled, release on read",
+            Topic::new(TopicConfig::new(8).release_on_read(true)).unwrap(),
+        ),
+        (
+            "unpooled",
+            Topic::new(TopicConfig::new(8).overflow(Overflow::DropOldest)).unwrap(),
+        ),
+    ]
+}
+
+#[test]
+fn a_declined_message_is_the_next_receive_of_either_member_exactly_once() {
+    for (kind, t) in one_partition_topics() {
+        let mut a = t.group("g", StartAt::Earliest).unwrap();
+        let mut b = t.group("g", StartAt::Earliest).unwrap();
+        for i in 0..6 {
+            t.try_publish(i).unwrap();
+        }
+        let calls = AtomicUsize::new(0);
+        let mut got = Vec::new();
+        // Declined straight from the log (nothing fetched ahead yet).
+        let before = t.stats();
+        assert_eq!(
+            a.try_recv_if(all_but(0, &calls)),
+            Err(TryRecvIfError::Declined),
+            "{kind}"
+        );
+        assert_eq!(t.stats(), before, "{kind}: a decline changed the stats");
+        assert_eq!(a.committed(0), Ok(0), "{kind}");
+        got.push(b.try_recv().unwrap().into_value());
+        // Declined from the pool, where there is one (b's receive filled it).
+        let before = t.stats();
+        assert_eq!(
+            b.try_recv_if(all_but(1, &calls)),
+            Err(TryRecvIfError::Declined),
+            "{kind}"
+        );
+        assert_eq!(t.stats(), before, "{kind}: a decline changed the stats");
+        got.push(a.try_recv().unwrap().into_value());
+        // Accepted: taken as by `try_recv`.
+        got.push(b.try_recv_if(all_but(9, &calls)).unwrap().into_value());
+        got.push(a.try_recv_if(all_but(9, &calls)).unwrap().into_value());
+        got.extend(take_all(&mut b));
+        assert_eq!(got, [0, 1, 2, 3, 4, 5], "{kind}: order, or once each");
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            4,
+            "{kind}: asked once per call"
+        );
+        // Nothing left: the predicate is not asked.
+        assert_eq!(
+            a.try_recv_if(all_but(9, &calls)),
+            Err(TryRecvIfError::Empty),
+            "{kind}"
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 4, "{kind}");
+        let g = &t.stats().groups[0];
+        assert_eq!((g.committed.clone(), g.delivered), (vec![6], 6), "{kind}");
+    }
+}
+
+#[test]
+fn a_declined_message_keeps_its_room_in_a_full_block_log() {
+    let t = Topic::new(TopicConfig::new(2)).unwrap();
+    let mut a = t.group("g", StartAt::Earliest).unwrap();
+    t.try_publish(1u32).unwrap();
+    t.try_publish(2u32).unwrap();
+    assert_eq!(a.try_recv_if(|_| false), Err(TryRecvIfError::Declined));
+    assert!(t.try_publish(3).is_err(), "a decline freed room");
+    assert_eq!(a.try_recv().map(|m| m.into_value()), Ok(1));
+    t.try_publish(3).unwrap();
+}
+
+#[test]
+fn a_declined_message_in_a_partitioned_group_goes_to_the_next_owner() {
+    let t = partitioned(2);
+    let mut a = t.group("g", StartAt::Earliest).unwrap();
+    let mut b = t.group("g", StartAt::Earliest).unwrap();
+    assert_eq!((a.assignment(), b.assignment()), (vec![0], vec![1]));
+    t.try_publish_to(0, 10).unwrap();
+    t.try_publish_to(0, 11).unwrap();
+    t.try_publish_to(1, 20).unwrap();
+    let before = t.stats();
+    assert_eq!(a.try_recv_if(|v| *v != 10), Err(TryRecvIfError::Declined));
+    assert_eq!(t.stats(), before);
+    // Next for its owner, in order.
+    assert_eq!(a.try_recv_if(|v| *v == 10).map(|m| m.into_value()), Ok(10));
+    assert_eq!(a.try_recv_if(|v| *v != 11), Err(TryRecvIfError::Declined));
+    // The member leaves: the partition's next owner gets it, once.
+    drop(a);
+    let mut got = take_all(&mut b);
+    got.sort_unstable();
+    assert_eq!(got, [11, 20]);
+    assert_eq!(b.committed(0), Ok(2));
+    assert_eq!(t.stats().groups[0].delivered, 3);
+}
+
+#[test]
+fn lagged_and_closed_are_reported_before_the_predicate_is_asked() {
+    let t = Topic::new(TopicConfig::new(2).overflow(Overflow::DropOldest)).unwrap();
+    let mut a = t.group("g", StartAt::Earliest).unwrap();
+    for i in 0..5u32 {
+        t.try_publish(i).unwrap();
+    }
+    let calls = AtomicUsize::new(0);
+    assert_eq!(
+        a.try_recv_if(all_but(9, &calls)),
+        Err(TryRecvIfError::Lagged(3))
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    t.close();
+    // Closed but not drained: the message can still be declined, and stays.
+    assert_eq!(
+        block_on(a.recv_if(all_but(3, &calls))),
+        Err(RecvIfError::Declined)
+    );
+    assert_eq!(take_all(&mut a), [3, 4]);
+    assert_eq!(
+        block_on(a.recv_if(all_but(9, &calls))),
+        Err(RecvIfError::Closed)
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+/// Two members wait; a message comes and wakes the first in line, which declines it: the
+/// second must be woken for it, not left asleep while it waits in the group.
+#[test]
+fn a_waiting_member_that_declines_passes_its_wake_up_on() {
+    for (kind, t) in one_partition_topics() {
+        let mut a = t.group("g", StartAt::Latest).unwrap();
+        let mut b = t.group("g", StartAt::Latest).unwrap();
+        let (ca, wa) = counting_waker();
+        let (cb, wb) = counting_waker();
+        let mut fut_a = Box::pin(a.recv_if(|v: &u32| *v != 7));
+        let mut fut_b = Box::pin(b.recv());
+        assert!(fut_a
+            .as_mut()
+            .poll(&mut Context::from_waker(&wa))
+            .is_pending());
+        assert!(fut_b
+            .as_mut()
+            .poll(&mut Context::from_waker(&wb))
+            .is_pending());
+        t.try_publish(7).unwrap();
+        assert_eq!(ca.0.load(Ordering::SeqCst), 1, "{kind}: first in line");
+        assert_eq!(
+            cb.0.load(Ordering::SeqCst),
+            0,
+            "{kind}: one message, one wake-up"
+        );
+        assert_eq!(
+            fut_a.as_mut().poll(&mut Context::from_waker(&wa)),
+            Poll::Ready(Err(RecvIfError::Declined)),
+            "{kind}"
+        );
+        assert_eq!(
+            cb.0.load(Ordering::SeqCst),
+            1,
+            "{kind}: wake-up not passed on"
+        );
+        assert!(
+            matches!(
+                fut_b.as_mut().poll(&mut Context::from_waker(&wb)),
+                Poll::Ready(Ok(m)) if *m == 7
+            ),
+            "{kind}"
+        );
+        drop(fut_a);
+        assert_eq!(
+            a.try_recv(),
+            Err(TryRecvError::Empty),
+            "{kind}: delivered twice"
+        );
+    }
+}
+
+/// The same with the members on threads, blocked in `block_on`: the one that declines
+/// returns, the other receives the message. No sleeps: each step waits for the last.
+#[test]
+fn a_blocked_member_that_declines_does_not_strand_another() {
+    use std::sync::mpsc;
+    for (kind, t) in one_partition_topics() {
+        let mut a = t.group("g", StartAt::Latest).unwrap();
+        let mut b = t.group("g", StartAt::Latest).unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::scope(|s| {
+            let tx_a = tx.clone();
+            s.spawn(move || {
+                let r = block_on(a.recv_if(|v: &u32| *v != 7));
+                tx_a.send(("a", r.map(|m| m.into_value()))).unwrap();
+            });
+            let tx_b = tx.clone();
+            s.spawn(move || {
+                let r = block_on(b.recv_if(|_: &u32| true));
+                tx_b.send(("b", r.map(|m| m.into_value()))).unwrap();
+            });
+            // Published before or after either waits: either way one of them must get it.
+            t.try_publish(7).unwrap();
+            let mut results = vec![rx.recv().unwrap()];
+            if results[0] == ("a", Err(RecvIfError::Declined)) {
+                results.push(rx.recv().unwrap());
+            } else {
+                // b took it first; a is still waiting: a message it accepts frees it.
+                t.try_publish(8).unwrap();
+                results.push(rx.recv().unwrap());
+            }
+            let want_b = ("b", Ok(7));
+            assert!(results.contains(&want_b), "{kind}: {results:?}");
+        });
+    }
 }
