@@ -1445,13 +1445,11 @@ memq_status memq_consumer_new(const struct memq_topic *topic,
 
 /**
  * Frees a consumer: it leaves its group (its partitions go to the other members); the
- * group and its position remain. A message kept back by `memq_consumer_recv_into` is
- * dropped with it, and lost to the group: the group counted it delivered when this
- * member took it, as for every message a member of an automatic-commit group receives.
- * Where a member may be freed between a too-small receive and the next one, receive
- * with `memq_consumer_recv` (no size limit), or use an explicit-ack consumer
- * (`memq_ack_consumer_new`), whose unsettled messages go back to the group. NULL does
- * nothing.
+ * group and its position remain. Nothing received is lost with it: a message that
+ * `memq_consumer_recv_into` found too large for the buffer was not taken from the group,
+ * and goes to the next receive of another member. Messages this member received are the
+ * caller's (an automatic-commit group counted them delivered when they were received).
+ * NULL does nothing.
  *
  * Thread safety: no other call may use this consumer during or after this one.
  *
@@ -1496,9 +1494,14 @@ memq_status memq_consumer_recv_many(const struct memq_consumer *consumer,
 
 /**
  * Receives the next message for this member into the caller's buffer; as
- * `memq_subscriber_recv_into` (a message too large for the buffer is kept for this
- * member's next receive; freeing the member before that drops it, lost to the group:
- * see `memq_consumer_free`).
+ * `memq_subscriber_recv_into`, except for a message too large for the buffer: it is not
+ * taken from the group at all. Then `MEMQ_STATUS_BUFFER_TOO_SMALL` is returned with the
+ * length needed in `*len_out` (nothing else is written), and the message stays the
+ * group's next, exactly where it was (the committed position, the delivered count and
+ * `MEMQ_OVERFLOW_BLOCK` room unchanged): the next receive of this member or of any
+ * other, of any kind, gets it, and freeing this member loses nothing. With `timeout_ms`
+ * other than 0 the call waits for a message as `memq_consumer_recv` does, then returns
+ * at once if it does not fit (another member waiting for messages is woken for it).
  *
  * Thread safety: as `memq_consumer_recv`.
  *

@@ -47,6 +47,25 @@ impl memq_message_meta {
     }
 }
 
+/// Reports a payload of `needed` bytes that does not fit in a buffer of `buf_len`:
+/// `*len_out` gets the length needed, and the status is `MEMQ_STATUS_BUFFER_TOO_SMALL`.
+///
+/// # Safety
+///
+/// `len_out` is valid for writing a `size_t`.
+pub(crate) unsafe fn too_small(
+    needed: usize,
+    buf_len: usize,
+    len_out: OutPtr<usize>,
+) -> memq_status {
+    // SAFETY: valid for writes by this function's contract.
+    unsafe { len_out.write(needed) };
+    with_detail(
+        memq_status::BufferTooSmall,
+        format_args!("buf_len: the payload is {needed} bytes, the buffer {buf_len}"),
+    )
+}
+
 /// Copies `payload` into the caller's buffer, or reports the length it needs.
 ///
 /// # Safety
@@ -66,14 +85,7 @@ pub(crate) unsafe fn copy_out(
     }
     if payload.len() > buf_len {
         // SAFETY: the export's caller passes a pointer valid for writes.
-        unsafe { len_out.write(payload.len()) };
-        return Err(with_detail(
-            memq_status::BufferTooSmall,
-            format_args!(
-                "buf_len: the payload is {} bytes, the buffer {buf_len}",
-                payload.len()
-            ),
-        ));
+        return Err(unsafe { too_small(payload.len(), buf_len, len_out) });
     }
     if !payload.is_empty() {
         debug_assert!(!buf.is_null());

@@ -7,12 +7,14 @@ use core::time::Duration;
 use std::sync::Mutex;
 
 use bytes::Bytes;
-use memq_core::{Consumer, Message, Subscriber};
+use memq_core::{block_on, block_on_timeout, Consumer, Message, Subscriber, TryRecvIfError};
 
 use crate::boundary::{
     batch_out, borrow, get, guard, guard_void, into_handle, lock, name, optional_out, out, release,
 };
-use crate::message::{copy_out, give_message, give_meta, memq_message, memq_message_meta};
+use crate::message::{
+    copy_out, give_message, give_meta, memq_message, memq_message_meta, too_small,
+};
 use crate::status::{memq_status, with_detail, Miss};
 use crate::topic::{memq_start, memq_topic};
 use crate::wait::Wait;
@@ -28,11 +30,37 @@ pub(crate) trait Source {
         limit: usize,
         timeout: Option<Duration>,
     ) -> Result<usize, Miss>;
+
+    /// Receives the next message for a buffer of `cap` bytes. This default takes the
+    /// message whatever its size ([`Fit::Taken`]): a subscriber's message is its own, and
+    /// one too large is kept back by its handle for the next receive.
+    fn one_that_fits(&mut self, wait: Wait, cap: usize) -> Result<Fit, Miss> {
+        let _ = cap;
+        match wait {
+            Wait::Try => self.try_one(),
+            Wait::Forever => self.wait_one(None),
+            Wait::For(d) => self.wait_one(Some(d)),
+        }
+        .map(Fit::Taken)
+    }
+}
+
+/// What a receive for a buffer of a given size got.
+#[derive(Debug)]
+pub(crate) enum Fit {
+    /// A message, taken from the source (too large for the buffer only where the source
+    /// cannot leave a message where it is).
+    Taken(Message<Bytes>),
+    /// The next message's payload is this many bytes, too many for the buffer, and the
+    /// message was left where it was.
+    Left(usize),
 }
 
 macro_rules! source {
-    ($ty:ident) => {
+    ($ty:ident $(, $($more:tt)+)?) => {
         impl Source for $ty<Bytes> {
+            $($($more)+)?
+
             fn try_one(&mut self) -> Result<Message<Bytes>, Miss> {
                 Ok(self.try_recv()?)
             }
@@ -68,7 +96,33 @@ macro_rules! source {
 }
 
 source!(Subscriber);
-source!(Consumer);
+source!(
+    Consumer,
+    /// A group member takes a message only if it fits: one too large stays in the
+    /// group, for the next receive of any member (nothing held back, nothing lost).
+    fn one_that_fits(&mut self, wait: Wait, cap: usize) -> Result<Fit, Miss> {
+        let mut len = 0;
+        let fits = |v: &Bytes| {
+            len = v.len();
+            len <= cap
+        };
+        let got = match wait {
+            Wait::Try => self.try_recv_if(fits),
+            Wait::Forever => block_on(self.recv_if(fits)).map_err(TryRecvIfError::from),
+            Wait::For(d) => match block_on_timeout(self.recv_if(fits), d) {
+                Some(r) => r.map_err(TryRecvIfError::from),
+                None => return Err(Miss::Timeout),
+            },
+        };
+        match got {
+            Ok(m) => Ok(Fit::Taken(m)),
+            Err(TryRecvIfError::Declined) => Ok(Fit::Left(len)),
+            Err(TryRecvIfError::Empty) => Err(Miss::Empty),
+            Err(TryRecvIfError::Lagged(n)) => Err(Miss::Lagged(n)),
+            Err(_) => Err(Miss::Closed),
+        }
+    }
+);
 
 /// A subscriber or group member with its reusable batch buffer, and a message that a
 /// receive into a too-small buffer kept back for the next receive.
@@ -96,6 +150,15 @@ impl<S: Source> Reader<S> {
             Wait::Try => self.source.try_one(),
             Wait::Forever => self.source.wait_one(None),
             Wait::For(d) => self.source.wait_one(Some(d)),
+        }
+    }
+
+    /// Receives the next message for a buffer of `cap` bytes (see
+    /// [`Source::one_that_fits`]); a message kept back by an earlier one comes first.
+    fn recv_fitting(&mut self, wait: Wait, cap: usize) -> Result<Fit, Miss> {
+        match self.pending.take() {
+            Some(m) => Ok(Fit::Taken(m)),
+            None => self.source.one_that_fits(wait, cap),
         }
     }
 
@@ -249,8 +312,11 @@ unsafe fn recv_into<H: ReaderHandle>(
             ));
         }
         let mut reader = lock(reader)?;
-        let m = match reader.recv(Wait::from_ms(timeout_ms)) {
-            Ok(m) => m,
+        let m = match reader.recv_fitting(Wait::from_ms(timeout_ms), buf_len) {
+            Ok(Fit::Taken(m)) => m,
+            // Too small, and left where it was (a group member's: still the group's).
+            // SAFETY: the caller passes a `len_out` valid for writes.
+            Ok(Fit::Left(needed)) => return Err(unsafe { too_small(needed, buf_len, len_out) }),
             // SAFETY: the caller passes NULL or a pointer valid for writes.
             Err(miss) => return Err(unsafe { missed(miss, lagged_out) }),
         };
@@ -263,8 +329,8 @@ unsafe fn recv_into<H: ReaderHandle>(
                 Ok(())
             }
             Err(status) => {
-                // Too small: kept for the next receive (dropped if the handle is freed
-                // first, as the docs say).
+                // Too small, and taken (a subscriber's own message): kept for the next
+                // receive (dropped if the handle is freed first, as the docs say).
                 reader.pending = Some(m);
                 Err(status)
             }
@@ -551,13 +617,11 @@ pub unsafe extern "C" fn memq_consumer_new(
 }
 
 /// Frees a consumer: it leaves its group (its partitions go to the other members); the
-/// group and its position remain. A message kept back by `memq_consumer_recv_into` is
-/// dropped with it, and lost to the group: the group counted it delivered when this
-/// member took it, as for every message a member of an automatic-commit group receives.
-/// Where a member may be freed between a too-small receive and the next one, receive
-/// with `memq_consumer_recv` (no size limit), or use an explicit-ack consumer
-/// (`memq_ack_consumer_new`), whose unsettled messages go back to the group. NULL does
-/// nothing.
+/// group and its position remain. Nothing received is lost with it: a message that
+/// `memq_consumer_recv_into` found too large for the buffer was not taken from the group,
+/// and goes to the next receive of another member. Messages this member received are the
+/// caller's (an automatic-commit group counted them delivered when they were received).
+/// NULL does nothing.
 ///
 /// Thread safety: no other call may use this consumer during or after this one.
 ///
@@ -619,9 +683,14 @@ pub unsafe extern "C" fn memq_consumer_recv_many(
 }
 
 /// Receives the next message for this member into the caller's buffer; as
-/// `memq_subscriber_recv_into` (a message too large for the buffer is kept for this
-/// member's next receive; freeing the member before that drops it, lost to the group:
-/// see `memq_consumer_free`).
+/// `memq_subscriber_recv_into`, except for a message too large for the buffer: it is not
+/// taken from the group at all. Then `MEMQ_STATUS_BUFFER_TOO_SMALL` is returned with the
+/// length needed in `*len_out` (nothing else is written), and the message stays the
+/// group's next, exactly where it was (the committed position, the delivered count and
+/// `MEMQ_OVERFLOW_BLOCK` room unchanged): the next receive of this member or of any
+/// other, of any kind, gets it, and freeing this member loses nothing. With `timeout_ms`
+/// other than 0 the call waits for a message as `memq_consumer_recv` does, then returns
+/// at once if it does not fit (another member waiting for messages is woken for it).
 ///
 /// Thread safety: as `memq_consumer_recv`.
 ///

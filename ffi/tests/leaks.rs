@@ -207,7 +207,7 @@ fn bad_input_leaks_nothing() {
             memq_subscriber_free(s);
             memq_topic_free(t);
 
-            // A consumer freed while holding a kept-back message.
+            // A consumer freed after a too-small receive (the message stays in the group).
             let t = topic(2);
             let g = member(t, "g");
             assert_eq!(publish_boxed(t, b"kept", 0), OK);

@@ -192,6 +192,129 @@ fn groups_share_work_and_resume() {
     }
 }
 
+/// Issue 32: a member's `recv_into` with a buffer too small for the next message takes
+/// nothing from the group, so freeing the member then loses nothing: another member gets
+/// the message, exactly once. The same on a partitioned topic, where it goes to the
+/// partition's next owner, and with a timeout.
+#[test]
+fn a_too_small_recv_into_leaves_the_message_in_the_group() {
+    for (partitions, timeout_ms) in [(1, 0), (1, 50), (1, -1), (2, 0), (2, 50)] {
+        let t = topic_with(&config(8, partitions, memq_overflow::Block));
+        let a = member(t, "g");
+        let b = member(t, "g");
+        // `a` owns partition 0 (and, alone on a one-partition topic, competes for it).
+        let mut r = memq_receipt::default();
+        // SAFETY: live topic, valid payload and out-pointer.
+        unsafe {
+            assert_eq!(
+                memq_topic_publish_to(t, 0, b"twelve bytes".as_ptr(), 12, 0, &mut r),
+                OK
+            );
+        }
+        let mut buf = [0u8; 4];
+        let mut len = 0;
+        let mut meta = memq_message_meta::default();
+        let mut committed = u64::MAX;
+        let mut before = memq_group_stats::default();
+        let mut after = memq_group_stats::default();
+        // SAFETY: live handles; `buf` of `buf.len()` bytes; valid out-pointers.
+        unsafe {
+            assert_eq!(
+                memq_topic_get_group_stats(t, c"g".as_ptr(), &mut before),
+                OK
+            );
+            assert_eq!(
+                memq_consumer_recv_into(
+                    a,
+                    timeout_ms,
+                    buf.as_mut_ptr(),
+                    buf.len(),
+                    &mut len,
+                    &mut meta,
+                    null_mut(),
+                ),
+                memq_status::BufferTooSmall,
+                "{partitions} partitions, timeout {timeout_ms}"
+            );
+            assert_eq!(len, 12, "the length needed");
+            assert_eq!(
+                meta,
+                memq_message_meta::default(),
+                "meta written on failure"
+            );
+            assert_eq!(buf, [0; 4], "buffer written on failure");
+            // Not taken: the group's position and counts are as they were.
+            assert_eq!(memq_consumer_committed(a, 0, &mut committed), OK);
+            assert_eq!(committed, 0);
+            assert_eq!(memq_topic_get_group_stats(t, c"g".as_ptr(), &mut after), OK);
+            assert_eq!((after.delivered, after.lag), (before.delivered, before.lag));
+            assert_eq!((after.delivered, after.lag), (0, 1));
+            memq_consumer_free(a);
+        }
+        // The other member gets it, once.
+        assert_eq!(consume(b, 0), Ok(b"twelve bytes".to_vec()));
+        assert_eq!(consume(b, 0), Err(memq_status::Empty));
+        // SAFETY: live handles, valid out-pointer; each freed once.
+        unsafe {
+            assert_eq!(memq_topic_get_group_stats(t, c"g".as_ptr(), &mut after), OK);
+            assert_eq!((after.delivered, after.lag), (1, 0));
+            memq_consumer_free(b);
+            memq_topic_free(t);
+        }
+    }
+}
+
+/// After a too-small `recv_into`, the same member's next receive of any kind gets the
+/// message it could not take (nothing else overtakes it), and a large enough buffer
+/// receives it.
+#[test]
+fn a_too_small_recv_into_is_followed_by_the_same_message() {
+    let t = topic(8);
+    let a = member(t, "g");
+    publish(t, b"first message");
+    publish(t, b"2nd");
+    let mut small = [0u8; 4];
+    let mut big = [0u8; 64];
+    let mut len = 0;
+    // SAFETY: a live handle; buffers of the lengths given; valid out-pointers.
+    unsafe {
+        for _ in 0..2 {
+            assert_eq!(
+                memq_consumer_recv_into(
+                    a,
+                    0,
+                    small.as_mut_ptr(),
+                    small.len(),
+                    &mut len,
+                    null_mut(),
+                    null_mut(),
+                ),
+                memq_status::BufferTooSmall
+            );
+            assert_eq!(len, 13);
+        }
+        assert_eq!(
+            memq_consumer_recv_into(
+                a,
+                0,
+                big.as_mut_ptr(),
+                big.len(),
+                &mut len,
+                null_mut(),
+                null_mut()
+            ),
+            OK
+        );
+        assert_eq!(&big[..len], b"first message");
+    }
+    assert_eq!(consume(a, 0), Ok(b"2nd".to_vec()));
+    // SAFETY: live handles, each freed once.
+    unsafe {
+        memq_consumer_free(a);
+        memq_topic_free(t);
+    }
+}
+
 #[test]
 fn keyed_and_partitioned_publishing() {
     let t = topic_with(&config(32, 4, memq_overflow::Block));
