@@ -35,8 +35,14 @@
 //! # Ok::<(), memq::codec::CodecError>(())
 //! ```
 
-// The docs link to `Postcard`, which a build without the `postcard` feature lacks.
-#![cfg_attr(not(feature = "postcard"), allow(rustdoc::broken_intra_doc_links))]
+// The docs link to `Postcard`: here with the `postcard` feature, else to the docs.rs build
+// (after a blank line, so that the definition does not continue the paragraph above).
+#![doc = ""]
+#![cfg_attr(feature = "postcard", doc = "[`Postcard`]: Postcard")]
+#![cfg_attr(
+    not(feature = "postcard"),
+    doc = "[`Postcard`]: https://docs.rs/memq-core/latest/memq_core/codec/struct.Postcard.html"
+)]
 
 use alloc::string::String;
 #[cfg(feature = "postcard")]

@@ -177,6 +177,12 @@ macro_rules! compression_codec {
 /// # }
 /// # Ok::<(), memq::codec::CodecError>(())
 /// ```
+///
+#[cfg_attr(feature = "zstd", doc = "[`Zstd`]: Zstd")]
+#[cfg_attr(
+    not(feature = "zstd"),
+    doc = "[`Zstd`]: https://docs.rs/memq/latest/memq/codec/struct.Zstd.html"
+)]
 #[cfg(feature = "gzip")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gzip<C> {
@@ -327,6 +333,12 @@ compression_codec!(Gzip, Compression::Gzip, gunzip);
 /// # }
 /// # Ok::<(), memq::codec::CodecError>(())
 /// ```
+///
+#[cfg_attr(feature = "gzip", doc = "[`Gzip`]: Gzip")]
+#[cfg_attr(
+    not(feature = "gzip"),
+    doc = "[`Gzip`]: https://docs.rs/memq/latest/memq/codec/struct.Gzip.html"
+)]
 #[cfg(feature = "zstd")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Zstd<C> {

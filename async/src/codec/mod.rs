@@ -15,8 +15,8 @@
 //! | [`Postcard`]            | `postcard` | compact binary, Rust to Rust, `no_std`            |
 //! | [`Json`]                | `json`     | text, any language                                |
 //! | [`MsgPack`]             | `msgpack`  | binary, any language                              |
-//! | [`Gzip<C>`](Gzip)       | `gzip`     | gzip over any codec `C`                           |
-//! | [`Zstd<C>`](Zstd)       | `zstd`     | zstd over any codec `C`                           |
+//! | [`Gzip<C>`][`Gzip`]       | `gzip`     | gzip over any codec `C`                           |
+//! | [`Zstd<C>`][`Zstd`]       | `zstd`     | zstd over any codec `C`                           |
 //! | [`Framed<C>`](Framed)   | always     | the magic header in front of any codec `C`        |
 //!
 //! Wrappers compose through [`CodecExt`]: `Json::new().zstd().with_header()` is
@@ -77,15 +77,33 @@
 //! ```
 
 // The docs link to every codec; a build without some codec features lacks those targets.
+// Links to what a feature brings: here when it is on, else to the docs.rs build (every
+// feature on). The blank line keeps the definitions out of the paragraph above.
+#![doc = ""]
+#![cfg_attr(feature = "postcard", doc = "[`Postcard`]: Postcard")]
 #![cfg_attr(
-    not(all(
-        feature = "postcard",
-        feature = "json",
-        feature = "msgpack",
-        feature = "gzip",
-        feature = "zstd"
-    )),
-    allow(rustdoc::broken_intra_doc_links)
+    not(feature = "postcard"),
+    doc = "[`Postcard`]: https://docs.rs/memq/latest/memq/codec/struct.Postcard.html"
+)]
+#![cfg_attr(feature = "json", doc = "[`Json`]: Json")]
+#![cfg_attr(
+    not(feature = "json"),
+    doc = "[`Json`]: https://docs.rs/memq/latest/memq/codec/struct.Json.html"
+)]
+#![cfg_attr(feature = "msgpack", doc = "[`MsgPack`]: MsgPack")]
+#![cfg_attr(
+    not(feature = "msgpack"),
+    doc = "[`MsgPack`]: https://docs.rs/memq/latest/memq/codec/struct.MsgPack.html"
+)]
+#![cfg_attr(feature = "gzip", doc = "[`Gzip`]: Gzip")]
+#![cfg_attr(
+    not(feature = "gzip"),
+    doc = "[`Gzip`]: https://docs.rs/memq/latest/memq/codec/struct.Gzip.html"
+)]
+#![cfg_attr(feature = "zstd", doc = "[`Zstd`]: Zstd")]
+#![cfg_attr(
+    not(feature = "zstd"),
+    doc = "[`Zstd`]: https://docs.rs/memq/latest/memq/codec/struct.Zstd.html"
 )]
 
 pub use memq_core::codec::{
@@ -127,6 +145,17 @@ pub use topic::{EncodedPublishError, MessageCodecExt, PublishEncoded, TopicCodec
 /// ```
 /// assert_eq!(memq::codec::DEFAULT_MAX_DECOMPRESSED_LEN, 256 * 1024 * 1024);
 /// ```
+///
+#[cfg_attr(feature = "gzip", doc = "[`Gzip`]: Gzip")]
+#[cfg_attr(
+    not(feature = "gzip"),
+    doc = "[`Gzip`]: https://docs.rs/memq/latest/memq/codec/struct.Gzip.html"
+)]
+#[cfg_attr(feature = "zstd", doc = "[`Zstd`]: Zstd")]
+#[cfg_attr(
+    not(feature = "zstd"),
+    doc = "[`Zstd`]: https://docs.rs/memq/latest/memq/codec/struct.Zstd.html"
+)]
 pub const DEFAULT_MAX_DECOMPRESSED_LEN: usize = 256 * 1024 * 1024;
 
 /// Builder methods for wrapping any [`Codec`]: `codec.gzip()`, `codec.zstd()`,

@@ -29,9 +29,6 @@
 //! The pool reaches into nothing: it uses the group's public `recv`/`try_recv` and the
 //! results topic's `publish`, like any other user.
 //!
-//! [`Tokio`]: crate::rt::Tokio
-//! [`AsyncStd`]: crate::rt::AsyncStd
-//! [`Smol`]: crate::rt::Smol
 //! [`Threads`]: crate::rt::Threads
 //!
 //! # Examples
@@ -71,9 +68,23 @@
 
 // The docs link to every runtime adapter; a build without some runtime features lacks
 // those targets.
+// Links to what a feature brings: here when it is on, else to the docs.rs build (every
+// feature on). The blank line keeps the definitions out of the paragraph above.
+#![doc = ""]
+#![cfg_attr(feature = "tokio", doc = "[`Tokio`]: crate::rt::Tokio")]
 #![cfg_attr(
-    not(all(feature = "tokio", feature = "async-std", feature = "smol")),
-    allow(rustdoc::broken_intra_doc_links)
+    not(feature = "tokio"),
+    doc = "[`Tokio`]: https://docs.rs/memq/latest/memq/rt/struct.Tokio.html"
+)]
+#![cfg_attr(feature = "async-std", doc = "[`AsyncStd`]: crate::rt::AsyncStd")]
+#![cfg_attr(
+    not(feature = "async-std"),
+    doc = "[`AsyncStd`]: https://docs.rs/memq/latest/memq/rt/struct.AsyncStd.html"
+)]
+#![cfg_attr(feature = "smol", doc = "[`Smol`]: crate::rt::Smol")]
+#![cfg_attr(
+    not(feature = "smol"),
+    doc = "[`Smol`]: https://docs.rs/memq/latest/memq/rt/struct.Smol.html"
 )]
 
 use core::fmt;
@@ -500,7 +511,7 @@ where
     /// calls the handler in place, for the pool's whole life.
     ///
     /// If the runtime shuts down first (a Tokio runtime dropped, an executor of yours
-    /// given to [`Smol::with_executor`](crate::rt::Smol::with_executor) dropped; see
+    /// given to [`Smol::with_executor`] dropped; see
     /// [`Runtime::drops_tasks_on_shutdown`]), the workers are told to stop, as by
     /// [`Shutdown::Stop`]: Tokio's shutdown waits for its blocking threads, and would
     /// otherwise wait for ever.
@@ -525,6 +536,15 @@ where
     /// assert_eq!((stats.processed, stats.active), (1, 0));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    #[cfg_attr(
+        feature = "smol",
+        doc = "[`Smol::with_executor`]: crate::rt::Smol::with_executor"
+    )]
+    #[cfg_attr(
+        not(feature = "smol"),
+        doc = "[`Smol::with_executor`]: https://docs.rs/memq/latest/memq/rt/struct.Smol.html#method.with_executor"
+    )]
     pub fn spawn_blocking<R, F, E>(self, rt: &R, handler: F) -> Result<WorkerPool, PoolError>
     where
         R: Runtime,

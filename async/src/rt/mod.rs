@@ -49,9 +49,23 @@
 
 // The docs link to every runtime adapter; a build without some runtime features lacks
 // those targets.
+// Links to what a feature brings: here when it is on, else to the docs.rs build (every
+// feature on). The blank line keeps the definitions out of the paragraph above.
+#![doc = ""]
+#![cfg_attr(feature = "tokio", doc = "[`Tokio`]: Tokio")]
 #![cfg_attr(
-    not(all(feature = "tokio", feature = "async-std", feature = "smol")),
-    allow(rustdoc::broken_intra_doc_links)
+    not(feature = "tokio"),
+    doc = "[`Tokio`]: https://docs.rs/memq/latest/memq/rt/struct.Tokio.html"
+)]
+#![cfg_attr(feature = "async-std", doc = "[`AsyncStd`]: AsyncStd")]
+#![cfg_attr(
+    not(feature = "async-std"),
+    doc = "[`AsyncStd`]: https://docs.rs/memq/latest/memq/rt/struct.AsyncStd.html"
+)]
+#![cfg_attr(feature = "smol", doc = "[`Smol`]: Smol")]
+#![cfg_attr(
+    not(feature = "smol"),
+    doc = "[`Smol`]: https://docs.rs/memq/latest/memq/rt/struct.Smol.html"
 )]
 
 use core::fmt;

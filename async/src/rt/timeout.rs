@@ -166,7 +166,13 @@ mod sealed {
 /// # Panics
 ///
 /// The returned futures sleep on the runtime's timer, so they panic where that timer does:
-/// with [`Tokio`](super::Tokio), when polled after the Tokio runtime has shut down.
+/// with [`Tokio`], when polled after the Tokio runtime has shut down.
+///
+#[cfg_attr(feature = "tokio", doc = "[`Tokio`]: super::Tokio")]
+#[cfg_attr(
+    not(feature = "tokio"),
+    doc = "[`Tokio`]: https://docs.rs/memq/latest/memq/rt/struct.Tokio.html"
+)]
 pub trait RecvTimeoutExt: sealed::Sealed {
     /// What a receive returns: a [`Message`], or a [`Delivery`] for a member of an
     /// explicit-ack group.
@@ -320,8 +326,14 @@ recv_many_timeout_ext!(AckConsumer, Delivery, AckRecvMany);
 ///
 /// # Panics
 ///
-/// As for [`RecvTimeoutExt`]: with [`Tokio`](super::Tokio), when polled after the Tokio
+/// As for [`RecvTimeoutExt`]: with [`Tokio`], when polled after the Tokio
 /// runtime has shut down.
+///
+#[cfg_attr(feature = "tokio", doc = "[`Tokio`]: super::Tokio")]
+#[cfg_attr(
+    not(feature = "tokio"),
+    doc = "[`Tokio`]: https://docs.rs/memq/latest/memq/rt/struct.Tokio.html"
+)]
 pub trait PublishTimeoutExt<T>: sealed::Sealed {
     /// Publishes `value`, waiting at most `timeout` for room (policy `Block`); unkeyed
     /// messages go to partitions in turn, as with `publish`.
