@@ -1144,6 +1144,9 @@ fn a_blocked_member_that_declines_does_not_strand_another() {
         let (tx, rx) = mpsc::channel();
         std::thread::scope(|s| {
             let tx_a = tx.clone();
+            // Borrowed, not moved: `a` stays a member after it returns (leaving the group
+            // would wake every member, hiding a wake-up that was not passed on).
+            let a = &mut a;
             s.spawn(move || {
                 let r = block_on(a.recv_if(|v: &u32| *v != 7));
                 tx_a.send(("a", r.map(|m| m.into_value()))).unwrap();

@@ -23,8 +23,8 @@ use loom::future::block_on;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
 use memq_core::{
-    AckConfig, AckError, Consumer, ManualClock, PublishError, RecvError, StartAt, Timer, Topic,
-    TopicConfig, TryRecvError,
+    AckConfig, AckError, Consumer, ManualClock, Overflow, PublishError, RecvError, RecvIfError,
+    StartAt, Timer, Topic, TopicConfig, TryRecvError,
 };
 
 /// Polls `fut` once with a waker that does nothing: for a future that is dropped rather
@@ -140,6 +140,37 @@ fn dropped_waiting_member_passes_its_wakeup_on() {
         assert_eq!(reader.join().unwrap(), Ok(9));
         assert_eq!(a.try_recv().unwrap_err(), TryRecvError::Empty);
     });
+}
+
+/// Two members wait, one of them in `recv_if` with a predicate that declines the only
+/// message: whether it is woken first, and declines and returns, or the other takes the
+/// message first, the other member must get it (a decline passes its wake-up on). The
+/// decliner then ends with the topic's close. With the group's shared pool and without
+/// (`DropOldest`: members read under the partition's lock).
+#[test]
+fn a_member_that_declines_passes_its_wakeup_on() {
+    for overflow in [Overflow::Block, Overflow::DropOldest] {
+        model(move || {
+            let topic = Topic::<u32>::new(TopicConfig::new(4).overflow(overflow)).unwrap();
+            let mut a = topic.group("g", StartAt::Latest).unwrap();
+            let mut b = topic.group("g", StartAt::Latest).unwrap();
+            // The decliner stays a member until joined: leaving the group would wake
+            // every member, hiding a wake-up that was not passed on.
+            let decliner = thread::spawn(move || {
+                let got = block_on(a.recv_if(|v: &u32| *v != 9)).map(|m| m.into_value());
+                (got, a)
+            });
+            let taker = thread::spawn(move || block_on(b.recv()).map(|m| m.into_value()));
+            topic.try_publish(9).unwrap();
+            assert_eq!(taker.join().unwrap(), Ok(9));
+            topic.close();
+            let (declined, _a) = decliner.join().unwrap();
+            assert!(
+                matches!(declined, Err(RecvIfError::Declined | RecvIfError::Closed)),
+                "{declined:?}"
+            );
+        });
+    }
 }
 
 #[test]
