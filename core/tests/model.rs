@@ -23,7 +23,7 @@ use std::time::Duration;
 use memq_core::{
     AckConfig, AckConsumer, AckError, Consumer, DeadLetter, DeadLetterReason, Delivery, Error,
     ManualClock, Message, Overflow, PublishError, Receipt, StartAt, Subscriber, Timer, Topic,
-    TopicConfig, TryRecvError,
+    TopicConfig, TryRecvError, TryRecvIfError,
 };
 use proptest::prelude::*;
 
@@ -476,6 +476,32 @@ impl Model {
         }
     }
 
+    /// A conditional receive (`Consumer::try_recv_if`): a receive of one, undone if
+    /// `accept` declines the message, but for the TTL's lazy expiry, which the real
+    /// receive applies before it looks at the message.
+    fn member_recv_if(
+        &mut self,
+        i: usize,
+        accept: impl Fn(u32) -> bool,
+    ) -> Result<Seen, TryRecvIfError> {
+        let next = self.members[i].next;
+        let g = self.members[i].group;
+        match first(self.member_recv_many(i, 1)) {
+            Ok(m) if !accept(m.3) => {
+                let p = m.1 as usize;
+                self.groups[g].pos[p] -= 1;
+                self.groups[g].delivered[p] -= 1;
+                self.parts[p].delivered -= 1;
+                self.members[i].next = next;
+                Err(TryRecvIfError::Declined)
+            }
+            Ok(m) => Ok(m),
+            Err(TryRecvError::Empty) => Err(TryRecvIfError::Empty),
+            Err(TryRecvError::Lagged(n)) => Err(TryRecvIfError::Lagged(n)),
+            Err(_) => Err(TryRecvIfError::Closed),
+        }
+    }
+
     fn group_closed(&self, g: usize) -> Result<Vec<Seen>, TryRecvError> {
         let drained = (0..self.cfg.partitions).all(|p| self.groups[g].pos[p] >= self.parts[p].high);
         Err(if self.closed && drained {
@@ -525,6 +551,8 @@ enum Op {
     Join(usize, StartAt),
     Leave(usize),
     MemberRecv(usize),
+    /// `try_recv_if` accepting values not divisible by the second field (1: none).
+    MemberRecvIf(usize, u32),
     MemberPollRecv(usize),
     MemberRecvMany(usize, usize),
     Committed(usize, usize),
@@ -562,6 +590,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (0usize..2, start_at()).prop_map(|(g, a)| Op::Join(g, a)),
         1 => i.clone().prop_map(Op::Leave),
         5 => i.clone().prop_map(Op::MemberRecv),
+        2 => (i.clone(), 1u32..4).prop_map(|(m, k)| Op::MemberRecvIf(m, k)),
         2 => i.clone().prop_map(Op::MemberPollRecv),
         2 => (i.clone(), 0usize..4).prop_map(|(m, l)| Op::MemberRecvMany(m, l)),
         1 => (i.clone(), p).prop_map(|(m, p)| Op::Committed(m, p)),
@@ -789,6 +818,13 @@ fn step(model: &mut Model, real: &mut Real, op: &Op, next_value: &mut u32) -> Re
             let i = i % real.members.len();
             let got = received(real.members[i].try_recv());
             same!(got, first(model.member_recv_many(i, 1)));
+        }
+        Op::MemberRecvIf(i, k) if !real.members.is_empty() => {
+            let i = i % real.members.len();
+            let got = real.members[i]
+                .try_recv_if(|v| v % k != 0)
+                .map(|m| seen(&m));
+            same!(got, model.member_recv_if(i, |v| v % k != 0));
         }
         Op::MemberPollRecv(i) if !real.members.is_empty() => {
             let i = i % real.members.len();
