@@ -47,45 +47,33 @@
 //!   the adapter stays for existing users, and smol is its successor.
 //! - `serde`, `postcard`, `json`, `msgpack`, `gzip`, `zstd`: the codecs in [`codec`].
 //!
-//! These docs are built with every feature on, on docs.rs; a build with some off links
-//! what it lacks to docs.rs.
+//! These docs are meant to be built with every feature on (`cargo doc --all-features`);
+//! in a build with some off, a link to what is missing leads to this list.
 // (The blank line ends the paragraph: the link definitions below must not continue it.)
 #![doc = ""]
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 #![doc(test(attr(deny(warnings))))]
 // Links to what a feature brings: within these docs when the feature is on, else to the
-// docs.rs build (every feature on), so that every link resolves under every feature set.
+// list of features above, so that every link resolves under every feature set.
 #![cfg_attr(
     feature = "std",
     doc = "[`rt`]: rt\n\n[`pool`]: pool\n\n[rt-runtime]: rt::Runtime"
 )]
 #![cfg_attr(
     not(feature = "std"),
-    doc = "[`rt`]: https://docs.rs/memq/latest/memq/rt/index.html\n\n\
-           [`pool`]: https://docs.rs/memq/latest/memq/pool/index.html\n\n\
-           [rt-runtime]: https://docs.rs/memq/latest/memq/rt/trait.Runtime.html"
+    doc = "[`rt`]: crate#features\n\n\
+           [`pool`]: crate#features\n\n\
+           [rt-runtime]: crate#features"
 )]
 #![cfg_attr(feature = "serde", doc = "[`codec`]: codec")]
-#![cfg_attr(
-    not(feature = "serde"),
-    doc = "[`codec`]: https://docs.rs/memq/latest/memq/codec/index.html"
-)]
+#![cfg_attr(not(feature = "serde"), doc = "[`codec`]: crate#features")]
 #![cfg_attr(feature = "tokio", doc = "[`rt::Tokio`]: rt::Tokio")]
-#![cfg_attr(
-    not(feature = "tokio"),
-    doc = "[`rt::Tokio`]: https://docs.rs/memq/latest/memq/rt/struct.Tokio.html"
-)]
+#![cfg_attr(not(feature = "tokio"), doc = "[`rt::Tokio`]: crate#features")]
 #![cfg_attr(feature = "async-std", doc = "[`rt::AsyncStd`]: rt::AsyncStd")]
-#![cfg_attr(
-    not(feature = "async-std"),
-    doc = "[`rt::AsyncStd`]: https://docs.rs/memq/latest/memq/rt/struct.AsyncStd.html"
-)]
+#![cfg_attr(not(feature = "async-std"), doc = "[`rt::AsyncStd`]: crate#features")]
 #![cfg_attr(feature = "smol", doc = "[`rt::Smol`]: rt::Smol")]
-#![cfg_attr(
-    not(feature = "smol"),
-    doc = "[`rt::Smol`]: https://docs.rs/memq/latest/memq/rt/struct.Smol.html"
-)]
+#![cfg_attr(not(feature = "smol"), doc = "[`rt::Smol`]: crate#features")]
 
 pub use memq_core::*;
 

@@ -116,12 +116,10 @@ impl Backoff {
 /// provide their own. Without any timer, deadlines are still honoured whenever a member
 /// polls, but a parked member is not woken by the clock alone.
 ///
-// Without `std` the item does not exist here: the link goes to the docs.rs build.
+// Without `std` the item does not exist here: the link goes to the crate's list of
+// features.
 #[cfg_attr(feature = "std", doc = "[`ThreadTimer`]: crate::ThreadTimer")]
-#[cfg_attr(
-    not(feature = "std"),
-    doc = "[`ThreadTimer`]: https://docs.rs/memq-core/latest/memq_core/struct.ThreadTimer.html"
-)]
+#[cfg_attr(not(feature = "std"), doc = "[`ThreadTimer`]: crate#features")]
 pub trait Timer: Send + Sync {
     /// Wakes `waker` once `delay` has passed.
     fn wake_after(&self, delay: Duration, waker: Waker);
@@ -409,12 +407,10 @@ impl<T> AckConfig<T> {
     /// The clock leases are measured with (default: the topic's; with `std`, else a
     /// [`StdClock`]).
     ///
-    // Without `std` the item does not exist here: the link goes to the docs.rs build.
+    // Without `std` the item does not exist here: the link goes to the crate's list of
+    // features.
     #[cfg_attr(feature = "std", doc = "[`StdClock`]: crate::StdClock")]
-    #[cfg_attr(
-        not(feature = "std"),
-        doc = "[`StdClock`]: https://docs.rs/memq-core/latest/memq_core/struct.StdClock.html"
-    )]
+    #[cfg_attr(not(feature = "std"), doc = "[`StdClock`]: crate#features")]
     pub fn clock(mut self, clock: alloc::sync::Arc<dyn Clock>) -> Self {
         self.clock = Some(clock);
         self
@@ -423,12 +419,10 @@ impl<T> AckConfig<T> {
     /// The timer that wakes parked members when a lease or a delay runs out (default with
     /// `std`: [`ThreadTimer`]).
     ///
-    // Without `std` the item does not exist here: the link goes to the docs.rs build.
+    // Without `std` the item does not exist here: the link goes to the crate's list of
+    // features.
     #[cfg_attr(feature = "std", doc = "[`ThreadTimer`]: crate::ThreadTimer")]
-    #[cfg_attr(
-        not(feature = "std"),
-        doc = "[`ThreadTimer`]: https://docs.rs/memq-core/latest/memq_core/struct.ThreadTimer.html"
-    )]
+    #[cfg_attr(not(feature = "std"), doc = "[`ThreadTimer`]: crate#features")]
     pub fn timer(mut self, timer: alloc::sync::Arc<dyn Timer>) -> Self {
         self.timer = Some(timer);
         self

@@ -35,14 +35,12 @@
 //! # Ok::<(), memq::codec::CodecError>(())
 //! ```
 
-// The docs link to `Postcard`: here with the `postcard` feature, else to the docs.rs build
-// (after a blank line, so that the definition does not continue the paragraph above).
+// The docs link to `Postcard`: here with the `postcard` feature, else to the crate's list
+// of features (after a blank line, so that the definition does not continue the paragraph
+// above).
 #![doc = ""]
 #![cfg_attr(feature = "postcard", doc = "[`Postcard`]: Postcard")]
-#![cfg_attr(
-    not(feature = "postcard"),
-    doc = "[`Postcard`]: https://docs.rs/memq-core/latest/memq_core/codec/struct.Postcard.html"
-)]
+#![cfg_attr(not(feature = "postcard"), doc = "[`Postcard`]: crate#features")]
 
 use alloc::string::String;
 #[cfg(feature = "postcard")]

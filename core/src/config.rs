@@ -154,12 +154,10 @@ impl TopicConfig {
     /// log is visited; without a timer (no `std`), a parked publisher waits for the next
     /// visit (a read, another publish) to find the room.
     ///
-    // Without `std` the item does not exist here: the link goes to the docs.rs build.
+    // Without `std` the item does not exist here: the link goes to the crate's list of
+    // features.
     #[cfg_attr(feature = "std", doc = "[`ThreadTimer`]: crate::ThreadTimer")]
-    #[cfg_attr(
-        not(feature = "std"),
-        doc = "[`ThreadTimer`]: https://docs.rs/memq-core/latest/memq_core/struct.ThreadTimer.html"
-    )]
+    #[cfg_attr(not(feature = "std"), doc = "[`ThreadTimer`]: crate#features")]
     pub fn timer(mut self, timer: Arc<dyn crate::ack::Timer>) -> Self {
         self.timer = Some(timer);
         self

@@ -41,14 +41,11 @@
     not(feature = "serde"),
     doc = "- `serde`: the `codec::Codec` trait; `postcard`: the postcard codec."
 )]
-// Without `std`, `StdClock` is not here: the link goes to the docs.rs build (after a blank
-// line, so that the definition does not continue the list above).
+// Without `std`, `StdClock` is not here: the link goes to the crate's list of features
+// (after a blank line, so that the definition does not continue the list above).
 #![doc = ""]
 #![cfg_attr(feature = "std", doc = "[`StdClock`]: StdClock")]
-#![cfg_attr(
-    not(feature = "std"),
-    doc = "[`StdClock`]: https://docs.rs/memq-core/latest/memq_core/struct.StdClock.html"
-)]
+#![cfg_attr(not(feature = "std"), doc = "[`StdClock`]: crate#features")]
 #![cfg_attr(not(feature = "std"), no_std)]
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]

@@ -179,10 +179,7 @@ macro_rules! compression_codec {
 /// ```
 ///
 #[cfg_attr(feature = "zstd", doc = "[`Zstd`]: Zstd")]
-#[cfg_attr(
-    not(feature = "zstd"),
-    doc = "[`Zstd`]: https://docs.rs/memq/latest/memq/codec/struct.Zstd.html"
-)]
+#[cfg_attr(not(feature = "zstd"), doc = "[`Zstd`]: crate#features")]
 #[cfg(feature = "gzip")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gzip<C> {
@@ -335,10 +332,7 @@ compression_codec!(Gzip, Compression::Gzip, gunzip);
 /// ```
 ///
 #[cfg_attr(feature = "gzip", doc = "[`Gzip`]: Gzip")]
-#[cfg_attr(
-    not(feature = "gzip"),
-    doc = "[`Gzip`]: https://docs.rs/memq/latest/memq/codec/struct.Gzip.html"
-)]
+#[cfg_attr(not(feature = "gzip"), doc = "[`Gzip`]: crate#features")]
 #[cfg(feature = "zstd")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Zstd<C> {

@@ -77,34 +77,20 @@
 //! ```
 
 // The docs link to every codec; a build without some codec features lacks those targets.
-// Links to what a feature brings: here when it is on, else to the docs.rs build (every
-// feature on). The blank line keeps the definitions out of the paragraph above.
+// Links to what a feature brings: here when it is on, else to the crate's list of
+// features, which says which feature brings it. The blank line keeps the definitions
+// out of the paragraph above.
 #![doc = ""]
 #![cfg_attr(feature = "postcard", doc = "[`Postcard`]: Postcard")]
-#![cfg_attr(
-    not(feature = "postcard"),
-    doc = "[`Postcard`]: https://docs.rs/memq/latest/memq/codec/struct.Postcard.html"
-)]
+#![cfg_attr(not(feature = "postcard"), doc = "[`Postcard`]: crate#features")]
 #![cfg_attr(feature = "json", doc = "[`Json`]: Json")]
-#![cfg_attr(
-    not(feature = "json"),
-    doc = "[`Json`]: https://docs.rs/memq/latest/memq/codec/struct.Json.html"
-)]
+#![cfg_attr(not(feature = "json"), doc = "[`Json`]: crate#features")]
 #![cfg_attr(feature = "msgpack", doc = "[`MsgPack`]: MsgPack")]
-#![cfg_attr(
-    not(feature = "msgpack"),
-    doc = "[`MsgPack`]: https://docs.rs/memq/latest/memq/codec/struct.MsgPack.html"
-)]
+#![cfg_attr(not(feature = "msgpack"), doc = "[`MsgPack`]: crate#features")]
 #![cfg_attr(feature = "gzip", doc = "[`Gzip`]: Gzip")]
-#![cfg_attr(
-    not(feature = "gzip"),
-    doc = "[`Gzip`]: https://docs.rs/memq/latest/memq/codec/struct.Gzip.html"
-)]
+#![cfg_attr(not(feature = "gzip"), doc = "[`Gzip`]: crate#features")]
 #![cfg_attr(feature = "zstd", doc = "[`Zstd`]: Zstd")]
-#![cfg_attr(
-    not(feature = "zstd"),
-    doc = "[`Zstd`]: https://docs.rs/memq/latest/memq/codec/struct.Zstd.html"
-)]
+#![cfg_attr(not(feature = "zstd"), doc = "[`Zstd`]: crate#features")]
 
 pub use memq_core::codec::{
     deserialize_within_depth, Codec, CodecError, Compression, Format, MAX_DEPTH,
@@ -147,15 +133,9 @@ pub use topic::{EncodedPublishError, MessageCodecExt, PublishEncoded, TopicCodec
 /// ```
 ///
 #[cfg_attr(feature = "gzip", doc = "[`Gzip`]: Gzip")]
-#[cfg_attr(
-    not(feature = "gzip"),
-    doc = "[`Gzip`]: https://docs.rs/memq/latest/memq/codec/struct.Gzip.html"
-)]
+#[cfg_attr(not(feature = "gzip"), doc = "[`Gzip`]: crate#features")]
 #[cfg_attr(feature = "zstd", doc = "[`Zstd`]: Zstd")]
-#[cfg_attr(
-    not(feature = "zstd"),
-    doc = "[`Zstd`]: https://docs.rs/memq/latest/memq/codec/struct.Zstd.html"
-)]
+#[cfg_attr(not(feature = "zstd"), doc = "[`Zstd`]: crate#features")]
 pub const DEFAULT_MAX_DECOMPRESSED_LEN: usize = 256 * 1024 * 1024;
 
 /// Builder methods for wrapping any [`Codec`]: `codec.gzip()`, `codec.zstd()`,

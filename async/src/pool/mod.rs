@@ -68,24 +68,16 @@
 
 // The docs link to every runtime adapter; a build without some runtime features lacks
 // those targets.
-// Links to what a feature brings: here when it is on, else to the docs.rs build (every
-// feature on). The blank line keeps the definitions out of the paragraph above.
+// Links to what a feature brings: here when it is on, else to the crate's list of
+// features, which says which feature brings it. The blank line keeps the definitions
+// out of the paragraph above.
 #![doc = ""]
 #![cfg_attr(feature = "tokio", doc = "[`Tokio`]: crate::rt::Tokio")]
-#![cfg_attr(
-    not(feature = "tokio"),
-    doc = "[`Tokio`]: https://docs.rs/memq/latest/memq/rt/struct.Tokio.html"
-)]
+#![cfg_attr(not(feature = "tokio"), doc = "[`Tokio`]: crate#features")]
 #![cfg_attr(feature = "async-std", doc = "[`AsyncStd`]: crate::rt::AsyncStd")]
-#![cfg_attr(
-    not(feature = "async-std"),
-    doc = "[`AsyncStd`]: https://docs.rs/memq/latest/memq/rt/struct.AsyncStd.html"
-)]
+#![cfg_attr(not(feature = "async-std"), doc = "[`AsyncStd`]: crate#features")]
 #![cfg_attr(feature = "smol", doc = "[`Smol`]: crate::rt::Smol")]
-#![cfg_attr(
-    not(feature = "smol"),
-    doc = "[`Smol`]: https://docs.rs/memq/latest/memq/rt/struct.Smol.html"
-)]
+#![cfg_attr(not(feature = "smol"), doc = "[`Smol`]: crate#features")]
 
 use core::fmt;
 use core::future::Future;
@@ -541,10 +533,7 @@ where
         feature = "smol",
         doc = "[`Smol::with_executor`]: crate::rt::Smol::with_executor"
     )]
-    #[cfg_attr(
-        not(feature = "smol"),
-        doc = "[`Smol::with_executor`]: https://docs.rs/memq/latest/memq/rt/struct.Smol.html#method.with_executor"
-    )]
+    #[cfg_attr(not(feature = "smol"), doc = "[`Smol::with_executor`]: crate#features")]
     pub fn spawn_blocking<R, F, E>(self, rt: &R, handler: F) -> Result<WorkerPool, PoolError>
     where
         R: Runtime,

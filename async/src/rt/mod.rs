@@ -49,24 +49,16 @@
 
 // The docs link to every runtime adapter; a build without some runtime features lacks
 // those targets.
-// Links to what a feature brings: here when it is on, else to the docs.rs build (every
-// feature on). The blank line keeps the definitions out of the paragraph above.
+// Links to what a feature brings: here when it is on, else to the crate's list of
+// features, which says which feature brings it. The blank line keeps the definitions
+// out of the paragraph above.
 #![doc = ""]
 #![cfg_attr(feature = "tokio", doc = "[`Tokio`]: Tokio")]
-#![cfg_attr(
-    not(feature = "tokio"),
-    doc = "[`Tokio`]: https://docs.rs/memq/latest/memq/rt/struct.Tokio.html"
-)]
+#![cfg_attr(not(feature = "tokio"), doc = "[`Tokio`]: crate#features")]
 #![cfg_attr(feature = "async-std", doc = "[`AsyncStd`]: AsyncStd")]
-#![cfg_attr(
-    not(feature = "async-std"),
-    doc = "[`AsyncStd`]: https://docs.rs/memq/latest/memq/rt/struct.AsyncStd.html"
-)]
+#![cfg_attr(not(feature = "async-std"), doc = "[`AsyncStd`]: crate#features")]
 #![cfg_attr(feature = "smol", doc = "[`Smol`]: Smol")]
-#![cfg_attr(
-    not(feature = "smol"),
-    doc = "[`Smol`]: https://docs.rs/memq/latest/memq/rt/struct.Smol.html"
-)]
+#![cfg_attr(not(feature = "smol"), doc = "[`Smol`]: crate#features")]
 
 use core::fmt;
 use core::future::Future;

@@ -169,10 +169,7 @@ mod sealed {
 /// with [`Tokio`], when polled after the Tokio runtime has shut down.
 ///
 #[cfg_attr(feature = "tokio", doc = "[`Tokio`]: super::Tokio")]
-#[cfg_attr(
-    not(feature = "tokio"),
-    doc = "[`Tokio`]: https://docs.rs/memq/latest/memq/rt/struct.Tokio.html"
-)]
+#[cfg_attr(not(feature = "tokio"), doc = "[`Tokio`]: crate#features")]
 pub trait RecvTimeoutExt: sealed::Sealed {
     /// What a receive returns: a [`Message`], or a [`Delivery`] for a member of an
     /// explicit-ack group.
@@ -330,10 +327,7 @@ recv_many_timeout_ext!(AckConsumer, Delivery, AckRecvMany);
 /// runtime has shut down.
 ///
 #[cfg_attr(feature = "tokio", doc = "[`Tokio`]: super::Tokio")]
-#[cfg_attr(
-    not(feature = "tokio"),
-    doc = "[`Tokio`]: https://docs.rs/memq/latest/memq/rt/struct.Tokio.html"
-)]
+#[cfg_attr(not(feature = "tokio"), doc = "[`Tokio`]: crate#features")]
 pub trait PublishTimeoutExt<T>: sealed::Sealed {
     /// Publishes `value`, waiting at most `timeout` for room (policy `Block`); unkeyed
     /// messages go to partitions in turn, as with `publish`.
