@@ -1,10 +1,12 @@
 # Every unit, integration and doc test of every crate, all features on, in the ci
-# profile (optimised, debug assertions on). This also builds every example and bench.
+# profile (optimised, debug assertions on). This also builds every example. memq-bench
+# (bench/) has no tests: stage 50 builds its binaries and benches once, in their own form,
+# instead of a second time as test harnesses here.
 # Builds first, then runs under `timeout`: a hung test (a lost wake-up) fails the stage
 # in minutes instead of eating CI's budget.
-run cargo test --workspace --all-targets --all-features --profile "$MEMQ_PROFILE" --no-run
-bounded 900 cargo test --workspace --all-targets --all-features --profile "$MEMQ_PROFILE"
-bounded 900 cargo test --workspace --doc --all-features --profile "$MEMQ_PROFILE"
+run cargo test --workspace --exclude memq-bench --all-targets --all-features --profile "$MEMQ_PROFILE" --no-run
+bounded 900 cargo test --workspace --exclude memq-bench --all-targets --all-features --profile "$MEMQ_PROFILE"
+bounded 900 cargo test --workspace --exclude memq-bench --doc --all-features --profile "$MEMQ_PROFILE"
 if [ "${MEMQ_QUICK:-0}" = 1 ]; then
     note "quick mode: the core alone with its default features is tested by the full run"
     return 0
