@@ -591,34 +591,42 @@ fn reject_is_full_at_once() {
     }
 }
 
+/// "new" must still be live when it is read, within its 20 ms TTL: a run where this
+/// thread was descheduled longer (measured) shows nothing, and is made again.
 #[test]
 fn ttl_expires_messages() {
-    let mut c = config(8, 1, memq_overflow::Block);
-    c.ttl_ms = 20;
-    let t = topic_with(&c);
-    let s = subscribe(t, memq_start::Earliest);
-    publish(t, b"old");
-    thread::sleep(std::time::Duration::from_millis(60));
-    publish(t, b"new");
-    let mut m = null_mut();
-    let mut lagged = 0;
-    // SAFETY: live handles, valid out-pointers.
-    unsafe {
-        assert_eq!(
-            memq_subscriber_recv(s, 0, &mut m, &mut lagged),
-            memq_status::Lagged
-        );
-        assert_eq!(lagged, 1);
+    let ttl = std::time::Duration::from_millis(20);
+    for _ in 0..100 {
+        let mut c = config(8, 1, memq_overflow::Block);
+        c.ttl_ms = 20;
+        let t = topic_with(&c);
+        let s = subscribe(t, memq_start::Earliest);
+        publish(t, b"old");
+        thread::sleep(std::time::Duration::from_millis(60));
+        let before_new = std::time::Instant::now();
+        publish(t, b"new");
+        let mut m = null_mut();
+        let mut lagged = 0;
+        // SAFETY: live handles, valid out-pointers.
+        let first = unsafe { memq_subscriber_recv(s, 0, &mut m, &mut lagged) };
+        let new = recv(s, 0);
+        let mut st = memq_topic_stats::default();
+        // SAFETY: live topic, valid out-pointer.
+        assert_eq!(unsafe { memq_topic_get_stats(t, &mut st) }, OK);
+        let in_time = before_new.elapsed() < ttl;
+        // SAFETY: live handles, each freed once.
+        unsafe {
+            memq_subscriber_free(s);
+            memq_topic_free(t);
+        }
+        if in_time {
+            assert_eq!((first, lagged), (memq_status::Lagged, 1));
+            assert_eq!(new, Ok(b"new".to_vec()));
+            assert_eq!(st.expired, 1);
+            return;
+        }
     }
-    assert_eq!(recv(s, 0), Ok(b"new".to_vec()));
-    let mut st = memq_topic_stats::default();
-    // SAFETY: live handles, valid out-pointer; freed once.
-    unsafe {
-        assert_eq!(memq_topic_get_stats(t, &mut st), OK);
-        assert_eq!(st.expired, 1);
-        memq_subscriber_free(s);
-        memq_topic_free(t);
-    }
+    panic!("in 100 runs this thread never read a message within its 20 ms TTL");
 }
 
 #[test]
@@ -665,16 +673,75 @@ fn blocking_publish_and_receive_across_threads() {
     }
 }
 
+/// Publishers waiting for room on partition 0 of `t`.
+fn waiting_publishers(t: *const memq_topic) -> usize {
+    let mut st = memq_topic_stats::default();
+    // SAFETY: a live topic, a valid out-pointer.
+    assert_eq!(unsafe { memq_topic_get_stats(t, &mut st) }, OK);
+    st.waiting_publishers
+}
+
+/// A full topic of 64 slots and a publish of 64 waiting on it for 300 ms while a reader
+/// frees one slot (too few to wake it): the publish takes it at its deadline. Returns the
+/// topic and the reader, which has read message 0.
+///
+/// Whether the slot was freed while the publish waited is seen, not assumed: the reader
+/// frees it once the publish is in line and looks again after; a publish still in line
+/// then makes its last try after the free. A run where the reader got there only after the
+/// publish had given up (a descheduled thread) shows nothing, and is made again.
+fn a_timed_publish_takes_a_slot_freed_while_it_waits() -> (*mut memq_topic, *mut memq_subscriber) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    for _ in 0..100 {
+        let t = topic(64);
+        let s = subscribe(t, memq_start::Earliest);
+        for i in 0..64u8 {
+            publish(t, &[i]);
+        }
+        let gave_up = Arc::new(AtomicBool::new(false));
+        let (tp, sp) = (t as usize, s as usize);
+        let reader = {
+            let gave_up = gave_up.clone();
+            thread::spawn(move || {
+                let t = tp as *const memq_topic;
+                while waiting_publishers(t) == 0 {
+                    if gave_up.load(Ordering::SeqCst) {
+                        return (None, false);
+                    }
+                    thread::sleep(std::time::Duration::from_millis(1));
+                }
+                let got = recv(sp as *const memq_subscriber, 0).unwrap();
+                (Some(got), waiting_publishers(t) > 0)
+            })
+        };
+        let mut r = memq_receipt::default();
+        // SAFETY: live topic, readable payload, valid receipt.
+        let st = unsafe { memq_topic_publish(t, [64u8].as_ptr(), 1, 300, &mut r) };
+        gave_up.store(true, Ordering::SeqCst);
+        let (got, freed_while_in_line) = reader.join().unwrap();
+        if st == OK {
+            assert_eq!((r.offset, got), (64, Some(vec![0])));
+            return (t, s);
+        }
+        assert!(
+            !freed_while_in_line,
+            "a slot freed while the publish waited was not taken: {st:?}"
+        );
+        // SAFETY: live handles, each freed once; the reader has ended.
+        unsafe {
+            memq_subscriber_free(s);
+            memq_topic_free(t);
+        }
+    }
+    panic!("in 100 runs the reader never freed the slot before the publish gave up");
+}
+
 /// A full `BLOCK` topic of 64 slots wakes a waiting publisher only once 4 slots are free;
 /// a publish with a time limit still takes, at its deadline, the one slot a reader freed
 /// and then left, and times out only when no slot is free.
 #[test]
 fn a_timed_publish_takes_a_slot_freed_too_few_to_wake_it() {
-    let t = topic(64);
-    let s = subscribe(t, memq_start::Earliest);
-    for i in 0..64u8 {
-        publish(t, &[i]);
-    }
+    let (t, s) = a_timed_publish_takes_a_slot_freed_while_it_waits();
     let publish_within = |payload: &[u8], timeout_ms: i64| {
         let mut r = memq_receipt::default();
         // SAFETY: live topic, readable payload, valid receipt.
@@ -682,13 +749,6 @@ fn a_timed_publish_takes_a_slot_freed_too_few_to_wake_it() {
             unsafe { memq_topic_publish(t, payload.as_ptr(), payload.len(), timeout_ms, &mut r) };
         (st, r.offset)
     };
-    let sp = s as usize;
-    let reader = thread::spawn(move || {
-        thread::sleep(std::time::Duration::from_millis(10));
-        recv(sp as *const memq_subscriber, 0).unwrap()
-    });
-    assert_eq!(publish_within(&[64], 300), (OK, 64));
-    assert_eq!(reader.join().unwrap(), [0]);
     assert_eq!(publish_within(&[65], 20).0, memq_status::Timeout);
     assert_eq!(publish_within(&[65], 0).0, memq_status::Full);
     // Batches, keyed and to a partition, alike.
@@ -768,7 +828,10 @@ fn closing_wakes_blocked_calls() {
             memq_topic_publish(t, b"b".as_ptr(), 1, -1, &mut r)
         }
     });
-    thread::sleep(std::time::Duration::from_millis(50));
+    // The publisher has published "a" and waits to publish "b": seen, not slept for.
+    while waiting_publishers(t) == 0 {
+        thread::sleep(std::time::Duration::from_millis(1));
+    }
     // SAFETY: live topic.
     assert_eq!(unsafe { memq_topic_close(t) }, OK);
     assert_eq!(publisher.join().unwrap(), memq_status::Closed);
