@@ -221,18 +221,42 @@ class Leases(unittest.TestCase):
         self.assertEqual(topic.ack_group_stats("g")["acked"], 1)
 
     def test_touch_keeps_the_lease(self):
-        topic = memq.Topic(capacity=8)
-        member = topic.ack_consumer("g", ack_wait=2.0)
-        topic.publish(b"job")
-        d = member.recv(timeout=1)
-        for _ in range(2):  # 2.4 s in all, never 2 s without a touch
-            time.sleep(1.2)
-            # A receive takes an expired lease back: nothing may come while d is renewed.
-            self.assertIsNone(member.recv(timeout=0))
-            d.touch()
-        d.ack()
-        stats = topic.ack_group_stats("g")
-        self.assertEqual((stats["acked"], stats["redelivered"]), (1, 0))
+        # The lease is real time: each check holds only if this thread was not held up
+        # for a whole lease (2 s) since the mark before it, which is measured; a run
+        # where it was shows nothing, and is made again.
+        for _ in range(10):
+            topic = memq.Topic(capacity=8)
+            member = topic.ack_consumer("g", ack_wait=2.0)
+            topic.publish(b"job")
+            mark = time.monotonic()
+            d = member.recv(timeout=1)
+            seen, in_time = [], True
+            for _ in range(2):  # 2.4 s in all, never 2 s without a touch
+                time.sleep(1.2)
+                # A receive takes an expired lease back: nothing may come while d is renewed.
+                again = member.recv(timeout=0)
+                before_touch = time.monotonic()
+                try:
+                    d.touch()
+                    touched = True
+                except memq.LeaseExpired:
+                    touched = False
+                in_time = in_time and time.monotonic() - mark < 2.0
+                mark = before_touch
+                seen.append((again, touched))
+            try:
+                d.ack()
+                acked = True
+            except memq.LeaseExpired:
+                acked = False
+            in_time = in_time and time.monotonic() - mark < 2.0
+            if in_time:
+                self.assertEqual(seen, [(None, True)] * 2)
+                self.assertTrue(acked)
+                stats = topic.ack_group_stats("g")
+                self.assertEqual((stats["acked"], stats["redelivered"]), (1, 0))
+                return
+        self.fail("in 10 runs this thread never kept to the 2 s lease")
 
 
 class PoolTests(unittest.TestCase):
