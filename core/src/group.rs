@@ -1278,7 +1278,8 @@ impl<T> Consumer<T> {
     ///
     /// ```
     /// # use memq_core as memq;
-    /// use memq::{block_on, RecvIfError, StartAt, Topic};
+    /// # use futures_executor::block_on;
+    /// use memq::{RecvIfError, StartAt, Topic};
     ///
     /// let topic = Topic::with_capacity(16)?;
     /// let mut member = topic.group("workers", StartAt::Earliest)?;
