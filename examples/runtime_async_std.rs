@@ -21,7 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let reader = AsyncStd.spawn(async move {
             let mut count = 0u64;
             loop {
-                match sub.recv_timeout(Duration::from_secs(5), &AsyncStd).await {
+                match sub.recv_timeout(Duration::from_secs(30), &AsyncStd).await {
                     Ok(_) => count += 1,
                     Err(RecvTimeoutError::Closed) => return Ok(count),
                     Err(e) => return Err(e),

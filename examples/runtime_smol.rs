@@ -25,7 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let rt2 = rt.clone();
                 Ok(rt.spawn(async move {
                     let mut got = Vec::new();
-                    while let Ok(m) = member.recv_timeout(Duration::from_secs(5), &rt2).await {
+                    while let Ok(m) = member.recv_timeout(Duration::from_secs(30), &rt2).await {
                         got.push(m.into_value());
                     }
                     got
@@ -40,7 +40,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
         for n in 0..N {
             topic
-                .publish_timeout(n, Duration::from_secs(5), &rt)
+                .publish_timeout(n, Duration::from_secs(30), &rt)
                 .await?;
             jobs.publish(n).await?;
         }

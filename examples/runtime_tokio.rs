@@ -22,7 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let rt = Tokio::current();
         let topic = Topic::<u64>::new(memq::TopicConfig::new(128).clock(rt.clock()))?;
 
-        // Three members of a group as tasks; each waits at most 5 s for its next message.
+        // Three members of a group as tasks; each waits at most 30 s for its next message.
         let members: Vec<_> = (0..3)
             .map(|_| {
                 let mut member = topic.group("tokio", StartAt::Earliest)?;
@@ -30,7 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Ok(rt.spawn(async move {
                     let mut sum = 0u64;
                     loop {
-                        match member.recv_timeout(Duration::from_secs(5), &rt2).await {
+                        match member.recv_timeout(Duration::from_secs(30), &rt2).await {
                             Ok(m) => sum += m.into_value(),
                             Err(RecvTimeoutError::Closed) => return Ok(sum),
                             Err(e) => return Err(e),
@@ -40,7 +40,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             })
             .collect::<Result<_, memq::Error>>()?;
 
-        // Two publisher tasks, each giving up on a message after 5 s without room.
+        // Two publisher tasks, each giving up on a message after 30 s without room.
         let publishers: Vec<_> = (0..2u64)
             .map(|p| {
                 let topic = topic.clone();
@@ -48,7 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 rt.spawn(async move {
                     for n in (p..N).step_by(2) {
                         topic
-                            .publish_timeout(n, Duration::from_secs(5), &rt2)
+                            .publish_timeout(n, Duration::from_secs(30), &rt2)
                             .await?;
                     }
                     Ok::<(), memq::PublishError<u64>>(())

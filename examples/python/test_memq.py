@@ -261,8 +261,10 @@ class Leases(unittest.TestCase):
 
 class PoolTests(unittest.TestCase):
     def test_a_slow_batch_renews_its_leases(self):
-        # 16 jobs of 0.1 s per fetch: 1.6 s, longer than ack_wait. Without renewal the
-        # tail of each batch would expire and run twice.
+        # 16 jobs of 0.2 s per fetch: 3.2 s, longer than ack_wait (2 s). Without renewal
+        # the tail of each batch would expire and run twice. With it, each job starts
+        # with at least 7/8 of ack_wait (1.75 s) on every waiting lease: a margin of
+        # 1.55 s over a 0.2 s job, far from what a busy machine adds between jobs.
         jobs, results = memq.Topic(capacity=64), memq.Topic(capacity=64)
         out = results.subscribe()
         calls = collections.Counter()
@@ -271,10 +273,10 @@ class PoolTests(unittest.TestCase):
         def handler(data):
             with lock:
                 calls[data] += 1
-            time.sleep(0.1)
+            time.sleep(0.2)
             return data
 
-        pool = memq.Pool(jobs, "g", handler, workers=2, results=results, ack_wait=1.0, batch=16)
+        pool = memq.Pool(jobs, "g", handler, workers=2, results=results, ack_wait=2.0, batch=16)
         for i in range(24):
             jobs.publish(b"%d" % i)
         jobs.close()
