@@ -27,8 +27,9 @@ use core::task::{Context, Poll, Waker};
 
 use crate::config::StartAt;
 use crate::error::{Error, RecvError, RecvIfError, TryRecvError, TryRecvIfError};
-use crate::log::{Dest, Entry, Fetcher, GroupId, Log, Read, REVOKED};
+use crate::log::{Dest, Entry, Read, REVOKED};
 use crate::message::Message;
+use crate::partition::{Fetcher, GroupId};
 use crate::subscriber::{start_position, to_message};
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering, Padded};
 use crate::topic::{Shared, Topic};
@@ -605,7 +606,7 @@ impl<T> Consumer<T> {
         let mut log = self.shared.parts[p].log.lock();
         let high = log.high;
         if let Some(g) = log.group(self.group.ids[p]) {
-            Log::<T>::unregister(&mut g.waiters, &mut self.keys[p], &mut wl, &mut spent);
+            g.waiters.unregister(&mut self.keys[p], &mut wl, &mut spent);
             g.keep_watch(high, &mut wl);
         } else {
             self.keys[p] = None;

@@ -72,6 +72,7 @@ mod error;
 mod group;
 mod log;
 mod message;
+mod partition;
 mod route;
 mod stats;
 mod subscriber;

@@ -13,8 +13,9 @@ use core::task::{Context, Poll, Waker};
 
 use crate::config::StartAt;
 use crate::error::{Error, Lagged, RecvError, TryRecvError};
-use crate::log::{Dest, Entry, Fetcher, Log, Read};
+use crate::log::{Dest, Entry, Read};
 use crate::message::Message;
+use crate::partition::{Fetcher, PartLog};
 use crate::sync::{Arc, AtomicUsize, Ordering, Padded};
 use crate::topic::{Shared, Topic};
 use crate::wait::{SpentWakers, WaitKey, WakeList};
@@ -34,7 +35,7 @@ pub(crate) fn to_message<T>(
 }
 
 /// Resolves a start position on a locked log.
-pub(crate) fn start_position<T>(log: &Log<T>, p: usize, start: StartAt) -> Result<u64, Error> {
+pub(crate) fn start_position<T>(log: &PartLog<T>, p: usize, start: StartAt) -> Result<u64, Error> {
     match start {
         StartAt::Earliest => Ok(log.first()),
         StartAt::Latest => Ok(log.high),
@@ -88,7 +89,7 @@ impl<T> SubPart<T> {
     /// goes back first, and afterwards the log lets go of what no reader needs any more
     /// (into `released`, to be dropped after unlocking), as the reader may have been the
     /// slowest.
-    fn give_back_and_seek(&mut self, log: &mut Log<T>, pos: u64, released: &mut Vec<T>) {
+    fn give_back_and_seek(&mut self, log: &mut PartLog<T>, pos: u64, released: &mut Vec<T>) {
         log.give_back(&mut self.buf);
         log.set_cursor(self.cursor, pos);
         self.reattach(log);
@@ -96,7 +97,7 @@ impl<T> SubPart<T> {
     }
 
     /// After a seek took back the read-ahead: the cell starts again, empty.
-    fn reattach(&mut self, log: &mut Log<T>) {
+    fn reattach(&mut self, log: &mut PartLog<T>) {
         self.acted = 0;
         self.fetched = Some(log.fetched(self.cursor));
         if let Some(cell) = &self.ahead {

@@ -20,8 +20,8 @@ use crate::clock::{as_nanos, Clock};
 use crate::config::{Overflow, TopicConfig};
 use crate::error::{Error, PublishError};
 use crate::group::GroupShared;
-use crate::log::Log;
 use crate::message::Receipt;
+use crate::partition::PartLog;
 use crate::route::{key_partition, Router};
 use crate::sync::{Arc, AtomicUsize, Mutex, MutexGuard, Ordering, Padded};
 use crate::wait::{SpentWakers, WaitKey, WakeList};
@@ -39,7 +39,7 @@ fn encode_wake(pos: u64) -> usize {
 }
 
 pub(crate) struct Partition<T> {
-    pub(crate) log: Mutex<Log<T>>,
+    pub(crate) log: Mutex<PartLog<T>>,
     /// Non-zero while a publisher may be parked on this partition: the position (plus
     /// one, see [`encode_wake`]) the slowest reader must reach for its room to be free,
     /// or a lower one. Written under the lock by a parking publisher and by readers that
@@ -154,7 +154,13 @@ impl<T> Shared<T> {
     /// publishers are collected into `out`. The expired values go to `dead`, which the
     /// caller drops after unlocking (declared before the lock, it is dropped after it).
     #[inline]
-    pub(crate) fn expire(&self, log: &mut Log<T>, now: u64, out: &mut WakeList, dead: &mut Vec<T>) {
+    pub(crate) fn expire(
+        &self,
+        log: &mut PartLog<T>,
+        now: u64,
+        out: &mut WakeList,
+        dead: &mut Vec<T>,
+    ) {
         if let Some(ttl) = self.ttl {
             if log.evict_expired(now, ttl, dead) > 0 {
                 log.rehold_acked_groups();
@@ -203,13 +209,13 @@ impl<T> Shared<T> {
     ///
     /// Only the test of `key` is inline: most publishes never parked.
     #[inline]
-    fn out_of_turn(&self, log: &mut Log<T>, key: Option<WaitKey>, need: u64) -> bool {
+    fn out_of_turn(&self, log: &mut PartLog<T>, key: Option<WaitKey>, need: u64) -> bool {
         key.is_some() && self.behind_others(log, key, need)
     }
 
     /// [`Shared::out_of_turn`] for a publisher that parked.
     #[inline(never)]
-    fn behind_others(&self, log: &mut Log<T>, key: Option<WaitKey>, need: u64) -> bool {
+    fn behind_others(&self, log: &mut PartLog<T>, key: Option<WaitKey>, need: u64) -> bool {
         if !log.pubs.is_waiting(key) {
             return false;
         }
@@ -227,7 +233,7 @@ impl<T> Shared<T> {
     #[inline(never)]
     fn stay_parked(
         &self,
-        mut log: MutexGuard<'_, Log<T>>,
+        mut log: MutexGuard<'_, PartLog<T>>,
         key: &mut Option<WaitKey>,
         need: u64,
         waker: &Waker,
@@ -256,7 +262,7 @@ impl<T> Shared<T> {
     pub(crate) fn park_publisher(
         &self,
         p: usize,
-        log: &mut Log<T>,
+        log: &mut PartLog<T>,
         need: u64,
         wl: &mut WakeList,
     ) -> bool {
@@ -285,7 +291,7 @@ impl<T> Shared<T> {
     /// dropped after the lock.
     fn expiry_alarm(
         &self,
-        log: &mut Log<T>,
+        log: &mut PartLog<T>,
         now: u64,
         waker: &Waker,
         key: Option<WaitKey>,
@@ -343,7 +349,7 @@ impl<T> Shared<T> {
     /// topics with a TTL and a timer.
     #[cold]
     #[inline(never)]
-    fn drop_expiry_alarm(log: &mut Log<T>, key: WaitKey, spent: &mut Vec<Alarm>) {
+    fn drop_expiry_alarm(log: &mut PartLog<T>, key: WaitKey, spent: &mut Vec<Alarm>) {
         if log.pubs.waiting() == 0 {
             spent.extend(log.expiry_alarms.drain(..).map(|(_, a)| a));
         } else if let Some(i) = log.expiry_alarms.iter().position(|(k, _)| *k == key) {
@@ -404,7 +410,7 @@ impl<T> Shared<T> {
     // readers' and publishers' hot paths it changed their code enough to cost S4 (batches)
     // a fifth of its speed.
     #[inline(never)]
-    pub(crate) fn rearm(&self, p: usize, log: &mut Log<T>, wl: &mut WakeList) {
+    pub(crate) fn rearm(&self, p: usize, log: &mut PartLog<T>, wl: &mut WakeList) {
         let part = &self.parts[p];
         loop {
             log.notify_publishers(self.overflow, wl);
@@ -436,7 +442,7 @@ impl<T> Shared<T> {
     fn leave_publishers(
         &self,
         p: usize,
-        log: &mut Log<T>,
+        log: &mut PartLog<T>,
         key: &mut Option<WaitKey>,
         spent: &mut Spent,
     ) {
@@ -452,7 +458,7 @@ impl<T> Shared<T> {
     fn leave_parked(
         &self,
         p: usize,
-        log: &mut Log<T>,
+        log: &mut PartLog<T>,
         key: &mut Option<WaitKey>,
         spent: &mut Spent,
     ) {
@@ -472,7 +478,7 @@ impl<T> Shared<T> {
     /// first in line now (it must never be left lower than what that publisher needs;
     /// see [`Shared::ahead_consumed`]).
     #[inline]
-    fn after_publish(&self, p: usize, log: &mut Log<T>, wl: &mut WakeList) {
+    fn after_publish(&self, p: usize, log: &mut PartLog<T>, wl: &mut WakeList) {
         self.parts[p].note_tail(log.high);
         if log.pubs.waiting() > 0 {
             self.rearm(p, log, wl);
@@ -491,7 +497,7 @@ impl<T> Shared<T> {
     /// Waking nobody changes nothing it depends on: the first in line, the room promised,
     /// the end of the log.
     #[inline]
-    pub(crate) fn reader_advanced(&self, log: &mut Log<T>, out: &mut WakeList) {
+    pub(crate) fn reader_advanced(&self, log: &mut PartLog<T>, out: &mut WakeList) {
         if log.pubs.waiting() > 0 && log.notify_publishers(self.overflow, out) > 0 {
             self.rearm(log.partition, log, out);
         }
@@ -610,7 +616,7 @@ impl<T> Shared<T> {
             let mut log = self.parts[p].log.lock();
             self.expire(&mut log, now, &mut wl, &mut dead);
             if log.closed {
-                Log::<T>::unregister(&mut log.pubs, key, &mut wl, &mut spent.wakers);
+                log.pubs.unregister(key, &mut wl, &mut spent.wakers);
                 return Attempt::Done(Err(PublishError::Closed(v)));
             }
             if let Some(w) = waker {
@@ -642,7 +648,7 @@ impl<T> Shared<T> {
                             v = back;
                         }
                         _ => {
-                            Log::<T>::unregister(&mut log.pubs, key, &mut wl, &mut spent.wakers);
+                            log.pubs.unregister(key, &mut wl, &mut spent.wakers);
                             return Attempt::Done(Err(PublishError::Full(back)));
                         }
                     },
@@ -695,7 +701,7 @@ impl<T> Shared<T> {
             let mut log = self.parts[p].log.lock_now();
             if log.closed {
                 let mut wl = WakeList::new();
-                Log::<T>::unregister(&mut log.pubs, key, &mut wl, &mut spent);
+                log.pubs.unregister(key, &mut wl, &mut spent);
                 drop(log);
                 wl.wake_all();
                 return Attempt::Done(Err(PublishError::Closed(batch)));
@@ -713,7 +719,7 @@ impl<T> Shared<T> {
             let mut log = self.parts[p].log.lock_now();
             self.expire(&mut log, now, &mut wl, &mut olds);
             if log.closed {
-                Log::<T>::unregister(&mut log.pubs, key, &mut wl, &mut spent.wakers);
+                log.pubs.unregister(key, &mut wl, &mut spent.wakers);
                 return Attempt::Done(Err(PublishError::Closed(batch)));
             }
             if n == 0 {
@@ -750,7 +756,7 @@ impl<T> Shared<T> {
                             }
                         }
                         _ => {
-                            Log::<T>::unregister(&mut log.pubs, key, &mut wl, &mut spent.wakers);
+                            log.pubs.unregister(key, &mut wl, &mut spent.wakers);
                             return Attempt::Done(Err(PublishError::Full(batch)));
                         }
                     },
@@ -950,7 +956,7 @@ impl<T> Topic<T> {
                 partitions: config.partitions,
             })?;
         for _ in 0..config.partitions {
-            let log = Log::new(config.capacity, config.release_on_read, parts.len())
+            let log = PartLog::new(config.capacity, config.release_on_read, parts.len())
                 .ok_or_else(|| too_large.clone())?;
             parts.push(Partition {
                 log: Mutex::new(log),

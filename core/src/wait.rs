@@ -254,6 +254,22 @@ impl WaiterList {
         was == SlotState::Notified
     }
 
+    /// Removes a wait registration, passing an unconsumed notification on to the next
+    /// waiter of the list (into `out`). The removed waker goes to `spent`, to be dropped
+    /// after unlocking.
+    pub(crate) fn unregister(
+        &mut self,
+        key: &mut Option<WaitKey>,
+        out: &mut WakeList,
+        spent: &mut SpentWakers,
+    ) {
+        let (notified, waker) = self.remove(key);
+        spent.keep(waker);
+        if notified {
+            self.notify_one(out);
+        }
+    }
+
     /// Frees the slot of `key`. Returns whether it held an unconsumed notification, which
     /// the caller must pass on (see [`WaiterList::notify_one`]) where one waiter per event
     /// is woken.
@@ -593,6 +609,7 @@ impl Drop for WakeList {
 mod tests {
     use super::*;
     use alloc::sync::Arc;
+    use alloc::vec;
     use alloc::task::Wake;
     use core::sync::atomic::{AtomicUsize, Ordering};
 

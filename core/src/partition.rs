@@ -1,0 +1,5 @@
+//! A partition: its state under the partition's lock ([`PartLog`]).
+
+mod state;
+
+pub(crate) use state::{Fetcher, GroupId, PartLog};
