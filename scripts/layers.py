@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""memq-core's layers: which file of core/src uses which, and whether any use points up.
+"""memq-core's layers: which file of core/src uses which, and whether any use points up;
+and the size of its files and functions.
 
 Every item a file names through a `crate::` path (in a `use` or inline) is resolved to
 the file that defines it, which gives a graph of files. The check fails if that graph
@@ -86,6 +87,39 @@ def resolve(mods, name, modules, defined):
     return None
 
 
+MAX_FILE_LINES = 850
+MAX_FN_LINES = 80
+FN = re.compile(r"^(\s*)(?:pub(?:\([^)]*\))?\s+)?(?:const\s+|async\s+)*fn\s+(\w+)", re.M)
+
+
+def sizes(files, rel):
+    """Files over MAX_FILE_LINES, and functions over MAX_FN_LINES whose body does not
+    say why in a comment starting `// Long:` (tests excepted)."""
+    bad = []
+    for p in files:
+        lines = p.read_text().split("\n")
+        if len(lines) > MAX_FILE_LINES:
+            bad.append(f"{rel[p]}: {len(lines)} lines (at most {MAX_FILE_LINES})")
+        code = strip_tests("\n".join(lines)).split("\n")
+        i = 0
+        while i < len(code):
+            m = FN.match(code[i])
+            if not m or code[i].rstrip().endswith(";"):
+                i += 1
+                continue
+            indent = m.group(1)
+            end = i
+            while end < len(code) and not (code[end].startswith(indent + "}") and len(code[end].rstrip()) == len(indent) + 1):
+                end += 1
+            length = end - i + 1
+            body = "\n".join(code[i:end + 1])
+            if length > MAX_FN_LINES and "// Long:" not in body:
+                bad.append(f"{rel[p]}:{i + 1}: fn {m.group(2)} is {length} lines (at most "
+                           f"{MAX_FN_LINES} without a `// Long:` comment saying why)")
+            i = end + 1 if end > i else i + 1
+    return bad
+
+
 def main():
     files = sorted(p for p in SRC.rglob("*.rs"))
     rel = {p: str(p.relative_to(SRC)) for p in files}
@@ -149,6 +183,7 @@ def main():
             visit(v)
     for c in comps:
         bad.append("import circle: " + " <-> ".join(c))
+    bad += sizes(files, rel)
     if "--graph" in sys.argv:
         for a in sorted(graph):
             print(f"{a} (layer {layer_of(a)}): {' '.join(sorted(graph[a]))}")
@@ -158,7 +193,8 @@ def main():
             print("  " + b)
         return 1
     print(f"memq-core layering: {len(graph)} files, {sum(map(len, graph.values()))} uses, "
-          "no circle, no use of a higher layer")
+          "no circle, no use of a higher layer; files within "
+          f"{MAX_FILE_LINES} lines, functions within {MAX_FN_LINES} or saying why")
     return 0
 
 
