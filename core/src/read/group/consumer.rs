@@ -29,7 +29,7 @@ use crate::config::StartAt;
 use crate::error::{Error, RecvError, RecvIfError, TryRecvError, TryRecvIfError};
 use crate::log::{Dest, Entry, Fetcher, GroupId, Log, Read, REVOKED};
 use crate::message::Message;
-use crate::subscriber::{start_position, to_message};
+use crate::read::subscriber::{start_position, to_message};
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering, Padded};
 use crate::topic::{Shared, Topic};
 use crate::wait::{SpentWakers, WaitKey, WaiterList, WakeList};
