@@ -33,7 +33,7 @@ use crate::config::StartAt;
 use crate::error::{Error, RecvError, TryRecvError};
 use crate::message::Message;
 use crate::read::group::Consumer;
-use crate::read::subscriber::to_message;
+use crate::read::to_message;
 use crate::sync::Arc;
 use crate::topic::{Shared, Topic};
 use crate::wait::{SpentWakers, WaiterList, WakeList};

@@ -11,6 +11,7 @@ use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 
+use super::{start_position, to_message};
 use crate::config::StartAt;
 use crate::error::{Error, Lagged, RecvError, TryRecvError};
 use crate::log::{Dest, Entry, Fetcher, Log, Read};
@@ -18,34 +19,6 @@ use crate::message::Message;
 use crate::sync::{Arc, AtomicUsize, Ordering, Padded};
 use crate::topic::{Shared, Topic};
 use crate::wait::{SpentWakers, WaitKey, WakeList};
-
-pub(crate) fn to_message<T>(
-    p: usize,
-    e: Entry<T>,
-    stamp: Option<core::time::Duration>,
-) -> Message<T> {
-    Message {
-        offset: e.offset,
-        partition: p as u32,
-        timestamp: stamp
-            .map(|origin| origin.saturating_add(core::time::Duration::from_nanos(e.ts))),
-        value: e.value,
-    }
-}
-
-/// Resolves a start position on a locked log.
-pub(crate) fn start_position<T>(log: &Log<T>, p: usize, start: StartAt) -> Result<u64, Error> {
-    match start {
-        StartAt::Earliest => Ok(log.first()),
-        StartAt::Latest => Ok(log.high),
-        StartAt::Offset(offset) if offset <= log.high => Ok(offset),
-        StartAt::Offset(offset) => Err(Error::OffsetOutOfRange {
-            offset,
-            partition: p as u32,
-            high: log.high,
-        }),
-    }
-}
 
 /// How many messages a subscriber fetches per visit to a partition, at most.
 ///
