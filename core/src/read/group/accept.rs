@@ -5,8 +5,8 @@
 //! that holds the message.
 
 /// What a receive asks of the next message before it takes it (see
-/// [`Consumer::try_recv_if`](super::Consumer::try_recv_if)). A poll that declines a message returns `Ok((0, None))`
-/// with nothing changed.
+/// [`Consumer::try_recv_if`](super::Consumer::try_recv_if)). A poll that declines a message
+/// returns `Ok((0, None))` with nothing changed.
 pub(super) trait Accept<T> {
     /// `true` for receives that take any message: their checks compile away, so a plain
     /// receive costs what it did before receives could decline.

@@ -23,8 +23,8 @@ use crate::wait::{SpentWakers, WaitKey, WakeList};
 /// A member of a consumer group: receives the messages of its assigned partitions that
 /// no other member received.
 ///
-/// Made by [`Topic::group`](crate::Topic::group). Dropping it leaves the group (its partitions are rebalanced
-/// to the other members); the group and its position remain.
+/// Made by [`Topic::group`](crate::Topic::group). Dropping it leaves the group (its
+/// partitions are rebalanced to the other members); the group and its position remain.
 pub struct Consumer<T> {
     pub(crate) shared: Arc<Shared<T>>,
     pub(crate) group: Arc<GroupShared<T>>,
@@ -274,11 +274,12 @@ impl<T> Consumer<T> {
     ///
     /// # Errors
     ///
-    /// [`RecvError::Lagged`] if the group fell behind the retained window (policy
-    /// `DropOldest` or TTL); [`RecvError::Closed`] when the topic is closed and the
-    /// whole group has drained (every partition read to its end, not only this
-    /// member's: a rebalance may still hand it a partition with messages left), or the
-    /// group was deleted.
+    /// [`RecvError::Lagged`](crate::RecvError::Lagged) if the group fell behind the
+    /// retained window (policy `DropOldest` or TTL);
+    /// [`RecvError::Closed`](crate::RecvError::Closed) when the topic is closed and the
+    /// whole group has drained (every partition read to its end, not only this member's: a
+    /// rebalance may still hand it a partition with messages left), or the group was
+    /// deleted.
     ///
     /// # Cancel safety
     ///
@@ -362,17 +363,17 @@ impl<T> Consumer<T> {
         }
     }
 
-    /// Waits for the next message for this member, then takes it if `f` returns `true`
-    /// for its value, as [`Consumer::try_recv_if`]: if `f` returns `false` the future
-    /// completes with [`RecvIfError::Declined`] and the message stays in the group,
-    /// exactly where it was, for the next receive of any member. `f` is called at most
-    /// once, inside the critical section that holds the message (see
+    /// Waits for the next message for this member, then takes it if `f` returns `true` for
+    /// its value, as [`Consumer::try_recv_if`]: if `f` returns `false` the future completes
+    /// with [`RecvIfError::Declined`](crate::RecvIfError::Declined) and the message stays
+    /// in the group, exactly where it was, for the next receive of any member. `f` is
+    /// called at most once, inside the critical section that holds the message (see
     /// [`Consumer::try_recv_if`]).
     ///
     /// # Errors
     ///
-    /// [`RecvIfError::Declined`] if `f` declined the message; otherwise as
-    /// [`Consumer::recv`].
+    /// [`RecvIfError::Declined`](crate::RecvIfError::Declined) if `f` declined the message;
+    /// otherwise as [`Consumer::recv`].
     ///
     /// # Panics
     ///

@@ -198,6 +198,30 @@ pub(super) fn note_lag<T>(
     log.finished(at.cursor)
 }
 
+/// Ends a visit that took messages at `at`, under the partition's lock: settles this
+/// member's registration there (`key`) and, if more messages remain, wakes the next
+/// waiting member (passing the baton, so nobody sleeps on a non-empty partition); lets
+/// in publishers the move made room for. Returns whether the partition is closed and
+/// now read to its end.
+fn settle_taken<T>(
+    shared: &Shared<T>,
+    log: &mut Log<T>,
+    at: GroupCursor,
+    key: Option<WaitKey>,
+    spent: &mut SpentWakers,
+    wl: &mut WakeList,
+) -> bool {
+    let more = log.fetched(at.cursor) < log.high;
+    if let Some(g) = log.group(at.id) {
+        g.waiters.settle(key, spent);
+        if more {
+            g.waiters.notify_one(wl);
+        }
+    }
+    shared.reader_advanced(log, wl);
+    log.finished(at.cursor)
+}
+
 /// Ends this member's registration `key` on a partition's wait list, under the
 /// partition's lock. If a wake-up had reached it and `more` (messages remain for another
 /// member), the wake-up goes on to the next waiting member, since this one is not taking
@@ -410,19 +434,8 @@ impl<T> Consumer<T> {
             }
         }
         if log.cursor(cursor) > old {
-            let more = log.fetched(cursor) < log.high;
-            if let Some(g) = log.group(id) {
-                g.waiters.settle(key, &mut spent);
-                // More remain and others wait: pass the baton so nobody sleeps on a
-                // non-empty partition.
-                if more {
-                    g.waiters.notify_one(&mut wl);
-                }
-            }
-            shared.reader_advanced(&mut log, &mut wl);
-            return Visit::Took {
-                finished: log.finished(cursor),
-            };
+            let finished = settle_taken(shared, &mut log, at, key, &mut spent, &mut wl);
+            return Visit::Took { finished };
         }
         if log.closed {
             return Visit::Closed;

@@ -43,11 +43,11 @@ pub(crate) struct GroupShared<T> {
 /// Messages fetched ahead for every member of an automatic-commit group on a
 /// one-partition topic, where all members compete for the same messages.
 ///
-/// A member that finds the pool empty reads under the partition's lock and fetches up
-/// to [`READ_AHEAD`](super::pooled::READ_AHEAD) more into the pool; members then take from the pool under its own
-/// lock, without the partition's, so that publishers and members no longer take turns
-/// on one lock for every message, and `T::clone` runs once per batch in the
-/// partition's critical section instead of once per receive. Taking from the pool is in
+/// A member that finds the pool empty reads under the partition's lock and fetches up to
+/// [`READ_AHEAD`](super::pooled::READ_AHEAD) more into the pool; members then take from the
+/// pool under its own lock, without the partition's, so that publishers and members no
+/// longer take turns on one lock for every message, and `T::clone` runs once per batch in
+/// the partition's critical section instead of once per receive. Taking from the pool is in
 /// offset order, so the members see the messages in the same order as without it, each
 /// member's in increasing offsets, and each message goes to exactly one member.
 ///
