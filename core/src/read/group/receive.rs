@@ -472,11 +472,12 @@ impl<T> Consumer<T> {
     /// or each of its partitions is closed and read to its end. The member is done only
     /// when the whole group is: until then a rebalance (another member leaving) may
     /// still hand it a partition with messages in it, so it waits among the group's idle
-    /// members.
-    pub(super) fn wait_for_group(
+    /// members. The same ending as an explicit-ack member's poll in that case, which
+    /// returns another `R` (its `poll_delivery` spells it out today).
+    pub(crate) fn wait_for_group<R>(
         &mut self,
         waker: Option<&Waker>,
-    ) -> Poll<Result<Taken<T>, RecvError>> {
+    ) -> Poll<Result<R, RecvError>> {
         if self.group_done() {
             self.cancel_wait();
             return Poll::Ready(Err(RecvError::Closed));
