@@ -31,9 +31,9 @@ use crate::alarm::Alarm;
 use crate::clock::{as_nanos, Clock};
 use crate::config::StartAt;
 use crate::error::{Error, RecvError, TryRecvError};
-use crate::group::Consumer;
 use crate::message::Message;
-use crate::subscriber::to_message;
+use crate::read::group::Consumer;
+use crate::read::to_message;
 use crate::sync::Arc;
 use crate::topic::{Shared, Topic};
 use crate::wait::{SpentWakers, WaiterList, WakeList};
@@ -1424,7 +1424,7 @@ impl<T> AckConsumer<T> {
 ///   them, so that none is lost.
 fn dead_letter<T: Clone>(
     shared: &Arc<Shared<T>>,
-    group: &Arc<crate::group::GroupShared<T>>,
+    group: &Arc<crate::read::group::GroupShared<T>>,
     p: usize,
     offset: u64,
     deliveries: u32,
@@ -1638,7 +1638,7 @@ impl core::error::Error for AckError {}
 
 struct Lease<T> {
     shared: Arc<Shared<T>>,
-    group: Arc<crate::group::GroupShared<T>>,
+    group: Arc<crate::read::group::GroupShared<T>>,
     partition: usize,
 }
 

@@ -16,9 +16,9 @@ use std::thread::{self, Thread};
 use std::time::Instant;
 
 use crate::error::{PublishError, RecvError, RecvTimeoutError};
-use crate::group::Consumer;
 use crate::message::{Message, Receipt};
-use crate::subscriber::Subscriber;
+use crate::read::group::Consumer;
+use crate::read::subscriber::Subscriber;
 use crate::topic::{Attempt, Route, Shared, Topic};
 use crate::wait::WaitKey;
 

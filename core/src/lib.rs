@@ -69,13 +69,12 @@ mod clock;
 pub mod codec;
 mod config;
 mod error;
-mod group;
 mod log;
 mod message;
 mod partition;
+mod read;
 mod route;
 mod stats;
-mod subscriber;
 mod sync;
 mod topic;
 mod wait;
@@ -97,9 +96,9 @@ pub use error::{
     Error, Lagged, PublishError, RecvError, RecvIfError, RecvTimeoutError, TryRecvError,
     TryRecvIfError,
 };
-pub use group::{Consumer, GroupRecv, GroupRecvIf, GroupRecvMany};
 pub use message::{Message, Receipt};
+pub use read::group::{Consumer, GroupRecv, GroupRecvIf, GroupRecvMany};
+pub use read::subscriber::{Recv, RecvMany, Subscriber};
 pub use route::{key_hash, key_partition, Router};
 pub use stats::{GroupStats, PartitionStats, TopicStats};
-pub use subscriber::{Recv, RecvMany, Subscriber};
 pub use topic::{Publish, PublishBatch, Topic};

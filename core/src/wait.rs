@@ -609,8 +609,8 @@ impl Drop for WakeList {
 mod tests {
     use super::*;
     use alloc::sync::Arc;
-    use alloc::vec;
     use alloc::task::Wake;
+    use alloc::vec;
     use core::sync::atomic::{AtomicUsize, Ordering};
 
     /// A waker that counts its wake-ups.

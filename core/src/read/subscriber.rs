@@ -2,7 +2,14 @@
 //! every message published there.
 //!
 //! A subscriber's positions live in the partitions' logs (so `Block` retention can see
-//! them); the subscriber itself holds only indexes into them and its waiter keys.
+//! them); the subscriber itself holds only indexes into them and its waiter keys. What
+//! a receive does under one partition's lock is in [`part`]; here are the subscriber's
+//! public methods, the round over its partitions, and its futures.
+//!
+//! Layer: on the partitions' logs and wait lists, through the topic's shared state;
+//! nothing of groups or acks.
+
+mod part;
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
@@ -11,112 +18,15 @@ use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 
+use self::part::{Batch, Found, SubPart};
+use super::{start_position, to_message};
 use crate::config::StartAt;
 use crate::error::{Error, Lagged, RecvError, TryRecvError};
-use crate::log::{Dest, Entry, Read};
 use crate::message::Message;
-use crate::partition::{Fetcher, PartLog};
+
 use crate::sync::{Arc, AtomicUsize, Ordering, Padded};
 use crate::topic::{Shared, Topic};
-use crate::wait::{SpentWakers, WaitKey, WakeList};
-
-pub(crate) fn to_message<T>(
-    p: usize,
-    e: Entry<T>,
-    stamp: Option<core::time::Duration>,
-) -> Message<T> {
-    Message {
-        offset: e.offset,
-        partition: p as u32,
-        timestamp: stamp
-            .map(|origin| origin.saturating_add(core::time::Duration::from_nanos(e.ts))),
-        value: e.value,
-    }
-}
-
-/// Resolves a start position on a locked log.
-pub(crate) fn start_position<T>(log: &PartLog<T>, p: usize, start: StartAt) -> Result<u64, Error> {
-    match start {
-        StartAt::Earliest => Ok(log.first()),
-        StartAt::Latest => Ok(log.high),
-        StartAt::Offset(offset) if offset <= log.high => Ok(offset),
-        StartAt::Offset(offset) => Err(Error::OffsetOutOfRange {
-            offset,
-            partition: p as u32,
-            high: log.high,
-        }),
-    }
-}
-
-/// How many messages a subscriber fetches per visit to a partition, at most.
-///
-/// Fetching several per lock is what lets one publisher and several subscribers share a
-/// partition without taking turns on its lock for every message. It is invisible to
-/// users: the subscriber's position, its lag, `Block`/`Reject` retention and the
-/// `delivered` counters all count only what was handed to the user (see `Log::ahead`).
-const READ_AHEAD: usize = 32;
-
-#[derive(Debug)]
-struct SubPart<T> {
-    p: usize,
-    cursor: usize,
-    key: Option<WaitKey>,
-    /// Messages fetched and not yet handed over, in offset order (read-ahead only).
-    buf: VecDeque<Entry<T>>,
-    /// How many of them there are, shared with the log; `None` where the topic's
-    /// retention could drop a message a reader has not taken (a TTL or `DropOldest`):
-    /// there every message is read under the lock, so that nothing fetched early is
-    /// handed over after the log would have reported it missed.
-    ahead: Option<Arc<Padded<AtomicUsize>>>,
-    /// The last wake position this reader took the lock for (see
-    /// [`Shared::ahead_consumed`]); 0 for none, and again after every seek.
-    acted: usize,
-    /// Where this reader's next read from the log starts, as of its last visit under the
-    /// lock (`None` if unknown). Never ahead of the truth (only reads move the cursor
-    /// forward, and a seek sets this again), so [`Partition::may_have_news`] answering
-    /// "nothing new" for it is always right.
-    ///
-    /// [`Partition::may_have_news`]: crate::topic::Partition::may_have_news
-    fetched: Option<u64>,
-    /// Values a releasing log let go of during this reader's visit (see
-    /// [`Log::release_read`]), dropped as soon as the visit has let go of the lock; kept
-    /// empty, for its capacity, in between.
-    released: Vec<T>,
-}
-
-impl<T> SubPart<T> {
-    /// Moves this reader to `pos`: what it fetched ahead and moved out of a releasing log
-    /// goes back first, and afterwards the log lets go of what no reader needs any more
-    /// (into `released`, to be dropped after unlocking), as the reader may have been the
-    /// slowest.
-    fn give_back_and_seek(&mut self, log: &mut PartLog<T>, pos: u64, released: &mut Vec<T>) {
-        log.give_back(&mut self.buf);
-        log.set_cursor(self.cursor, pos);
-        self.reattach(log);
-        log.release_read(released);
-    }
-
-    /// After a seek took back the read-ahead: the cell starts again, empty.
-    fn reattach(&mut self, log: &mut PartLog<T>) {
-        self.acted = 0;
-        self.fetched = Some(log.fetched(self.cursor));
-        if let Some(cell) = &self.ahead {
-            cell.0.store(0, Ordering::Relaxed);
-            log.attach_ahead(self.cursor, cell.clone());
-        }
-    }
-
-    /// Hands over the next fetched message, if any, without the lock.
-    #[inline]
-    fn pop_ahead(&mut self, shared: &Shared<T>) -> Option<Entry<T>> {
-        let e = self.buf.pop_front()?;
-        if let Some(cell) = &self.ahead {
-            cell.0.store(self.buf.len(), Ordering::Relaxed);
-            shared.ahead_consumed(self.p, e.offset + 1, &mut self.acted);
-        }
-        Some(e)
-    }
-}
+use crate::wait::{SpentWakers, WakeList};
 
 /// A broadcast reader: receives every message published to the partitions it reads,
 /// from its own position, independently of other readers.
@@ -358,13 +268,6 @@ impl<T> Subscriber<T> {
                 return Poll::Ready(Ok(m));
             }
             let now = *now.get_or_insert_with(|| shared.expiry_now());
-            let release = shared.release_on_read;
-            if release {
-                sp.released.clear();
-            }
-            // Declared before the lock: what it keeps is dropped after it.
-            let mut spent = SpentWakers::new();
-            let mut wl = WakeList::new();
             // The topic's only subscriber, waiting in an async receive, takes the lock
             // at once: then the holder is most likely a publisher, whose holds last one
             // message, and the fetch that follows takes everything it published
@@ -376,75 +279,25 @@ impl<T> Subscriber<T> {
             // (one pass 6.47M), S5 1 MiB memq-release 7.17-7.27M -> 7.65-7.81M; S3 and
             // S6 unchanged. Every subscriber taking it at once cost S3 memq 5-17 %.
             let sole = waker.is_some() && shared.subscribers.load(Ordering::Relaxed) == 1;
-            let mut log = shared.parts[sp.p].log.lock_at_once_if(sole);
-            // A visit under the lock ends the memory of acted-on wake positions (see
-            // `Shared::ahead_consumed`).
-            sp.acted = 0;
-            // Expired values join what the reader lets go of, dropped after the lock.
-            shared.expire(&mut log, now, &mut wl, &mut sp.released);
-            if release && sp.ahead.is_some() {
-                // What this reader was handed since its last visit, a releasing log lets
-                // go of now if every reader has it (copies fetched past a slower reader).
-                log.release_read(&mut sp.released);
-            }
-            let dest = match (release, sp.ahead.is_some()) {
-                (false, _) => Dest::Copy,
-                (true, true) => Dest::Held,
-                (true, false) => Dest::User,
-            };
-            match log.read(sp.cursor, dest) {
-                Read::Message(e) => {
-                    let e = match &sp.ahead {
-                        Some(cell) => {
-                            let (buf, cursor) = (&mut sp.buf, sp.cursor);
-                            match log.hold_and_read_ahead(
-                                cursor,
-                                e,
-                                &cell.0,
-                                READ_AHEAD,
-                                buf,
-                                Fetcher::Subscriber { release },
-                            ) {
-                                Some(e) => e,
-                                None => continue,
-                            }
-                        }
-                        None => e,
-                    };
-                    sp.fetched = Some(log.fetched(sp.cursor));
-                    log.subs.settle(sp.key, &mut spent);
-                    shared.reader_advanced(&mut log, &mut wl);
-                    drop(log);
-                    sp.released.clear();
-                    let m = to_message(sp.p, e, shared.stamp());
-                    let settled = Some(sp.p);
+            let p = sp.p;
+            match sp.visit(shared, now, waker, sole) {
+                Found::Message(e) => {
+                    let m = to_message(p, e, shared.stamp());
                     self.next = idx + 1;
-                    self.cancel_wait_except(settled);
+                    self.cancel_wait_except(Some(p));
                     return Poll::Ready(Ok(m));
                 }
-                Read::Lagged(missed) => {
-                    sp.fetched = Some(log.fetched(sp.cursor));
-                    log.subs.settle(sp.key, &mut spent);
-                    shared.reader_advanced(&mut log, &mut wl);
-                    drop(log);
-                    sp.released.clear();
+                Found::Lagged(missed) => {
                     self.cancel_wait();
                     return Poll::Ready(Err(RecvError::Lagged(missed)));
                 }
-                Read::Empty => {
-                    sp.fetched = Some(log.fetched(sp.cursor));
-                    if !log.closed {
-                        all_closed = false;
-                        if let Some(w) = waker {
-                            log.subs.register(&mut sp.key, w, &mut spent);
-                            // Cancelled by whatever this poll returns, even a message
-                            // from a later partition (no stray wake-up left behind).
-                            self.waiting = true;
-                        }
-                    }
-                    drop(log);
-                    sp.released.clear();
+                Found::Open => {
+                    all_closed = false;
+                    // Cancelled by whatever this poll returns, even a message from a
+                    // later partition (no stray wake-up left behind).
+                    self.waiting |= waker.is_some();
                 }
+                Found::Closed => {}
             }
         }
         if all_closed {
@@ -473,9 +326,6 @@ impl<T> Subscriber<T> {
             return Poll::Pending;
         }
         let shared = &*self.shared;
-        let clocked = shared.stamp();
-        let release = shared.release_on_read;
-        let dest = if release { Dest::User } else { Dest::Copy };
         let mut now = None;
         let n = self.parts.len();
         let mut got = 0;
@@ -491,66 +341,34 @@ impl<T> Subscriber<T> {
             let drained = !sp.buf.is_empty();
             if drained {
                 // Fetched earlier: these come first, in order.
-                let take = sp.buf.len().min(limit - got);
-                buf.extend(sp.buf.drain(..take).map(|e| to_message(sp.p, e, clocked)));
-                got += take;
-                if let Some(cell) = &sp.ahead {
-                    cell.0.store(sp.buf.len(), Ordering::Relaxed);
-                }
+                let (took, stop) = sp.drain_ahead(shared, buf, limit - got);
+                got += took;
                 all_closed = false;
                 self.next = idx + 1;
-                if got == limit || !sp.buf.is_empty() {
-                    let pos = buf.last().map_or(0, |m| m.offset + 1);
-                    shared.ahead_consumed(sp.p, pos, &mut sp.acted);
+                if stop {
                     break;
                 }
             }
             let now = *now.get_or_insert_with(|| shared.expiry_now());
-            let mut dead = Vec::new();
-            let mut spent = SpentWakers::new();
-            let mut wl = WakeList::new();
-            let mut log = shared.parts[sp.p].log.lock_now();
-            sp.acted = 0;
-            shared.expire(&mut log, now, &mut wl, &mut dead);
-            let old = log.cursor(sp.cursor);
-            let first = if release { log.first() } else { log.low };
-            if old < first && got > 0 {
-                // Report the gap on the next call rather than mixing it into this batch.
-                all_closed = false;
-                break;
-            }
-            while got < limit {
-                match log.read(sp.cursor, dest) {
-                    Read::Message(e) => {
-                        buf.push(to_message(sp.p, e, clocked));
-                        got += 1;
-                    }
-                    Read::Lagged(missed) => {
-                        sp.fetched = Some(log.fetched(sp.cursor));
-                        log.subs.settle(sp.key, &mut spent);
-                        shared.reader_advanced(&mut log, &mut wl);
-                        drop(log);
-                        self.cancel_wait();
-                        return Poll::Ready(Err(RecvError::Lagged(missed)));
-                    }
-                    Read::Empty => break,
+            match sp.visit_many(shared, now, buf, &mut got, limit, waker, drained) {
+                Batch::GapAhead => {
+                    all_closed = false;
+                    break;
                 }
-            }
-            sp.fetched = Some(log.fetched(sp.cursor));
-            if drained || log.cursor(sp.cursor) != old {
-                log.subs.settle(sp.key, &mut spent);
-                settled = Some(sp.p);
-                shared.reader_advanced(&mut log, &mut wl);
-                self.next = idx + 1;
-                all_closed = false;
-            } else if !log.closed {
-                all_closed = false;
-                if got == 0 {
-                    if let Some(w) = waker {
-                        log.subs.register(&mut sp.key, w, &mut spent);
-                        self.waiting = true;
-                    }
+                Batch::Lagged(missed) => {
+                    self.cancel_wait();
+                    return Poll::Ready(Err(RecvError::Lagged(missed)));
                 }
+                Batch::Took => {
+                    settled = Some(sp.p);
+                    self.next = idx + 1;
+                    all_closed = false;
+                }
+                Batch::Open => {
+                    all_closed = false;
+                    self.waiting |= got == 0 && waker.is_some();
+                }
+                Batch::Closed => {}
             }
         }
         if got > 0 {

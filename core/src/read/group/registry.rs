@@ -1,0 +1,220 @@
+//! Creating, joining and deleting groups: the group methods of [`Topic`] and the
+//! attachment of a new group's position to every partition.
+//!
+//! Layer: on the topic's registry of groups and the partitions' logs; makes members
+//! ([`Consumer`]) and the group's shared state ([`GroupShared`]).
+
+use alloc::collections::VecDeque;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::consumer::Consumer;
+use super::shared::{GroupShared, Members, Pool};
+use crate::config::StartAt;
+use crate::error::Error;
+use crate::read::start_position;
+use crate::sync::{Arc, AtomicUsize, Mutex, Ordering, Padded};
+use crate::topic::{Shared, Topic};
+use crate::wait::{WaiterList, WakeList};
+
+impl<T> Topic<T> {
+    /// Joins the consumer group `name`, creating it at `start` if it does not exist yet.
+    /// An existing group keeps its committed position and `start` is ignored.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OffsetOutOfRange`] if a new group would start past the end of a partition;
+    /// [`Error::GroupModeMismatch`] if `name` is an explicit-ack group (joined with
+    /// [`Topic::group_acked`](crate::Topic::group_acked)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use memq_core as memq;
+    /// use memq::{StartAt, Topic};
+    ///
+    /// let topic = Topic::with_capacity(16)?;
+    /// let mut a = topic.group("workers", StartAt::Earliest)?;
+    /// let mut b = topic.group("workers", StartAt::Earliest)?;
+    /// topic.try_publish(1)?;
+    /// topic.try_publish(2)?;
+    /// let got = [a.try_recv()?.into_value(), b.try_recv()?.into_value()];
+    /// assert_eq!(got, [1, 2]); // each message to exactly one member
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn group(&self, name: &str, start: StartAt) -> Result<Consumer<T>, Error> {
+        self.join_group(name, start, None)
+    }
+
+    /// Joins (creating if needed) a group; `acks` is `Some` for an explicit-ack group.
+    pub(crate) fn join_group(
+        &self,
+        name: &str,
+        start: StartAt,
+        acks: Option<crate::ack::AckSettings<T>>,
+    ) -> Result<Consumer<T>, Error> {
+        let shared = &self.shared;
+        // Declared before the registry's guard, so dropped after it: the user's settings
+        // if the creation fails, and what creating the group let go of in each partition
+        // (values expired or released, publishers to wake), which runs user code.
+        let mut acks = acks;
+        let mut spent: Vec<(WakeList, Vec<T>)> = Vec::new();
+        let explicit = acks.is_some();
+        // The topic's clock (the user's code) is read before any lock is taken.
+        let now = shared.expiry_now();
+        let group = {
+            let mut registry = shared.groups.lock();
+            match registry.iter().find(|g| g.name == name) {
+                Some(g) if g.acks.is_some() != explicit => {
+                    return Err(Error::GroupModeMismatch(name.into()))
+                }
+                Some(g) => g.clone(),
+                None => {
+                    let g = create_group(shared, name, start, &mut acks, now, &mut spent)?;
+                    let g = Arc::new(g);
+                    registry.push(g.clone());
+                    g
+                }
+            }
+        };
+        let id = {
+            let mut members = group.members.lock();
+            let id = members.next_id;
+            members.next_id += 1;
+            members.list.push(id);
+            group.epoch.fetch_add(1, Ordering::AcqRel);
+            id
+        };
+        shared.wake_group(&group);
+        Ok(Consumer::new(shared.clone(), group, id))
+    }
+
+    /// Deletes the group `name`: its position no longer holds back retention, and its
+    /// members' receives return `Closed`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownGroup`] if there is no such group.
+    pub fn delete_group(&self, name: &str) -> Result<(), Error> {
+        let shared = &self.shared;
+        let group = {
+            let mut registry = shared.groups.lock();
+            let Some(i) = registry.iter().position(|g| g.name == name) else {
+                return Err(Error::UnknownGroup(name.into()));
+            };
+            registry.swap_remove(i)
+        };
+        group.members.lock().deleted = true;
+        group.epoch.fetch_add(1, Ordering::AcqRel);
+        shared.wake_group(&group);
+        // The pool first (the lock order is pool, then partition): what it holds moved out
+        // of a releasing log goes back to the log, for the readers to come. Wake-ups and
+        // released values wait until the pool's lock is released too: no waker and no
+        // user `Drop` runs under a lock of memq's.
+        let mut pool = group.pool.as_ref().map(|pool| pool.lock());
+        let mut wake = Vec::with_capacity(shared.parts.len());
+        let mut released = Vec::new();
+        for (p, part) in shared.parts.iter().enumerate() {
+            let mut wl = WakeList::new();
+            let mut log = part.log.lock();
+            if let Some(pool) = pool.as_deref_mut() {
+                log.give_back(&mut pool.buf);
+            }
+            let waiters = log.remove_group(group.ids[p]);
+            // The group may have been the slowest reader, or the only explicit-ack one.
+            log.release_read(&mut released);
+            shared.reader_advanced(&mut log, &mut wl);
+            drop(log);
+            wake.push((wl, waiters));
+        }
+        drop(pool);
+        for (mut wl, waiters) in wake {
+            wl.wake_all();
+            // Members that registered after `wake_group` passed: all of them, however many.
+            if let Some(mut waiters) = waiters {
+                while waiters.notify_all(&mut wl) {
+                    wl.wake_all();
+                }
+                wl.wake_all();
+            }
+        }
+        drop(released);
+        Ok(())
+    }
+
+    /// Names of the groups on this topic.
+    pub fn groups(&self) -> Vec<String> {
+        self.shared
+            .groups
+            .lock()
+            .iter()
+            .map(|g| g.name.clone())
+            .collect()
+    }
+}
+
+/// Makes the group `name` at `start`, attached to every partition (none if it fails).
+fn create_group<T>(
+    shared: &Shared<T>,
+    name: &str,
+    start: StartAt,
+    acks: &mut Option<crate::ack::AckSettings<T>>,
+    now: u64,
+    spent: &mut Vec<(WakeList, Vec<T>)>,
+) -> Result<GroupShared<T>, Error> {
+    // Check every partition first so that a failure leaves nothing attached. Offsets
+    // only grow, so a start valid now stays valid below.
+    if let StartAt::Offset(_) = start {
+        for (p, part) in shared.parts.iter().enumerate() {
+            start_position(&part.log.lock(), p, start)?;
+        }
+    }
+    // Members share a pool of messages fetched ahead where they all read one partition
+    // and retention can never pass an unread message (see `Pool`).
+    let pooled = acks.is_none()
+        && shared.parts.len() == 1
+        && shared.ttl.is_none()
+        && shared.overflow != crate::Overflow::DropOldest;
+    let cell = Arc::new(Padded(AtomicUsize::new(0)));
+    let mut ids = Vec::with_capacity(shared.parts.len());
+    for (p, part) in shared.parts.iter().enumerate() {
+        let mut wl = WakeList::new();
+        let mut released = Vec::new();
+        let mut log = part.log.lock();
+        shared.expire(&mut log, now, &mut wl, &mut released);
+        // A new group never sees what every reader attached so far has read.
+        log.release_read(&mut released);
+        let pos = start_position(&log, p, start).unwrap_or(log.high);
+        let id = log.add_group(pos, acks.as_ref().map(|a| a.part(shared.clock.as_ref())));
+        if pooled {
+            if let Some(cursor) = log.group_ref(id).map(|g| g.cursor) {
+                log.attach_ahead(cursor, cell.clone());
+            }
+        }
+        ids.push(id);
+        drop(log);
+        // The caller drops them after the registry's lock too.
+        if !wl.is_empty() || !released.is_empty() {
+            spent.push((wl, released));
+        }
+    }
+    Ok(GroupShared {
+        name: name.into(),
+        ids,
+        members: Mutex::new(Members {
+            next_id: 0,
+            list: Vec::new(),
+            idle: WaiterList::new(),
+            deleted: false,
+        }),
+        epoch: AtomicUsize::new(0),
+        acks: acks.take(),
+        pool: pooled.then(|| {
+            Mutex::new(Pool {
+                buf: VecDeque::new(),
+                cell,
+                refills: 0,
+            })
+        }),
+    })
+}

@@ -1,0 +1,185 @@
+//! A group's shared state: its membership, its ids in the partitions' logs, the pool of
+//! messages its members share on a one-partition topic, the assignment of partitions to
+//! members, and the wake-ups that reach members of the group.
+//!
+//! Layer: above the log and the wait lists; the members ([`super::consumer`]), the
+//! registry ([`super::registry`]) and the explicit-ack layer read it.
+
+use alloc::collections::VecDeque;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+
+use crate::log::{Entry, REVOKED};
+use crate::partition::GroupId;
+use crate::sync::{Arc, AtomicUsize, Mutex, Ordering, Padded};
+use crate::topic::Shared;
+use crate::wait::{WaiterList, WakeList};
+
+/// A group's membership, guarded by the group's own lock.
+#[derive(Debug)]
+pub(super) struct Members {
+    pub(super) next_id: u64,
+    /// Member ids in join order.
+    pub(super) list: Vec<u64>,
+    /// Members with no partition assigned, waiting for a rebalance.
+    pub(super) idle: WaiterList,
+    pub(super) deleted: bool,
+}
+
+/// State of one group shared by its members and the topic's registry.
+pub(crate) struct GroupShared<T> {
+    pub(crate) name: String,
+    /// The group's id in each partition's log, indexed by partition.
+    pub(crate) ids: Vec<GroupId>,
+    pub(super) members: Mutex<Members>,
+    /// Bumped on every membership change; members compare it to refresh assignments.
+    pub(super) epoch: AtomicUsize,
+    /// Settings of an explicit-ack group; `None` for automatic commit.
+    pub(crate) acks: Option<crate::ack::AckSettings<T>>,
+    /// Messages fetched ahead for all members, on a one-partition topic (see [`Pool`]).
+    pub(super) pool: Option<Mutex<Pool<T>>>,
+}
+
+/// Messages fetched ahead for every member of an automatic-commit group on a
+/// one-partition topic, where all members compete for the same messages.
+///
+/// A member that finds the pool empty reads under the partition's lock and fetches up to
+/// [`READ_AHEAD`](super::pooled::READ_AHEAD) more into the pool; members then take from the
+/// pool under its own lock, without the partition's, so that publishers and members no
+/// longer take turns on one lock for every message, and `T::clone` runs once per batch in
+/// the partition's critical section instead of once per receive. Taking from the pool is in
+/// offset order, so the members see the messages in the same order as without it, each
+/// member's in increasing offsets, and each message goes to exactly one member.
+///
+/// The cell, attached to the group's cursor, counts what is in the pool: the group's
+/// committed position, its lag, the delivered counts and `Block` retention count only
+/// what was handed to a member (as with a subscriber's read-ahead). A member takes a
+/// message by storing the pool's length after the take, and deleting the group swaps the cell
+/// for `REVOKED`, so a message is handed over only while the group exists. Every write
+/// to the cell (a take, a refill, the deletion) is made with the pool's lock held, so
+/// the store cannot overwrite a `REVOKED`; the partition's lock holders only read it.
+///
+/// Lock order: the pool, then the partition. A member registers to wait only with both
+/// held and the pool empty, and a member that fills the pool wakes every waiting member
+/// with both held, so no member sleeps while the pool has messages.
+pub(super) struct Pool<T> {
+    pub(super) buf: VecDeque<Entry<T>>,
+    pub(super) cell: Arc<Padded<AtomicUsize>>,
+    /// Refills so far: a member's memory of acted-on wake positions lasts one refill
+    /// (see [`Shared::ahead_consumed`]; on 32-bit targets encoded positions repeat).
+    pub(super) refills: usize,
+}
+
+impl<T> Pool<T> {
+    /// Takes the next pooled message; `Err` with what was left once the group was
+    /// deleted (to be dropped after the pool's lock is released).
+    ///
+    /// The count stored is the pool's own length after the take: the cell cannot say
+    /// there is a message the pool does not hold, or the other way round.
+    pub(super) fn take(&mut self) -> Result<Option<Entry<T>>, VecDeque<Entry<T>>> {
+        // The caller holds the pool's lock (`&mut self`), as every writer of the cell
+        // does: nothing changes it between this load and the store.
+        if self.cell.0.load(Ordering::Acquire) == REVOKED {
+            return Err(core::mem::take(&mut self.buf));
+        }
+        let Some(e) = self.buf.pop_front() else {
+            return Ok(None);
+        };
+        self.cell.0.store(self.buf.len(), Ordering::Release);
+        Ok(Some(e))
+    }
+
+    /// The message [`Pool::take`] would take next, left in the pool; `None` if the pool
+    /// is empty or the group was deleted.
+    pub(super) fn front(&self) -> Option<&Entry<T>> {
+        match self.cell.0.load(Ordering::Acquire) {
+            REVOKED => None,
+            _ => self.buf.front(),
+        }
+    }
+}
+
+impl<T> fmt::Debug for GroupShared<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Group")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> GroupShared<T> {
+    pub(crate) fn member_count(&self) -> usize {
+        self.members.lock().list.len()
+    }
+}
+
+/// The partitions member `id` reads, given the membership and the partition count.
+pub(super) fn assignment(list: &[u64], id: u64, partitions: usize) -> Vec<usize> {
+    let Some(index) = list.iter().position(|&m| m == id) else {
+        return Vec::new();
+    };
+    if partitions == 1 {
+        return alloc::vec![0];
+    }
+    (0..partitions)
+        .filter(|p| p % list.len() == index)
+        .collect()
+}
+
+impl<T> Shared<T> {
+    /// Wakes every member of `group` everywhere so that each re-reads its assignment.
+    pub(crate) fn wake_group(&self, group: &GroupShared<T>) {
+        wake_idle(group);
+        for p in 0..self.parts.len() {
+            self.wake_group_waiters(group, p);
+        }
+    }
+
+    /// Wakes every member of `group` waiting on partition `p`.
+    pub(crate) fn wake_group_waiters(&self, group: &GroupShared<T>, p: usize) {
+        let mut wl = WakeList::new();
+        loop {
+            let more = {
+                let mut log = self.parts[p].log.lock();
+                match log.group(group.ids[p]) {
+                    Some(g) => g.waiters.notify_all(&mut wl),
+                    None => false,
+                }
+            };
+            wl.wake_all();
+            if !more {
+                break;
+            }
+        }
+    }
+
+    /// Wakes the members of `group` that may be done now that partition `p`, closed, is
+    /// drained: those waiting on it (for a message that would only come back if a
+    /// delivery did) and those waiting on no partition (for the whole group to drain).
+    pub(crate) fn wake_drained(&self, group: &GroupShared<T>, p: usize) {
+        self.wake_group_waiters(group, p);
+        wake_idle(group);
+    }
+
+    /// Wakes members with no partition (they only wait for a rebalance or close).
+    pub(crate) fn wake_idle_members(&self) {
+        let groups: Vec<Arc<GroupShared<T>>> = self.groups.lock().clone();
+        for g in groups {
+            wake_idle(&g);
+        }
+    }
+}
+
+/// Wakes the members of `group` that have no partition to wait on: they wait for a
+/// rebalance or for the whole group to drain after close.
+pub(crate) fn wake_idle<T>(group: &GroupShared<T>) {
+    let mut wl = WakeList::new();
+    loop {
+        let more = group.members.lock().idle.notify_all(&mut wl);
+        wl.wake_all();
+        if !more {
+            break;
+        }
+    }
+}
