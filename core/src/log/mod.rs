@@ -304,7 +304,7 @@ impl<T> Log<T> {
         max: usize,
         buf: &mut VecDeque<Entry<T>>,
         into: FetchInto<'_>,
-    ) -> Option<Entry<T>>
+    ) -> Entry<T>
     where
         T: Clone,
     {
@@ -315,7 +315,10 @@ impl<T> Log<T> {
             *n += 1;
         }
         self.fetch_ahead(cursor, max, buf, FetchInto { dest, reads });
-        let first = buf.pop_front();
+        // `buf` holds at least `first`, pushed above; fetching only adds to it.
+        let Some(first) = buf.pop_front() else {
+            panic!("memq bug: a read-ahead lost the message it was given");
+        };
         cell.store(buf.len(), Ordering::Relaxed);
         first
     }

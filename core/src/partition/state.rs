@@ -203,7 +203,7 @@ impl<T> PartLog<T> {
         max: usize,
         buf: &mut VecDeque<Entry<T>>,
         by: Fetcher,
-    ) -> Option<Entry<T>>
+    ) -> Entry<T>
     where
         T: Clone,
     {

@@ -170,10 +170,7 @@ fn hold_in_pool<T: Clone>(
         group: at.id,
         release: at.release,
     };
-    // The pool cannot be empty here, as it has just been given `first`: were it, the
-    // message would be lost and the receive would report the topic closed.
     log.hold_and_read_ahead(at.cursor, first, &cell.0, READ_AHEAD + 1, buf, by)
-        .expect("a pool given a message holds one")
 }
 
 /// Records, under the partition's lock, that the group's read at `at` found a gap of

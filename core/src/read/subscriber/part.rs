@@ -238,10 +238,7 @@ impl<T: Clone> SubPart<T> {
             return first;
         };
         let by = Fetcher::Subscriber { release };
-        // The buffer cannot be empty here, as it has just been given `first`: were it,
-        // the message would be lost.
         log.hold_and_read_ahead(self.cursor, first, &cell.0, READ_AHEAD, &mut self.buf, by)
-            .expect("a read-ahead given a message holds one")
     }
 
     /// A batch receive's visit to this reader's partition, under its lock: reads into
