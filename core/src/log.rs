@@ -197,7 +197,7 @@ pub(crate) struct Log<T> {
     /// with a TTL, by the publisher's place in `pubs`: when (clock time) and whom. One per
     /// parked publisher, so parking again does not pile up timer entries, and taken off
     /// when its wait ends (see `Shared::expiry_alarm`).
-    pub(crate) expiry_alarms: Vec<(WaitKey, crate::alarm::Alarm)>,
+    pub(crate) expiry_alarms: Vec<(WaitKey, crate::time::Alarm)>,
     /// Groups reading this partition, in the slots their [`GroupId`]s name.
     groups: Vec<GroupSlot>,
     /// Slots of deleted groups, for the next groups attached.
