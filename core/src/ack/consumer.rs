@@ -14,138 +14,17 @@ use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 
 use super::config::{AckConfig, AckSettings};
-use super::dead_letter::{move_letter, DeadLetterReason, Letter};
+use super::dead_letter::move_letter;
 use super::delivery::{Delivery, Lease};
-use super::state::{earlier, Acks, Choice, PState};
+use super::state::{earlier, PState};
+use super::visit::{Picking, Take, Visit, Wait};
 use super::{acks_of, settings_of};
 use crate::config::StartAt;
 use crate::error::{Error, RecvError, TryRecvError};
 use crate::group::Consumer;
-use crate::log::{Entry, GroupPart, Log};
-use crate::message::Message;
-use crate::subscriber::to_message;
 use crate::time::Alarm;
 use crate::topic::Topic;
-use crate::wait::{SpentWakers, WaitKey, WakeList};
-
-/// What a visit to a partition found ([`AckConsumer::take`]).
-struct Visit<T> {
-    taken: Take<T>,
-    /// The partition is done with: closed, drained (or the group is gone from it).
-    done: bool,
-    /// The earliest lease end or redelivery time there, if any.
-    deadline: Option<u64>,
-}
-
-impl<T> Visit<T> {
-    /// The group is gone from the partition: nothing there, ever.
-    const GONE: Self = Self {
-        taken: Take::Nothing,
-        done: true,
-        deadline: None,
-    };
-}
-
-/// What the next delivery attempt found on a partition.
-enum Take<T> {
-    Delivered(Message<T>, u32),
-    DeadLetter(Letter, Option<T>),
-    Lagged(u64),
-    Nothing,
-}
-
-/// A [`Choice`] with the value it needs, copied under the lock before anything changes:
-/// a lease is only ever recorded for a message whose value is in hand.
-enum Pick<T> {
-    /// Deliver this message again.
-    Redeliver(Entry<T>),
-    /// Deliver this message for the first time.
-    Fresh(Entry<T>),
-    /// Move this message to the dead-letter topic (deliveries so far, why), from this
-    /// copy if any (`None` without a dead-letter topic, or if the log has lost it).
-    DeadLetter(u64, u32, DeadLetterReason, Option<T>),
-    /// The group fell behind the retained window by this many.
-    Lag(u64),
-    Nothing,
-}
-
-impl<T: Clone> Pick<T> {
-    /// Copies what `choice` on partition `p` needs from `log` (or, for a dead letter, the
-    /// copy an earlier try kept). A message chosen for delivery is always in the log:
-    /// `choose` saw it within the retained window under the same lock, and a log that
-    /// releases on read moves nothing out while an explicit-ack group is attached. One
-    /// missing there is a broken invariant, and fails loudly before any lease is taken.
-    fn copy(choice: Choice, log: &Log<T>, settings: &AckSettings<T>, p: usize) -> Self {
-        let entry = |offset: u64| match log.entry_at(offset) {
-            Some(e) => e,
-            None => panic!("memq: message {offset}, chosen for delivery, is not in the log"),
-        };
-        match choice {
-            Choice::Redeliver(offset) => Pick::Redeliver(entry(offset)),
-            Choice::Fresh(offset) => Pick::Fresh(entry(offset)),
-            Choice::DeadLetter(offset, deliveries, reason) => {
-                let value = settings.dead_letter.as_ref().and_then(|_| {
-                    // The copy kept by an earlier try, if any: the log may have evicted it.
-                    let kept = settings.parcels.lock().get(&(p, offset)).cloned();
-                    kept.or_else(|| log.entry_at(offset).map(|e| e.value))
-                });
-                Pick::DeadLetter(offset, deliveries, reason, value)
-            }
-            Choice::Lag(missed) => Pick::Lag(missed),
-            Choice::Nothing => Pick::Nothing,
-        }
-    }
-}
-
-/// What a visit changed in a partition's lease state ([`Pick::record`]).
-enum Picked<T> {
-    /// Leased: this message, its deliveries so far.
-    Leased(Entry<T>, u32),
-    /// Bound for the dead-letter topic.
-    DeadLetter(Letter, Option<T>),
-    Lagged(u64),
-    Nothing,
-}
-
-impl<T> Pick<T> {
-    /// Records the pick in `acks` (partition `p`), for `member`, as of `now`.
-    fn record(
-        self,
-        acks: &mut Acks,
-        p: usize,
-        member: u64,
-        now: u64,
-        ack_wait: u64,
-        low: u64,
-    ) -> Picked<T> {
-        let deadline = now.saturating_add(ack_wait);
-        match self {
-            Pick::Redeliver(e) => {
-                let attempt = acks.lease_again(e.offset, member, deadline);
-                Picked::Leased(e, attempt)
-            }
-            Pick::Fresh(e) => {
-                let attempt = acks.lease_fresh(e.offset, member, now, deadline);
-                Picked::Leased(e, attempt)
-            }
-            Pick::DeadLetter(offset, deliveries, reason, value) => {
-                acks.start_dead_letter(offset);
-                let letter = Letter {
-                    partition: p,
-                    offset,
-                    deliveries,
-                    reason,
-                };
-                Picked::DeadLetter(letter, value)
-            }
-            Pick::Lag(missed) => {
-                acks.skip_to(low);
-                Picked::Lagged(missed)
-            }
-            Pick::Nothing => Picked::Nothing,
-        }
-    }
-}
+use crate::wait::{SpentWakers, WakeList};
 
 /// How a poll's sweep over the member's partitions ended ([`AckConsumer::sweep`]).
 enum Sweep<T> {
@@ -297,9 +176,6 @@ impl<T> AckConsumer<T> {
         let shared = self.inner.shared.clone();
         let group = self.inner.group.clone();
         let settings = settings_of(&group);
-        let limit = settings
-            .max_deliveries
-            .filter(|_| settings.dead_letters_move());
         let mut spent = SpentWakers::new();
         // Wake-ups of other members, kept apart: `expire` may fill `wl` with publishers.
         let mut watch = WakeList::new();
@@ -310,23 +186,18 @@ impl<T> AckConsumer<T> {
         let topic_now = shared.expiry_now();
         let mut log = shared.parts[p].log.lock();
         shared.expire(&mut log, topic_now, &mut wl, &mut dead);
-        // The oldest message still in the log: on a releasing topic, messages a reader
-        // had fetched ahead before this group attached may be out of it.
+        // As `Picking::on` sees them.
         let (low, high, closed) = (log.first(), log.high, log.closed);
         let retained_from = log.low;
         let id = group.ids[p];
-        let Some(g) = log.group(id) else {
+        let Some(Picking {
+            pick,
+            was_done,
+            unleased,
+        }) = Picking::on(&mut log, settings, id, p, now)
+        else {
             return Visit::GONE;
         };
-        let (acks, _) = acks_of(g);
-        acks.promote(now, &settings.backoff);
-        let was_done = acks.is_drained(closed, high);
-        // Whether the partition had no lease before this visit (see `Wait::answer`).
-        let unleased = !acks.has_leases();
-        let choice = acks.choose(low, high, limit, |offset| {
-            settings.parcels.lock().contains_key(&(p, offset))
-        });
-        let pick = Pick::copy(choice, &log, settings, p);
         let Some(g) = log.group(id) else {
             return Visit::GONE;
         };
@@ -344,31 +215,14 @@ impl<T> AckConsumer<T> {
             done,
             deadline,
         };
-        match &picked {
-            Picked::Leased(..) => g.delivered += 1,
-            Picked::Lagged(missed) => g.lagged += missed,
-            Picked::DeadLetter(..) | Picked::Nothing => {}
-        }
+        picked.count(g);
         let registered = wait.answer(g, &mut self.inner.keys[p], &picked, &mut spent, &mut watch);
         if !registered {
             // This member no longer waits here: if it was the one the others counted on
             // to look (woken, or with its timer set), another does.
             g.keep_watch(high, &mut watch);
         }
-        let taken = match picked {
-            Picked::Leased(e, attempt) => {
-                log.delivered += 1;
-                // Stamped only if the topic has a clock: the group's own clock (for
-                // leases) does not stamp messages.
-                Take::Delivered(to_message(p, e, shared.stamp()), attempt)
-            }
-            Picked::DeadLetter(letter, value) => Take::DeadLetter(letter, value),
-            Picked::Lagged(missed) => {
-                log.lagged += missed;
-                Take::Lagged(missed)
-            }
-            Picked::Nothing => Take::Nothing,
-        };
+        let taken = picked.hand_over(&mut log, &shared, p);
         log.set_cursor(cursor, holds_from);
         shared.reader_advanced(&mut log, &mut wl);
         drop(log);
@@ -653,73 +507,6 @@ impl<T> AckConsumer<T> {
             }
         }
         Poll::Ready(Ok(got))
-    }
-}
-
-/// What a visit knows when it answers the member's waiting on a partition
-/// ([`Wait::answer`]).
-struct Wait<'a> {
-    /// The member's task, if it waits (an async receive).
-    waker: Option<&'a Waker>,
-    /// Whether the group has a timer.
-    timed: bool,
-    /// Whether the partition had no lease before this visit.
-    first_lease: bool,
-    /// Whether messages remain to be delivered for the first time.
-    more: bool,
-    /// Whether the partition is done with.
-    done: bool,
-    /// The partition's earliest lease end or redelivery time, if any.
-    deadline: Option<u64>,
-}
-
-impl Wait<'_> {
-    /// The member's place among partition's waiters (`g`) after a visit that `picked`:
-    /// one that took something stops waiting here, one that found nothing waits (if it
-    /// can), with its timer set for the partition's deadline if the group has a timer.
-    /// Returns whether it waits here now.
-    fn answer<T>(
-        &self,
-        g: &mut GroupPart,
-        key: &mut Option<WaitKey>,
-        picked: &Picked<T>,
-        spent: &mut SpentWakers,
-        watch: &mut WakeList,
-    ) -> bool {
-        match picked {
-            Picked::DeadLetter(..) => {
-                g.waiters.settle(*key, spent);
-                false
-            }
-            Picked::Leased(..) => {
-                g.waiters.settle(*key, spent);
-                // Without a timer, the partition's first lease wakes one waiting member
-                // to look (with one, every visit that does not end waiting here is
-                // followed by `keep_watch`).
-                if self.first_lease && !self.timed {
-                    g.waiters.notify_one(watch);
-                }
-                false
-            }
-            Picked::Lagged(_) => {
-                // A wake-up this member used goes on to the next waiting one when
-                // messages remain past the lag.
-                if g.waiters.settle(*key, spent) && self.more {
-                    g.waiters.notify_one(watch);
-                }
-                false
-            }
-            Picked::Nothing => match (self.waker, self.done) {
-                (Some(w), false) => {
-                    // With a timer, the caller arms this member's alarm for the earliest
-                    // deadline of its partitions, this one's or sooner (`schedule`).
-                    let alarm = if self.timed { self.deadline } else { None };
-                    g.waiters.register_timed(key, w, alarm, spent);
-                    true
-                }
-                _ => false,
-            },
-        }
     }
 }
 

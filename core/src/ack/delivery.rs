@@ -207,7 +207,7 @@ impl<T> Delivery<T> {
     /// Rejects the message: it goes to the dead-letter topic (or, without one, is dropped
     /// and counted as dead-lettered) and is not delivered again. If the dead-letter topic
     /// is full, the message stays in the group until it can be moved there; if it is
-    /// closed, the message is delivered again (see [`AckConfig::dead_letter`]).
+    /// closed, the message is delivered again (see [`AckConfig::dead_letter`](crate::AckConfig::dead_letter)).
     ///
     /// # Errors
     ///

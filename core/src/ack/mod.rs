@@ -27,6 +27,8 @@
 //! - `state`: the lease state machine of one partition, which knows nothing of members,
 //!   deliveries or the dead-letter topic's publishing;
 //! - `consumer`: [`AckConsumer`], its receive and its futures;
+//! - `visit`: one visit of a member to a partition, the steps of its receive under the
+//!   partition's lock;
 //! - `delivery`: [`Delivery`], the lease a member holds, and how it is settled;
 //! - `dead_letter`: [`DeadLetter`], the sink it is published to, and the move of a
 //!   message there (with its retry while the dead-letter topic is full).
@@ -36,6 +38,7 @@ mod consumer;
 mod dead_letter;
 mod delivery;
 mod state;
+mod visit;
 
 pub(crate) use config::AckSettings;
 pub use config::{AckConfig, Backoff};
