@@ -199,7 +199,7 @@ impl<T> AckConsumer<T> {
             return Visit::GONE;
         };
         let Some(g) = log.group(id) else {
-            return Visit::GONE;
+            unreachable!("memq: a group found under a partition's lock left it meanwhile");
         };
         let cursor = g.cursor;
         let (acks, _) = acks_of(g);

@@ -74,9 +74,10 @@ fn acks_of(g: &mut GroupPart) -> (&mut Acks, &mut WaiterList) {
 }
 
 /// The end of every change to a group's leases on partition `p` outside a receive (a
-/// settled delivery, a moved dead letter): the group's hold on the log follows its lowest
-/// unacknowledged message, retention may move on, and, once the lock is released, the
-/// members waiting for the closed partition to drain are woken if it now is.
+/// settled delivery, a moved dead letter), with `log` still locked since the group was
+/// found there: the group's hold on the log follows its lowest unacknowledged message,
+/// retention may move on, and, once the lock is released, the members waiting for the
+/// closed partition to drain are woken if it now is.
 fn release_hold<T>(
     shared: &Shared<T>,
     group: &GroupShared<T>,
@@ -86,7 +87,7 @@ fn release_hold<T>(
 ) {
     let (closed, high, retained_from) = (log.closed, log.high, log.low);
     let Some(g) = log.group(group.ids[p]) else {
-        return;
+        unreachable!("memq: a group found under a partition's lock left it meanwhile");
     };
     let cursor = g.cursor;
     let (acks, _) = acks_of(g);
