@@ -3,9 +3,9 @@
 use alloc::sync::Arc;
 use core::time::Duration;
 
-use crate::clock::Clock;
 use crate::error::Error;
 use crate::route::Router;
+use crate::time::{Clock, Timer};
 
 /// What a full partition does with a new message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -98,10 +98,10 @@ pub struct TopicConfig {
     pub(crate) clock: Option<Arc<dyn Clock>>,
     pub(crate) router: Option<Router>,
     pub(crate) release_on_read: bool,
-    pub(crate) timer: Option<Arc<dyn crate::ack::Timer>>,
+    pub(crate) timer: Option<Arc<dyn Timer>>,
 }
 
-impl core::fmt::Debug for dyn crate::ack::Timer {
+impl core::fmt::Debug for dyn Timer {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str("Timer(..)")
     }
@@ -158,7 +158,7 @@ impl TopicConfig {
     // features.
     #[cfg_attr(feature = "std", doc = "[`ThreadTimer`]: crate::ThreadTimer")]
     #[cfg_attr(not(feature = "std"), doc = "[`ThreadTimer`]: crate#features")]
-    pub fn timer(mut self, timer: Arc<dyn crate::ack::Timer>) -> Self {
+    pub fn timer(mut self, timer: Arc<dyn Timer>) -> Self {
         self.timer = Some(timer);
         self
     }

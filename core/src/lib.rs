@@ -60,11 +60,9 @@
 extern crate alloc;
 
 mod ack;
-mod alarm;
 #[cfg(feature = "std")]
 mod blocking;
 mod broker;
-mod clock;
 #[cfg(feature = "serde")]
 pub mod codec;
 mod config;
@@ -76,21 +74,17 @@ mod read;
 mod route;
 mod stats;
 mod sync;
+mod time;
 mod topic;
 mod wait;
 
-#[cfg(feature = "std")]
-pub use ack::ThreadTimer;
 pub use ack::{
     AckConfig, AckConsumer, AckError, AckRecv, AckRecvMany, Backoff, DeadLetter, DeadLetterReason,
-    Delivery, PendingInfo, Timer, TimerEntry,
+    Delivery, PendingInfo,
 };
 #[cfg(feature = "std")]
 pub use blocking::{block_on, block_on_timeout};
 pub use broker::Broker;
-#[cfg(feature = "std")]
-pub use clock::StdClock;
-pub use clock::{Clock, ManualClock};
 pub use config::{Overflow, StartAt, TopicConfig};
 pub use error::{
     Error, Lagged, PublishError, RecvError, RecvIfError, RecvTimeoutError, TryRecvError,
@@ -101,4 +95,7 @@ pub use read::group::{Consumer, GroupRecv, GroupRecvIf, GroupRecvMany};
 pub use read::subscriber::{Recv, RecvMany, Subscriber};
 pub use route::{key_hash, key_partition, Router};
 pub use stats::{GroupStats, PartitionStats, TopicStats};
+pub use time::{Clock, ManualClock, Timer, TimerEntry};
+#[cfg(feature = "std")]
+pub use time::{StdClock, ThreadTimer};
 pub use topic::{Publish, PublishBatch, Topic};

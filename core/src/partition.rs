@@ -2,4 +2,4 @@
 
 mod state;
 
-pub(crate) use state::{Fetcher, GroupId, PartLog};
+pub(crate) use state::{Fetcher, GroupId, GroupPart, PartLog};

@@ -10,14 +10,14 @@ pub(crate) use core::sync::atomic::AtomicU64;
 #[cfg(all(loom, target_has_atomic = "64"))]
 pub(crate) use loom::sync::atomic::AtomicU64;
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::sync::Arc;
 
 #[cfg(not(loom))]
 pub(crate) use alloc::sync::Arc;
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{fence, AtomicUsize, Ordering};
+pub(crate) use core::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 
 /// A mutex whose `lock` cannot fail.
 ///

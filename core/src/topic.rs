@@ -15,8 +15,6 @@ use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 
-use crate::alarm::{Alarm, Arm};
-use crate::clock::{as_nanos, Clock};
 use crate::config::{Overflow, TopicConfig};
 use crate::error::{Error, PublishError};
 use crate::message::Receipt;
@@ -24,6 +22,7 @@ use crate::partition::PartLog;
 use crate::read::group::GroupShared;
 use crate::route::{key_partition, Router};
 use crate::sync::{Arc, AtomicUsize, Mutex, MutexGuard, Ordering, Padded};
+use crate::time::{as_nanos, Alarm, Arm, Clock, Timer};
 use crate::wait::{SpentWakers, WaitKey, WakeList};
 
 /// Encodes a wake position for [`Partition::wake_at`] as its low bits plus one, never 0
@@ -97,7 +96,7 @@ pub(crate) struct Shared<T> {
     origin: core::time::Duration,
     /// Wakes publishers parked on a full log when its oldest message expires (topics
     /// with a TTL; see `TopicConfig::timer`).
-    timer: Option<alloc::sync::Arc<dyn crate::ack::Timer>>,
+    timer: Option<alloc::sync::Arc<dyn Timer>>,
     pub(crate) router: Option<Router>,
     /// Live [`Topic`] handles; the topic closes when the last one goes.
     publishers: AtomicUsize,
@@ -967,7 +966,7 @@ impl<T> Topic<T> {
         }
         let (clock, origin) = match config.clock {
             Some(c) => {
-                let (c, origin) = crate::clock::anchored(c);
+                let (c, origin) = crate::time::anchored(c);
                 (Some(c), origin)
             }
             None => (None, core::time::Duration::ZERO),
@@ -985,8 +984,8 @@ impl<T> Topic<T> {
                     (Some(_), Some(timer)) => Some(timer),
                     #[cfg(feature = "std")]
                     (Some(_), None) => {
-                        Some(alloc::sync::Arc::new(crate::ack::ThreadTimer::global())
-                            as alloc::sync::Arc<dyn crate::ack::Timer>)
+                        Some(alloc::sync::Arc::new(crate::time::ThreadTimer::global())
+                            as alloc::sync::Arc<dyn Timer>)
                     }
                     #[cfg(not(feature = "std"))]
                     (Some(_), None) => None,

@@ -12,10 +12,10 @@ use alloc::vec::Vec;
 use core::ops::{Deref, DerefMut};
 
 use crate::ack::{AckPart, Acks};
-use crate::alarm::Alarm;
 use crate::config::Overflow;
 use crate::log::{Dest, Entry, FetchInto, Log};
 use crate::sync::AtomicUsize;
+use crate::time::Alarm;
 use crate::wait::{WaitKey, WaiterList, WakeList};
 
 /// A consumer group's id on one partition's log: the slot its state is kept in, and the

@@ -1,7 +1,9 @@
 //! Time, as memq-core sees it: a monotonic reading from a [`Clock`] the user supplies.
 //!
-//! The core owns no clock. `std` adds [`StdClock`]; the runtime adapters in `memq` add
+//! The core owns no clock. `std` adds `StdClock`; the runtime adapters in `memq` add
 //! their own; tests use [`ManualClock`] to move time by hand.
+//!
+//! Part of the time layer: depends only on the sync facade.
 
 use core::time::Duration;
 

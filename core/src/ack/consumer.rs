@@ -1,0 +1,597 @@
+//! The member of an explicit-ack group ([`AckConsumer`]): its receive, which takes a
+//! lease on a partition's next message (or moves it to the dead-letter topic, or reports
+//! a lag), its waiting, and its futures ([`AckRecv`], [`AckRecvMany`]).
+//!
+//! Part of the ack layer: drives the lease state beside it, and depends on the group's
+//! member ([`Consumer`]) for membership and waiting, on the log and on the topic's shared
+//! state; the time layer's alarms wake it when a lease or delay runs out.
+
+use alloc::vec::Vec;
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll, Waker};
+use core::time::Duration;
+
+use super::config::{AckConfig, AckSettings};
+use super::dead_letter::move_letter;
+use super::delivery::{Delivery, Lease};
+use super::state::{earlier, PState};
+use super::visit::{Picking, Take, Visit, Wait};
+use super::{acks_of, settings_of};
+use crate::config::StartAt;
+use crate::error::{Error, RecvError, TryRecvError};
+use crate::read::group::Consumer;
+use crate::time::Alarm;
+use crate::topic::Topic;
+use crate::wait::{SpentWakers, WakeList};
+
+/// How a poll's sweep over the member's partitions ended ([`AckConsumer::sweep`]).
+enum Sweep<T> {
+    /// A delivery, or an error, for the caller.
+    Ready(Result<Delivery<T>, RecvError>),
+    /// A message was moved to the dead-letter topic: sweep again.
+    Again,
+    /// Nothing to take now.
+    Empty {
+        /// Some partition is not done with: the member waits there.
+        pending: bool,
+        /// The earliest lease end or redelivery time among them.
+        earliest: Option<u64>,
+    },
+}
+
+impl<T> Topic<T> {
+    /// Joins the explicit-ack group `name`, creating it with `config` at `start` if it does
+    /// not exist (an existing group keeps its own settings and position).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::GroupModeMismatch`] if `name` is an automatic-commit group;
+    /// [`Error::ZeroInFlight`], [`Error::ZeroAckWait`] or [`Error::ZeroMaxDeliveries`]
+    /// for a zero in `config`; [`Error::ClockRequired`] (without `std` and without a
+    /// clock); or [`Error::OffsetOutOfRange`] for a start past the end.
+    pub fn group_acked(
+        &self,
+        name: &str,
+        start: StartAt,
+        config: AckConfig<T>,
+    ) -> Result<AckConsumer<T>, Error> {
+        let settings = AckSettings::resolve(config, self.shared.clock.as_ref())?;
+        let inner = self.join_group(name, start, Some(settings))?;
+        Ok(AckConsumer {
+            inner,
+            scheduled: None,
+            lagged: None,
+        })
+    }
+}
+
+/// A member of an explicit-ack group: each [`Delivery`] is a lease to ack, nack, reject
+/// or touch.
+///
+/// Made by [`Topic::group_acked`]. Dropping it leaves the group and returns its leases to
+/// the group at once.
+pub struct AckConsumer<T> {
+    inner: Consumer<T>,
+    /// The timer wake-up last scheduled: its deadline, its task, whether it rang.
+    scheduled: Option<Alarm>,
+    /// A lag met by a batch receive after it had deliveries to return: reported by the
+    /// next receive, before anything else.
+    lagged: Option<u64>,
+}
+
+impl<T> fmt::Debug for AckConsumer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AckConsumer")
+            .field("member", &self.inner)
+            .finish()
+    }
+}
+
+/// One unacknowledged message of a group, for inspection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PendingInfo {
+    /// Its partition.
+    pub partition: u32,
+    /// Its offset.
+    pub offset: u64,
+    /// The member it was last delivered to.
+    pub member: u64,
+    /// How many times it was delivered.
+    pub deliveries: u32,
+    /// Time since its first delivery.
+    pub age: Duration,
+    /// Whether a member holds it now (`true`) or it waits for redelivery.
+    pub leased: bool,
+}
+
+impl<T> AckConsumer<T> {
+    /// The group's settings (always present: `group_acked` only joins groups created
+    /// with them).
+    fn settings(&self) -> &AckSettings<T> {
+        settings_of(&self.inner.group)
+    }
+
+    /// This member's id within the group.
+    pub fn member_id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// The group's name.
+    pub fn group_name(&self) -> &str {
+        self.inner.group_name()
+    }
+
+    /// The partitions assigned to this member now (as [`Consumer::assignment`]).
+    ///
+    /// [`Consumer::assignment`]: crate::Consumer::assignment
+    pub fn assignment(&self) -> Vec<u32> {
+        self.inner.assignment()
+    }
+
+    /// The group's committed position (lowest unacknowledged offset) in `partition`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PartitionOutOfRange`], or [`Error::UnknownGroup`] if it was deleted.
+    pub fn committed(&self, partition: u32) -> Result<u64, Error> {
+        self.inner.committed(partition)
+    }
+
+    /// Every unacknowledged message of the group, on every partition.
+    pub fn pending(&self) -> Vec<PendingInfo> {
+        let now = self.settings().now();
+        let shared = &self.inner.shared;
+        let mut out = Vec::new();
+        for (p, part) in shared.parts.iter().enumerate() {
+            let log = part.log.lock();
+            let Some(acks) = log
+                .group_ref(self.inner.group.ids[p])
+                .and_then(|g| g.acks.as_ref())
+            else {
+                continue;
+            };
+            out.extend(acks.unacked.iter().map(|(&offset, pe)| PendingInfo {
+                partition: p as u32,
+                offset,
+                member: pe.member,
+                deliveries: pe.deliveries,
+                age: Duration::from_nanos(now.saturating_sub(pe.first_delivered)),
+                leased: matches!(pe.state, PState::Leased { .. }),
+            }));
+        }
+        out
+    }
+
+    /// One attempt to take a delivery from partition `p` (locked inside), as of the
+    /// group's clock reading `now`: expires what the topic's TTL drops, chooses what to
+    /// take and copies its value, records the lease, answers the member's waiting, and
+    /// moves the group's hold on the log.
+    fn take(&mut self, p: usize, now: u64, waker: Option<&Waker>) -> Visit<T>
+    where
+        T: Clone,
+    {
+        let shared = self.inner.shared.clone();
+        let group = self.inner.group.clone();
+        let settings = settings_of(&group);
+        let mut spent = SpentWakers::new();
+        // Wake-ups of other members, kept apart: `expire` may fill `wl` with publishers.
+        let mut watch = WakeList::new();
+        let mut wl = WakeList::new();
+        // Expired values, dropped after the lock.
+        let mut dead = Vec::new();
+        // The topic's clock (the user's code) is read before the lock is taken.
+        let topic_now = shared.expiry_now();
+        let mut log = shared.parts[p].log.lock();
+        shared.expire(&mut log, topic_now, &mut wl, &mut dead);
+        // As `Picking::on` sees them.
+        let (low, high, closed) = (log.first(), log.high, log.closed);
+        let retained_from = log.low;
+        let id = group.ids[p];
+        let Some(Picking {
+            pick,
+            was_done,
+            unleased,
+        }) = Picking::on(&mut log, settings, id, p, now)
+        else {
+            return Visit::GONE;
+        };
+        let Some(g) = log.group(id) else {
+            unreachable!("memq: a group found under a partition's lock left it meanwhile");
+        };
+        let cursor = g.cursor;
+        let (acks, _) = acks_of(g);
+        let picked = pick.record(acks, p, self.inner.id, now, settings.ack_wait, low);
+        let holds_from = acks.holds_from(retained_from);
+        let done = acks.is_drained(closed, high);
+        let deadline = acks.next_deadline();
+        let wait = Wait {
+            waker,
+            timed: settings.timer.is_some(),
+            first_lease: unleased,
+            more: acks.next < high,
+            done,
+            deadline,
+        };
+        picked.count(g);
+        let registered = wait.answer(g, &mut self.inner.keys[p], &picked, &mut spent, &mut watch);
+        if !registered {
+            // This member no longer waits here: if it was the one the others counted on
+            // to look (woken, or with its timer set), another does.
+            g.keep_watch(high, &mut watch);
+        }
+        let taken = picked.hand_over(&mut log, &shared, p);
+        log.set_cursor(cursor, holds_from);
+        shared.reader_advanced(&mut log, &mut wl);
+        drop(log);
+        // A registration made here is cancelled by whatever this poll returns, even a
+        // delivery from another partition (see `Consumer::cancel_wait_except`).
+        self.inner.waiting |= registered;
+        if done && !was_done {
+            // This visit finished a closed partition (skipping a lag, dropping evicted
+            // unacked messages): members waiting on it or for the group to drain may be
+            // done.
+            shared.wake_drained(&group, p);
+        }
+        Visit {
+            taken,
+            done,
+            deadline,
+        }
+    }
+
+    fn poll_delivery(&mut self, waker: Option<&Waker>) -> Poll<Result<Delivery<T>, RecvError>>
+    where
+        T: Clone,
+    {
+        if let Some(missed) = self.lagged.take() {
+            return self.finish(Err(RecvError::Lagged(missed)));
+        }
+        // One clock reading for the whole poll: a message that a move to a full
+        // dead-letter topic put back for later is then not met again by this poll,
+        // however slowly it runs.
+        let now = self.settings().now();
+        loop {
+            if self.inner.refresh() {
+                return self.finish(Err(RecvError::Closed));
+            }
+            match self.sweep(now, waker) {
+                Sweep::Ready(r) => return self.finish(r),
+                // The move may have opened a slot, or closed the partition.
+                Sweep::Again => continue,
+                Sweep::Empty { pending, earliest } => {
+                    return self.wait(waker, now, pending, earliest);
+                }
+            }
+        }
+    }
+
+    /// Ends a poll with `r`: the member no longer waits anywhere.
+    fn finish<R>(&mut self, r: R) -> Poll<R> {
+        self.inner.cancel_wait();
+        Poll::Ready(r)
+    }
+
+    /// Visits the member's partitions once, in turn from where the last delivery came
+    /// from, until one has something for it.
+    fn sweep(&mut self, now: u64, waker: Option<&Waker>) -> Sweep<T>
+    where
+        T: Clone,
+    {
+        let n = self.inner.assigned.len();
+        let mut all_done = true;
+        let mut earliest: Option<u64> = None;
+        for k in 0..n {
+            let idx = (self.inner.next + k) % n;
+            let p = self.inner.assigned[idx];
+            let visit = self.take(p, now, waker);
+            all_done &= visit.done;
+            earliest = earlier(earliest, visit.deadline);
+            match visit.taken {
+                Take::Delivered(message, attempt) => {
+                    self.inner.next = idx + 1;
+                    let lease = Lease {
+                        shared: self.inner.shared.clone(),
+                        group: self.inner.group.clone(),
+                        partition: p,
+                    };
+                    return Sweep::Ready(Ok(Delivery::new(message, attempt, lease)));
+                }
+                Take::Lagged(missed) => return Sweep::Ready(Err(RecvError::Lagged(missed))),
+                Take::DeadLetter(letter, value) => {
+                    move_letter(&self.inner.shared, &self.inner.group, letter, value);
+                    return Sweep::Again;
+                }
+                Take::Nothing => {}
+            }
+        }
+        Sweep::Empty {
+            pending: n > 0 && !all_done,
+            earliest,
+        }
+    }
+
+    /// Ends a poll that found nothing: waits on its partitions (`pending`: some are not
+    /// done with) with the timer set for the `earliest` deadline among them, or, with
+    /// none to wait on, for the group to drain or for a partition; `Closed` once the
+    /// topic is closed and the group drained.
+    fn wait(
+        &mut self,
+        waker: Option<&Waker>,
+        now: u64,
+        pending: bool,
+        earliest: Option<u64>,
+    ) -> Poll<Result<Delivery<T>, RecvError>> {
+        if pending {
+            if let Some(w) = waker {
+                if let Some(at) = earliest {
+                    self.schedule(w, at, now);
+                }
+                self.inner.recheck_assignment(w);
+            }
+            self.inner.waiting |= waker.is_some();
+            return Poll::Pending;
+        }
+        if self.inner.shared.is_closed() && self.inner.group_drained() {
+            return self.finish(Err(RecvError::Closed));
+        }
+        if let Some(w) = waker {
+            if self.inner.park_idle(w) {
+                w.wake_by_ref();
+            }
+        }
+        self.inner.waiting |= waker.is_some();
+        Poll::Pending
+    }
+
+    /// Asks the timer to wake `waker` at clock time `at` unless a wake-up of the same task
+    /// at or before then is already scheduled and has not rung. One scheduled for another
+    /// waker (the member was polled from another task, or by a blocking call after a
+    /// timed-out async one) does not count: it would wake the wrong task. One that rang
+    /// before the clock showed its time does not either (see [`Alarm`]).
+    fn schedule(&mut self, waker: &Waker, at: u64, now: u64) {
+        if self
+            .scheduled
+            .as_ref()
+            .is_some_and(|a| a.at() > now && a.covers(waker, at))
+        {
+            return;
+        }
+        if let Some(timer) = self.settings().timer.clone() {
+            let (alarm, arm) = Alarm::new(waker, at, now, self.scheduled.as_ref());
+            // The replaced alarm goes first, withdrawing its wake-up (no lock is held).
+            self.scheduled = Some(alarm);
+            arm.set(&*timer);
+        }
+    }
+
+    /// Receives the next delivery (a redelivery first, else the next new message),
+    /// waiting for one if needed.
+    ///
+    /// # Errors
+    ///
+    /// [`RecvError::Lagged`] if new messages were evicted before the group read them;
+    /// [`RecvError::Closed`] when the topic is closed and every message was acknowledged
+    /// or dead-lettered, or the group was deleted.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a lease is taken only in the poll that returns it, and a wake-up the
+    /// dropped future had received passes to another waiting member.
+    pub fn recv(&mut self) -> AckRecv<'_, T> {
+        AckRecv { consumer: self }
+    }
+
+    /// Receives a delivery if one is available now.
+    ///
+    /// # Errors
+    ///
+    /// [`TryRecvError::Empty`] if none is; otherwise as [`AckConsumer::recv`].
+    pub fn try_recv(&mut self) -> Result<Delivery<T>, TryRecvError>
+    where
+        T: Clone,
+    {
+        match self.poll_delivery(None) {
+            Poll::Ready(r) => r.map_err(TryRecvError::from),
+            Poll::Pending => Err(TryRecvError::Empty),
+        }
+    }
+
+    /// Waits for at least one delivery, then appends up to `limit` to `buf` (redeliveries
+    /// first, as [`AckConsumer::recv`] takes them) and returns how many. Each is leased
+    /// and settled on its own. Returns `Ok(0)` only when the topic is closed and every
+    /// message was acknowledged or dead-lettered, or the group was deleted (or `limit`
+    /// is 0). Fewer than `limit`
+    /// come back when no more are available now or `max_in_flight` is reached.
+    ///
+    /// # Errors
+    ///
+    /// As [`AckConsumer::recv`]. A lag met after some deliveries were taken ends the
+    /// batch, and the next receive reports it.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: deliveries are taken and appended to `buf` only in the poll that
+    /// returns them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[allow(unused_imports)] // for the cfg below
+    /// # use memq_core as memq;
+    /// # // Leases need a clock: `std`'s, or one given with `AckConfig::clock`.
+    /// # #[cfg(feature = "std")]
+    /// # {
+    /// use memq::{AckConfig, StartAt, Topic};
+    ///
+    /// let topic = Topic::with_capacity(16)?;
+    /// let mut member = topic.group_acked("jobs", StartAt::Earliest, AckConfig::new())?;
+    /// topic.try_publish_batch(vec![1, 2, 3])?;
+    /// let mut batch = Vec::new();
+    /// let n = futures_executor::block_on(member.recv_many(&mut batch, 10))?;
+    /// assert_eq!(n, 3);
+    /// for d in batch {
+    ///     d.ack()?;
+    /// }
+    /// assert_eq!(member.committed(0)?, 3);
+    /// # }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recv_many<'a>(
+        &'a mut self,
+        buf: &'a mut Vec<Delivery<T>>,
+        limit: usize,
+    ) -> AckRecvMany<'a, T> {
+        AckRecvMany {
+            consumer: self,
+            buf,
+            limit,
+        }
+    }
+
+    /// Appends up to `limit` deliveries available now to `buf` and returns how many.
+    ///
+    /// # Errors
+    ///
+    /// [`TryRecvError::Empty`] if none is available; otherwise as
+    /// [`AckConsumer::recv_many`].
+    pub fn try_recv_many(
+        &mut self,
+        buf: &mut Vec<Delivery<T>>,
+        limit: usize,
+    ) -> Result<usize, TryRecvError>
+    where
+        T: Clone,
+    {
+        if limit == 0 {
+            return Ok(0);
+        }
+        match self.poll_many(buf, limit, None) {
+            Poll::Ready(Ok(n)) => Ok(n),
+            Poll::Ready(Err(e)) => Err(e.into()),
+            Poll::Pending => Err(TryRecvError::Empty),
+        }
+    }
+
+    /// One delivery as [`AckConsumer::recv`] polls for it, then as many more as are
+    /// available now, up to `limit` (at least 1). `Closed` is returned as an error.
+    fn poll_many(
+        &mut self,
+        buf: &mut Vec<Delivery<T>>,
+        limit: usize,
+        waker: Option<&Waker>,
+    ) -> Poll<Result<usize, RecvError>>
+    where
+        T: Clone,
+    {
+        match self.poll_delivery(waker) {
+            Poll::Ready(Ok(d)) => buf.push(d),
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => return Poll::Pending,
+        }
+        let mut got = 1;
+        while got < limit {
+            match self.poll_delivery(None) {
+                Poll::Ready(Ok(d)) => {
+                    buf.push(d);
+                    got += 1;
+                }
+                Poll::Ready(Err(RecvError::Lagged(missed))) => {
+                    self.lagged = Some(missed);
+                    break;
+                }
+                // `Closed` comes back to the next receive by itself.
+                Poll::Ready(Err(RecvError::Closed)) | Poll::Pending => break,
+            }
+        }
+        Poll::Ready(Ok(got))
+    }
+}
+
+impl<T> Drop for AckConsumer<T> {
+    fn drop(&mut self) {
+        // Give every lease back before leaving, so the others can take them at once.
+        let now = self.settings().now();
+        let shared = self.inner.shared.clone();
+        for (p, part) in shared.parts.iter().enumerate() {
+            let mut wl = WakeList::new();
+            let mut log = part.log.lock();
+            let Some(g) = log.group(self.inner.group.ids[p]) else {
+                continue;
+            };
+            if let Some(acks) = g.acks.as_mut() {
+                let released = acks.release_member(self.inner.id, now);
+                g.waiters.notify_many(released, &mut wl);
+            }
+        }
+        // `inner` leaves the group (and rebalances) when it drops.
+    }
+}
+
+/// Future of [`AckConsumer::recv`].
+#[must_use = "futures do nothing unless polled"]
+pub struct AckRecv<'a, T> {
+    consumer: &'a mut AckConsumer<T>,
+}
+
+impl<T> fmt::Debug for AckRecv<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AckRecv").finish_non_exhaustive()
+    }
+}
+
+impl<T: Clone> Future for AckRecv<'_, T> {
+    type Output = Result<Delivery<T>, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.get_mut().consumer.poll_delivery(Some(cx.waker()))
+    }
+}
+
+impl<T> Drop for AckRecv<'_, T> {
+    fn drop(&mut self) {
+        self.consumer.inner.cancel_wait();
+    }
+}
+
+/// Future of [`AckConsumer::recv_many`].
+#[must_use = "futures do nothing unless polled"]
+pub struct AckRecvMany<'a, T> {
+    consumer: &'a mut AckConsumer<T>,
+    buf: &'a mut Vec<Delivery<T>>,
+    limit: usize,
+}
+
+impl<T> fmt::Debug for AckRecvMany<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AckRecvMany")
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Clone> Future for AckRecvMany<'_, T> {
+    type Output = Result<usize, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if this.limit == 0 {
+            return Poll::Ready(Ok(0));
+        }
+        match this
+            .consumer
+            .poll_many(this.buf, this.limit, Some(cx.waker()))
+        {
+            Poll::Ready(Err(RecvError::Closed)) => Poll::Ready(Ok(0)),
+            other => other,
+        }
+    }
+}
+
+impl<T> Drop for AckRecvMany<'_, T> {
+    fn drop(&mut self) {
+        self.consumer.inner.cancel_wait();
+    }
+}
