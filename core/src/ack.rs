@@ -33,9 +33,10 @@ use crate::config::StartAt;
 use crate::error::{Error, RecvError, TryRecvError};
 use crate::group::Consumer;
 use crate::message::Message;
+use crate::partition::Shared;
 use crate::subscriber::to_message;
 use crate::sync::Arc;
-use crate::topic::{Shared, Topic};
+use crate::topic::Topic;
 use crate::wait::{SpentWakers, WaiterList, WakeList};
 
 // ----- configuration -------------------------------------------------------------------

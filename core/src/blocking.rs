@@ -18,8 +18,10 @@ use std::time::Instant;
 use crate::error::{PublishError, RecvError, RecvTimeoutError};
 use crate::group::Consumer;
 use crate::message::{Message, Receipt};
+use crate::partition::Shared;
+use crate::publish::Attempt;
 use crate::subscriber::Subscriber;
-use crate::topic::{Attempt, Route, Shared, Topic};
+use crate::topic::{Route, Topic};
 use crate::wait::WaitKey;
 
 /// The waker of a thread blocked in memq: records the wake-up, then unparks the thread.

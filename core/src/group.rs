@@ -29,9 +29,10 @@ use crate::config::StartAt;
 use crate::error::{Error, RecvError, RecvIfError, TryRecvError, TryRecvIfError};
 use crate::log::{Dest, Entry, Fetcher, GroupId, Log, Read, REVOKED};
 use crate::message::Message;
+use crate::partition::Shared;
 use crate::subscriber::{start_position, to_message};
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering, Padded};
-use crate::topic::{Shared, Topic};
+use crate::topic::Topic;
 use crate::wait::{SpentWakers, WaitKey, WaiterList, WakeList};
 
 /// A group's membership, guarded by the group's own lock.

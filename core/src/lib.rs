@@ -72,6 +72,8 @@ mod error;
 mod group;
 mod log;
 mod message;
+mod partition;
+mod publish;
 mod route;
 mod stats;
 mod subscriber;
@@ -98,7 +100,8 @@ pub use error::{
 };
 pub use group::{Consumer, GroupRecv, GroupRecvIf, GroupRecvMany};
 pub use message::{Message, Receipt};
+pub use publish::{Publish, PublishBatch};
 pub use route::{key_hash, key_partition, Router};
 pub use stats::{GroupStats, PartitionStats, TopicStats};
 pub use subscriber::{Recv, RecvMany, Subscriber};
-pub use topic::{Publish, PublishBatch, Topic};
+pub use topic::Topic;

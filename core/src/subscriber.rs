@@ -15,8 +15,9 @@ use crate::config::StartAt;
 use crate::error::{Error, Lagged, RecvError, TryRecvError};
 use crate::log::{Dest, Entry, Fetcher, Log, Read};
 use crate::message::Message;
+use crate::partition::Shared;
 use crate::sync::{Arc, AtomicUsize, Ordering, Padded};
-use crate::topic::{Shared, Topic};
+use crate::topic::Topic;
 use crate::wait::{SpentWakers, WaitKey, WakeList};
 
 pub(crate) fn to_message<T>(
@@ -75,7 +76,7 @@ struct SubPart<T> {
     /// forward, and a seek sets this again), so [`Partition::may_have_news`] answering
     /// "nothing new" for it is always right.
     ///
-    /// [`Partition::may_have_news`]: crate::topic::Partition::may_have_news
+    /// [`Partition::may_have_news`]: crate::partition::Partition::may_have_news
     fetched: Option<u64>,
     /// Values a releasing log let go of during this reader's visit (see
     /// [`Log::release_read`]), dropped as soon as the visit has let go of the lock; kept
