@@ -440,7 +440,7 @@ impl<T> Topic<T> {
         timeout: Duration,
     ) -> Result<Receipt, PublishError<alloc::vec::Vec<T>>> {
         let route = self.route(None, None);
-        self.publish_within(route, batch, timeout, Shared::attempt_publish_batch)
+        self.publish_within(route, batch, timeout, Shared::attempt_publish)
     }
 
     /// [`Topic::publish_batch_keyed`] for plain threads, giving up after `timeout`.
@@ -456,7 +456,7 @@ impl<T> Topic<T> {
         timeout: Duration,
     ) -> Result<Receipt, PublishError<alloc::vec::Vec<T>>> {
         let route = self.route(None, Some(key.as_ref()));
-        self.publish_within(route, batch, timeout, Shared::attempt_publish_batch)
+        self.publish_within(route, batch, timeout, Shared::attempt_publish)
     }
 
     /// [`Topic::publish_batch_to`] for plain threads, giving up after `timeout`.
@@ -471,7 +471,7 @@ impl<T> Topic<T> {
         timeout: Duration,
     ) -> Result<Receipt, PublishError<alloc::vec::Vec<T>>> {
         let route = self.route(Some(partition), None);
-        self.publish_within(route, batch, timeout, Shared::attempt_publish_batch)
+        self.publish_within(route, batch, timeout, Shared::attempt_publish)
     }
 
     /// The `*_blocking_timeout` publishes: `attempt` (a message's or a batch's) is tried,

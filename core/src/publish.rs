@@ -200,15 +200,16 @@ impl<T> Shared<T> {
         }
     }
 
-    /// One attempt to append `value` to partition `p`. Without a waker (`try_*`) a full
-    /// partition fails at once; with one, a `Block` topic parks the caller under `key`.
-    pub(crate) fn poll_publish(
+    /// One attempt to publish `value` (a message or a batch, see [`Payload`]) to
+    /// partition `p`, for a future: what it hands back when it parks goes back into
+    /// `value`, so that the future keeps it. `Pending` if it was published already.
+    pub(crate) fn poll_publish<V: Payload<T>>(
         &self,
         p: usize,
-        value: &mut Option<T>,
+        value: &mut Option<V>,
         key: &mut Option<WaitKey>,
         waker: Option<&Waker>,
-    ) -> Poll<Result<Receipt, PublishError<T>>> {
+    ) -> Poll<Result<Receipt, PublishError<V>>> {
         let Some(v) = value.take() else {
             // Polled again after completion: nothing left to publish.
             return Poll::Pending;
@@ -222,136 +223,53 @@ impl<T> Shared<T> {
         }
     }
 
-    /// Publishes `v` now or fails; never parks.
-    pub(crate) fn try_publish_now(&self, p: usize, v: T) -> Result<Receipt, PublishError<T>> {
-        match self.attempt_publish(p, v, &mut None, None) {
+    /// Publishes `value` now or fails; never parks. `key` is the place in line of a
+    /// publish that waited and gives up (see [`Shared::last_try`]), else `None`.
+    pub(crate) fn try_publish_now<V: Payload<T>>(
+        &self,
+        p: usize,
+        value: V,
+        key: &mut Option<WaitKey>,
+    ) -> Result<Receipt, PublishError<V>> {
+        match self.attempt_publish(p, value, key, None) {
             Attempt::Done(r) => r,
-            // Only a caller with a waker is ever parked.
+            // Only a caller with a waker is ever parked; without one, a publish that
+            // finds no room fails with `Full`, and so would this.
             Attempt::Parked(v) => Err(PublishError::Full(v)),
         }
     }
 
-    pub(crate) fn attempt_publish(
+    /// One attempt to append `value` (a message, or a batch: all of it or nothing) to
+    /// partition `p`. Without a waker (`try_*`) a full partition fails at once; with one,
+    /// a `Block` topic parks the caller under `key`.
+    ///
+    /// Written once for both: for one message, what only a batch needs (a batch larger
+    /// than the capacity, an empty batch, a vector for the values it overwrites) folds
+    /// away, and the code is that of a plain one-message publish.
+    pub(crate) fn attempt_publish<V: Payload<T>>(
         &self,
         p: usize,
-        v: T,
+        value: V,
         key: &mut Option<WaitKey>,
         waker: Option<&Waker>,
-    ) -> Attempt<T, Receipt> {
+    ) -> Attempt<V, Receipt> {
+        let n = value.messages();
+        if V::BATCH && n as u64 > self.capacity as u64 {
+            return self.never_fits(p, value, key);
+        }
         let now = self.now();
-        let mut dead = Vec::new();
+        // The values it overwrites in the ring, and those it finds expired, reserved
+        // outside the lock so that they can be dropped after it.
+        let mut olds = value.reserve_olds();
         let mut wl = WakeList::new();
         // What the publisher's wait left behind, dropped after the lock.
         let mut spent = Spent::default();
-        let (offset, old, more) = {
-            let mut log = self.parts[p].log.lock();
-            self.expire(&mut log, now, &mut wl, &mut dead);
+        let (offset, more) = {
+            let mut log = self.parts[p].log.lock_for(V::BATCH);
+            self.expire(&mut log, now, &mut wl, V::expired_into(&mut olds));
             if log.closed {
                 Log::<T>::unregister(&mut log.pubs, key, &mut wl, &mut spent.wakers);
-                return Attempt::Done(Err(PublishError::Closed(v)));
-            }
-            if let Some(w) = waker {
-                if self.out_of_turn(&mut log, *key, 1) {
-                    self.stay_parked(log, key, 1, w, now);
-                    return Attempt::Parked(v);
-                }
-            }
-            let mut v = v;
-            loop {
-                match log.append(v, now, self.overflow) {
-                    Ok((offset, old)) => {
-                        // Our notification (if any) is consumed by this publish; if room
-                        // is left, the next waiting publisher gets its turn.
-                        self.leave_publishers(p, &mut log, key, &mut spent);
-                        self.after_publish(p, &mut log, &mut wl);
-                        let more = log.notify_readers(1, now, &mut wl);
-                        break (offset, old, more);
-                    }
-                    Err(back) => match waker {
-                        Some(w) if self.overflow == Overflow::Block => {
-                            log.pubs.register_needing(key, w, 1, &mut spent.wakers);
-                            if self.park_publisher(p, &mut log, 1, &mut wl) {
-                                let alarm = self.expiry_alarm(&mut log, now, w, *key);
-                                drop(log);
-                                self.arm_expiry_alarm(alarm);
-                                return Attempt::Parked(back);
-                            }
-                            v = back;
-                        }
-                        _ => {
-                            Log::<T>::unregister(&mut log.pubs, key, &mut wl, &mut spent.wakers);
-                            return Attempt::Done(Err(PublishError::Full(back)));
-                        }
-                    },
-                }
-            }
-        };
-        wl.wake_all();
-        drop(old);
-        if more {
-            self.wake_remaining_readers(p, 1, now);
-        }
-        Attempt::Done(Ok(Receipt {
-            partition: p as u32,
-            offset,
-            count: 1,
-        }))
-    }
-
-    /// One attempt to append a whole batch to partition `p`, all or nothing.
-    pub(crate) fn poll_publish_batch(
-        &self,
-        p: usize,
-        values: &mut Option<Vec<T>>,
-        key: &mut Option<WaitKey>,
-        waker: Option<&Waker>,
-    ) -> Poll<Result<Receipt, PublishError<Vec<T>>>> {
-        let Some(batch) = values.take() else {
-            return Poll::Pending;
-        };
-        match self.attempt_publish_batch(p, batch, key, waker) {
-            Attempt::Done(r) => Poll::Ready(r),
-            Attempt::Parked(b) => {
-                *values = Some(b);
-                Poll::Pending
-            }
-        }
-    }
-
-    pub(crate) fn attempt_publish_batch(
-        &self,
-        p: usize,
-        mut batch: Vec<T>,
-        key: &mut Option<WaitKey>,
-        waker: Option<&Waker>,
-    ) -> Attempt<Vec<T>, Receipt> {
-        let n = batch.len();
-        if n as u64 > self.capacity as u64 {
-            // It could never fit; but a closed topic says so first, as for any publish.
-            let mut spent = SpentWakers::new();
-            let mut log = self.parts[p].log.lock_now();
-            if log.closed {
-                let mut wl = WakeList::new();
-                Log::<T>::unregister(&mut log.pubs, key, &mut wl, &mut spent);
-                drop(log);
-                wl.wake_all();
-                return Attempt::Done(Err(PublishError::Closed(batch)));
-            }
-            return Attempt::Done(Err(PublishError::Full(batch)));
-        }
-        let now = self.now();
-        // Room for the values the batch overwrites in the ring, reserved outside the lock
-        // so that they can be dropped after it.
-        let mut olds = Vec::with_capacity(n);
-        let mut wl = WakeList::new();
-        // What the publisher's wait left behind, dropped after the lock.
-        let mut spent = Spent::default();
-        let (first, more) = {
-            let mut log = self.parts[p].log.lock_now();
-            self.expire(&mut log, now, &mut wl, &mut olds);
-            if log.closed {
-                Log::<T>::unregister(&mut log.pubs, key, &mut wl, &mut spent.wakers);
-                return Attempt::Done(Err(PublishError::Closed(batch)));
+                return Attempt::Done(Err(PublishError::Closed(value)));
             }
             if n == 0 {
                 // Nothing to publish, and nothing to wait for: an empty receipt.
@@ -364,18 +282,21 @@ impl<T> Shared<T> {
             if let Some(w) = waker {
                 if self.out_of_turn(&mut log, *key, n as u64) {
                     self.stay_parked(log, key, n as u64, w, now);
-                    return Attempt::Parked(batch);
+                    return Attempt::Parked(value);
                 }
             }
+            let mut value = value;
             loop {
-                match log.append_batch(&mut batch, now, self.overflow, &mut olds) {
-                    Some(first) => {
+                match value.append_to(&mut log, now, self.overflow, &mut olds) {
+                    Ok(offset) => {
+                        // Our notification (if any) is consumed by this publish; if room
+                        // is left, the next waiting publisher gets its turn.
                         self.leave_publishers(p, &mut log, key, &mut spent);
                         self.after_publish(p, &mut log, &mut wl);
                         let more = log.notify_readers(n, now, &mut wl);
-                        break (first, more);
+                        break (offset, more);
                     }
-                    None => match waker {
+                    Err(back) => match waker {
                         Some(w) if self.overflow == Overflow::Block => {
                             log.pubs
                                 .register_needing(key, w, n as u64, &mut spent.wakers);
@@ -383,12 +304,13 @@ impl<T> Shared<T> {
                                 let alarm = self.expiry_alarm(&mut log, now, w, *key);
                                 drop(log);
                                 self.arm_expiry_alarm(alarm);
-                                return Attempt::Parked(batch);
+                                return Attempt::Parked(back);
                             }
+                            value = back;
                         }
                         _ => {
                             Log::<T>::unregister(&mut log.pubs, key, &mut wl, &mut spent.wakers);
-                            return Attempt::Done(Err(PublishError::Full(batch)));
+                            return Attempt::Done(Err(PublishError::Full(back)));
                         }
                     },
                 }
@@ -401,31 +323,44 @@ impl<T> Shared<T> {
         }
         Attempt::Done(Ok(Receipt {
             partition: p as u32,
-            offset: first,
+            offset,
             count: u32::try_from(n).unwrap_or(u32::MAX),
         }))
     }
 
+    /// [`Shared::attempt_publish`] for a batch larger than the capacity: it could never
+    /// fit, and fails with `Full`; but a closed topic says so first, as for any publish.
+    #[cold]
+    #[inline(never)]
+    fn never_fits<V>(&self, p: usize, batch: V, key: &mut Option<WaitKey>) -> Attempt<V, Receipt> {
+        let mut spent = SpentWakers::new();
+        let mut log = self.parts[p].log.lock_now();
+        if log.closed {
+            let mut wl = WakeList::new();
+            Log::<T>::unregister(&mut log.pubs, key, &mut wl, &mut spent);
+            drop(log);
+            wl.wake_all();
+            return Attempt::Done(Err(PublishError::Closed(batch)));
+        }
+        Attempt::Done(Err(PublishError::Full(batch)))
+    }
+
     /// A waiting publish's last try on its partition (`Publish::try_now`,
     /// `PublishBatch::try_now`): out of the line first, as a dropped publish leaves it
-    /// (the next in line is woken if its room is free), then one attempt by `poll`
-    /// without a waker, which never parks. `None` if `value` was published already.
-    pub(crate) fn last_try<V>(
+    /// (the next in line is woken if its room is free), then one attempt without a waker,
+    /// which never parks. `None` if `value` was published already.
+    pub(crate) fn last_try<V: Payload<T>>(
         &self,
         route: Route,
         value: &mut Option<V>,
         key: &mut Option<WaitKey>,
-        poll: PollPublish<T, V>,
     ) -> Option<Result<Receipt, PublishError<V>>> {
         let Route::Partition(p) = route else {
             return value.take().map(|v| Err(PublishError::InvalidPartition(v)));
         };
-        value.as_ref()?;
+        let v = value.take()?;
         self.cancel_publish(p, key);
-        match poll(self, p, value, key, None) {
-            Poll::Ready(r) => Some(r),
-            Poll::Pending => None,
-        }
+        Some(self.try_publish_now(p, v, key))
     }
 
     /// Drops a publish future's registration, passing an unconsumed wake-up on.
@@ -470,21 +405,176 @@ struct Spent {
     wakers: SpentWakers,
 }
 
-/// [`Shared::poll_publish`] or [`Shared::poll_publish_batch`], for code shared by both.
-type PollPublish<T, V> = fn(
-    &Shared<T>,
-    usize,
-    &mut Option<V>,
-    &mut Option<WaitKey>,
-    Option<&Waker>,
-) -> Poll<Result<Receipt, PublishError<V>>>;
-
 /// The outcome of one publish attempt.
 pub(crate) enum Attempt<T, R> {
     /// Finished, successfully or not.
     Done(Result<R, PublishError<T>>),
     /// Parked until woken; the value is handed back to the future that keeps it.
     Parked(T),
+}
+
+/// What one publish carries: one message (`T` itself), or a batch (`Vec<T>`) published
+/// whole or not at all. The publish path ([`Shared::attempt_publish`]), the futures and
+/// the blocking publishes are written once over it; what only a batch needs folds away
+/// for one message ([`Payload::BATCH`], a count of 1, no vector of overwritten values).
+///
+/// Its methods have names no other type in memq uses: every `T` implements it, so a
+/// method named like a common one (`len`) would be found first on whatever is in scope.
+pub(crate) trait Payload<T>: Sized {
+    /// Whether this is a batch: it may be larger than the capacity (and could never
+    /// fit), or empty, and its visit takes the lock without backing off (see
+    /// [`Mutex::lock_now`](crate::sync::Mutex::lock_now)).
+    const BATCH: bool;
+    /// The values a publish overwrites in the ring or finds expired, let go of after
+    /// the lock.
+    type Olds;
+    /// How many messages it publishes, and so how many slots it needs.
+    fn messages(&self) -> usize;
+    /// Room for the values it lets go of, reserved before the lock.
+    fn reserve_olds(&self) -> Self::Olds;
+    /// Where the values that expire during the visit go.
+    fn expired_into(olds: &mut Self::Olds) -> &mut Vec<T>;
+    /// Appends all of it at `now` if the overflow policy allows it now, returning the
+    /// (first) offset; otherwise nothing changes and it is handed back.
+    fn append_to(
+        self,
+        log: &mut Log<T>,
+        now: u64,
+        overflow: Overflow,
+        olds: &mut Self::Olds,
+    ) -> Result<u64, Self>;
+}
+
+impl<T> Payload<T> for T {
+    const BATCH: bool = false;
+    /// Those that expired, and the one it overwrote (none allocated unless some expire).
+    type Olds = (Vec<T>, Option<T>);
+
+    #[inline]
+    fn messages(&self) -> usize {
+        1
+    }
+
+    #[inline]
+    fn reserve_olds(&self) -> Self::Olds {
+        (Vec::new(), None)
+    }
+
+    #[inline]
+    fn expired_into(olds: &mut Self::Olds) -> &mut Vec<T> {
+        &mut olds.0
+    }
+
+    #[inline]
+    fn append_to(
+        self,
+        log: &mut Log<T>,
+        now: u64,
+        overflow: Overflow,
+        olds: &mut Self::Olds,
+    ) -> Result<u64, Self> {
+        let (offset, old) = log.append(self, now, overflow)?;
+        olds.1 = old;
+        Ok(offset)
+    }
+}
+
+impl<T> Payload<T> for Vec<T> {
+    const BATCH: bool = true;
+    /// Those that expired and those it overwrote, in room reserved for the batch.
+    type Olds = Vec<T>;
+
+    #[inline]
+    fn messages(&self) -> usize {
+        Vec::len(self)
+    }
+
+    #[inline]
+    fn reserve_olds(&self) -> Self::Olds {
+        Vec::with_capacity(Vec::len(self))
+    }
+
+    #[inline]
+    fn expired_into(olds: &mut Self::Olds) -> &mut Vec<T> {
+        olds
+    }
+
+    #[inline]
+    fn append_to(
+        mut self,
+        log: &mut Log<T>,
+        now: u64,
+        overflow: Overflow,
+        olds: &mut Self::Olds,
+    ) -> Result<u64, Self> {
+        match log.append_batch(&mut self, now, overflow, olds) {
+            Some(first) => Ok(first),
+            None => Err(self),
+        }
+    }
+}
+
+/// A publish future's state, the same for one message and a batch: where it goes, what
+/// it carries until it is published (`None` after), and its place in the partition's
+/// line once it parked. Dropping it leaves the line, passing on a wake-up it had not
+/// used.
+struct InLine<'a, T, V> {
+    topic: &'a Topic<T>,
+    route: Route,
+    value: Option<V>,
+    key: Option<WaitKey>,
+}
+
+impl<'a, T, V: Payload<T>> InLine<'a, T, V> {
+    fn new(topic: &'a Topic<T>, route: Route, value: V) -> Self {
+        Self {
+            topic,
+            route,
+            value: Some(value),
+            key: None,
+        }
+    }
+
+    /// Leaves the line and hands the value back (`None` if it was published).
+    fn take_back(&mut self) -> Option<V> {
+        self.leave();
+        self.value.take()
+    }
+
+    /// See [`Shared::last_try`].
+    fn try_now(&mut self) -> Option<Result<Receipt, PublishError<V>>> {
+        self.topic
+            .shared
+            .last_try(self.route, &mut self.value, &mut self.key)
+    }
+
+    fn poll(&mut self, waker: &Waker) -> Poll<Result<Receipt, PublishError<V>>> {
+        match self.route {
+            Route::Invalid => match self.value.take() {
+                Some(v) => Poll::Ready(Err(PublishError::InvalidPartition(v))),
+                None => Poll::Pending,
+            },
+            Route::Partition(p) => {
+                self.topic
+                    .shared
+                    .poll_publish(p, &mut self.value, &mut self.key, Some(waker))
+            }
+        }
+    }
+}
+
+impl<T, V> InLine<'_, T, V> {
+    fn leave(&mut self) {
+        if let Route::Partition(p) = self.route {
+            self.topic.shared.cancel_publish(p, &mut self.key);
+        }
+    }
+}
+
+impl<T, V> Drop for InLine<'_, T, V> {
+    fn drop(&mut self) {
+        self.leave();
+    }
 }
 
 /// Future of [`Topic::publish`], [`Topic::publish_keyed`] and [`Topic::publish_to`].
@@ -500,17 +590,14 @@ pub(crate) enum Attempt<T, R> {
 /// room up.
 #[must_use = "futures do nothing unless polled"]
 pub struct Publish<'a, T> {
-    topic: &'a Topic<T>,
-    route: Route,
-    value: Option<T>,
-    key: Option<WaitKey>,
+    inner: InLine<'a, T, T>,
 }
 
 impl<T> fmt::Debug for Publish<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Publish")
-            .field("route", &self.route)
-            .field("waiting", &self.key.is_some())
+            .field("route", &self.inner.route)
+            .field("waiting", &self.inner.key.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -521,10 +608,7 @@ impl<'a, T> Publish<'a, T> {
     /// A publish of `value` to `route`, not yet attempted.
     pub(crate) fn new(topic: &'a Topic<T>, route: Route, value: T) -> Self {
         Self {
-            topic,
-            route,
-            value: Some(value),
-            key: None,
+            inner: InLine::new(topic, route, value),
         }
     }
 }
@@ -551,10 +635,7 @@ impl<T> Publish<'_, T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn into_inner(mut self) -> Option<T> {
-        if let Route::Partition(p) = self.route {
-            self.topic.shared.cancel_publish(p, &mut self.key);
-        }
-        self.value.take()
+        self.inner.take_back()
     }
 
     /// Stops waiting with one last try: publishes now if the partition has a free slot
@@ -590,13 +671,7 @@ impl<T> Publish<'_, T> {
     ///
     /// [`Overflow::Block`]: crate::Overflow::Block
     pub fn try_now(mut self) -> Option<Result<Receipt, PublishError<T>>> {
-        let shared = &self.topic.shared;
-        shared.last_try(
-            self.route,
-            &mut self.value,
-            &mut self.key,
-            Shared::poll_publish,
-        )
+        self.inner.try_now()
     }
 }
 
@@ -604,19 +679,14 @@ impl<T> PublishBatch<'_, T> {
     /// Cancels the batch publish and hands the batch back, or `None` if it was already
     /// published.
     pub fn into_inner(mut self) -> Option<Vec<T>> {
-        if let Route::Partition(p) = self.route {
-            self.topic.shared.cancel_publish(p, &mut self.key);
-        }
-        self.values.take()
+        self.inner.take_back()
     }
 
     /// Stops waiting with one last try: publishes the whole batch now if the partition
     /// has room for it, or hands it back whole, as [`Publish::try_now`] does for one
     /// message. `None` if the batch was published already.
     pub fn try_now(mut self) -> Option<Result<Receipt, PublishError<Vec<T>>>> {
-        let shared = &self.topic.shared;
-        let poll = Shared::poll_publish_batch;
-        shared.last_try(self.route, &mut self.values, &mut self.key, poll)
+        self.inner.try_now()
     }
 }
 
@@ -624,26 +694,7 @@ impl<T> Future for Publish<'_, T> {
     type Output = Result<Receipt, PublishError<T>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        match this.route {
-            Route::Invalid => match this.value.take() {
-                Some(v) => Poll::Ready(Err(PublishError::InvalidPartition(v))),
-                None => Poll::Pending,
-            },
-            Route::Partition(p) => {
-                this.topic
-                    .shared
-                    .poll_publish(p, &mut this.value, &mut this.key, Some(cx.waker()))
-            }
-        }
-    }
-}
-
-impl<T> Drop for Publish<'_, T> {
-    fn drop(&mut self) {
-        if let Route::Partition(p) = self.route {
-            self.topic.shared.cancel_publish(p, &mut self.key);
-        }
+        self.get_mut().inner.poll(cx.waker())
     }
 }
 
@@ -661,17 +712,14 @@ impl<T> Drop for Publish<'_, T> {
 /// room up.
 #[must_use = "futures do nothing unless polled"]
 pub struct PublishBatch<'a, T> {
-    topic: &'a Topic<T>,
-    route: Route,
-    values: Option<Vec<T>>,
-    key: Option<WaitKey>,
+    inner: InLine<'a, T, Vec<T>>,
 }
 
 impl<T> fmt::Debug for PublishBatch<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PublishBatch")
-            .field("route", &self.route)
-            .field("len", &self.values.as_ref().map(Vec::len))
+            .field("route", &self.inner.route)
+            .field("len", &self.inner.value.as_ref().map(Vec::len))
             .finish_non_exhaustive()
     }
 }
@@ -682,10 +730,7 @@ impl<'a, T> PublishBatch<'a, T> {
     /// A publish of `batch` to `route`, not yet attempted.
     pub(crate) fn new(topic: &'a Topic<T>, route: Route, batch: Vec<T>) -> Self {
         Self {
-            topic,
-            route,
-            values: Some(batch),
-            key: None,
+            inner: InLine::new(topic, route, batch),
         }
     }
 }
@@ -694,26 +739,6 @@ impl<T> Future for PublishBatch<'_, T> {
     type Output = Result<Receipt, PublishError<Vec<T>>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        match this.route {
-            Route::Invalid => match this.values.take() {
-                Some(v) => Poll::Ready(Err(PublishError::InvalidPartition(v))),
-                None => Poll::Pending,
-            },
-            Route::Partition(p) => this.topic.shared.poll_publish_batch(
-                p,
-                &mut this.values,
-                &mut this.key,
-                Some(cx.waker()),
-            ),
-        }
-    }
-}
-
-impl<T> Drop for PublishBatch<'_, T> {
-    fn drop(&mut self) {
-        if let Route::Partition(p) = self.route {
-            self.topic.shared.cancel_publish(p, &mut self.key);
-        }
+        self.get_mut().inner.poll(cx.waker())
     }
 }

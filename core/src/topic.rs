@@ -20,7 +20,7 @@ use crate::config::{Overflow, TopicConfig};
 use crate::error::{Error, PublishError};
 use crate::message::Receipt;
 use crate::partition::Shared;
-use crate::publish::{Attempt, Publish, PublishBatch};
+use crate::publish::{Payload, Publish, PublishBatch};
 use crate::route::key_partition;
 use crate::sync::{Arc, Ordering};
 
@@ -257,11 +257,13 @@ impl<T> Topic<T> {
         self.try_route(self.route(Some(partition), None), value)
     }
 
-    fn try_route(&self, route: Route, value: T) -> Result<Receipt, PublishError<T>> {
+    /// The `try_publish*` methods, for a message or a batch: one attempt that never
+    /// waits.
+    fn try_route<V: Payload<T>>(&self, route: Route, value: V) -> Result<Receipt, PublishError<V>> {
         let Route::Partition(p) = route else {
             return Err(PublishError::InvalidPartition(value));
         };
-        self.shared.try_publish_now(p, value)
+        self.shared.try_publish_now(p, value, &mut None)
     }
 
     /// Publishes every value of `batch` with contiguous offsets in one partition, or none
@@ -355,7 +357,7 @@ impl<T> Topic<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_publish_batch(&self, batch: Vec<T>) -> Result<Receipt, PublishError<Vec<T>>> {
-        self.try_route_batch(self.route(None, None), batch)
+        self.try_route(self.route(None, None), batch)
     }
 
     /// [`Topic::publish_batch_keyed`] without waiting.
@@ -368,7 +370,7 @@ impl<T> Topic<T> {
         key: impl AsRef<[u8]>,
         batch: Vec<T>,
     ) -> Result<Receipt, PublishError<Vec<T>>> {
-        self.try_route_batch(self.route(None, Some(key.as_ref())), batch)
+        self.try_route(self.route(None, Some(key.as_ref())), batch)
     }
 
     /// [`Topic::publish_batch_to`] without waiting.
@@ -381,21 +383,7 @@ impl<T> Topic<T> {
         partition: u32,
         batch: Vec<T>,
     ) -> Result<Receipt, PublishError<Vec<T>>> {
-        self.try_route_batch(self.route(Some(partition), None), batch)
-    }
-
-    fn try_route_batch(
-        &self,
-        route: Route,
-        batch: Vec<T>,
-    ) -> Result<Receipt, PublishError<Vec<T>>> {
-        let Route::Partition(p) = route else {
-            return Err(PublishError::InvalidPartition(batch));
-        };
-        match self.shared.attempt_publish_batch(p, batch, &mut None, None) {
-            Attempt::Done(r) => r,
-            Attempt::Parked(b) => Err(PublishError::Full(b)),
-        }
+        self.try_route(self.route(Some(partition), None), batch)
     }
 }
 
