@@ -19,9 +19,9 @@ use crate::error::{PublishError, RecvError, RecvTimeoutError};
 use crate::group::Consumer;
 use crate::message::{Message, Receipt};
 use crate::partition::Shared;
-use crate::publish::Attempt;
+use crate::publish::{Attempt, Route};
 use crate::subscriber::Subscriber;
-use crate::topic::{Route, Topic};
+use crate::topic::Topic;
 use crate::wait::WaitKey;
 
 /// The waker of a thread blocked in memq: records the wake-up, then unparks the thread.

@@ -20,7 +20,6 @@ use crate::log::Log;
 use crate::message::Receipt;
 use crate::partition::Shared;
 use crate::sync::{MutexGuard, Ordering};
-use crate::topic::{Route, Topic};
 use crate::wait::{SpentWakers, WaitKey, WakeList};
 
 impl<T> Shared<T> {
@@ -246,6 +245,9 @@ impl<T> Shared<T> {
     /// Written once for both: for one message, what only a batch needs (a batch larger
     /// than the capacity, an empty batch, a vector for the values it overwrites) folds
     /// away, and the code is that of a plain one-message publish.
+    ///
+    /// One function of about 80 lines: every step between the lock and the receipt runs
+    /// under the one guard, which only the parking exits let go of early.
     pub(crate) fn attempt_publish<V: Payload<T>>(
         &self,
         p: usize,
@@ -405,6 +407,14 @@ struct Spent {
     wakers: SpentWakers,
 }
 
+/// Where a publish goes: the partition the topic routed it to, or nowhere (a partition
+/// that does not exist, named by the caller or by a user's router).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Route {
+    Partition(usize),
+    Invalid,
+}
+
 /// The outcome of one publish attempt.
 pub(crate) enum Attempt<T, R> {
     /// Finished, successfully or not.
@@ -519,16 +529,18 @@ impl<T> Payload<T> for Vec<T> {
 /// line once it parked. Dropping it leaves the line, passing on a wake-up it had not
 /// used.
 struct InLine<'a, T, V> {
-    topic: &'a Topic<T>,
+    /// The topic's shared state, borrowed from the `Topic` the publish was made by (as
+    /// `&Topic` would: the same lifetime, variance and auto traits).
+    shared: &'a Shared<T>,
     route: Route,
     value: Option<V>,
     key: Option<WaitKey>,
 }
 
 impl<'a, T, V: Payload<T>> InLine<'a, T, V> {
-    fn new(topic: &'a Topic<T>, route: Route, value: V) -> Self {
+    fn new(shared: &'a Shared<T>, route: Route, value: V) -> Self {
         Self {
-            topic,
+            shared,
             route,
             value: Some(value),
             key: None,
@@ -543,8 +555,7 @@ impl<'a, T, V: Payload<T>> InLine<'a, T, V> {
 
     /// See [`Shared::last_try`].
     fn try_now(&mut self) -> Option<Result<Receipt, PublishError<V>>> {
-        self.topic
-            .shared
+        self.shared
             .last_try(self.route, &mut self.value, &mut self.key)
     }
 
@@ -555,8 +566,7 @@ impl<'a, T, V: Payload<T>> InLine<'a, T, V> {
                 None => Poll::Pending,
             },
             Route::Partition(p) => {
-                self.topic
-                    .shared
+                self.shared
                     .poll_publish(p, &mut self.value, &mut self.key, Some(waker))
             }
         }
@@ -566,7 +576,7 @@ impl<'a, T, V: Payload<T>> InLine<'a, T, V> {
 impl<T, V> InLine<'_, T, V> {
     fn leave(&mut self) {
         if let Route::Partition(p) = self.route {
-            self.topic.shared.cancel_publish(p, &mut self.key);
+            self.shared.cancel_publish(p, &mut self.key);
         }
     }
 }
@@ -588,6 +598,10 @@ impl<T, V> Drop for InLine<'_, T, V> {
 /// never polled again (or is leaked with `mem::forget`) therefore holds up the
 /// publishers of its partition that parked after it; drop it to give its place and its
 /// room up.
+///
+/// [`Topic::publish`]: crate::Topic::publish
+/// [`Topic::publish_keyed`]: crate::Topic::publish_keyed
+/// [`Topic::publish_to`]: crate::Topic::publish_to
 #[must_use = "futures do nothing unless polled"]
 pub struct Publish<'a, T> {
     inner: InLine<'a, T, T>,
@@ -606,9 +620,9 @@ impl<T> Unpin for Publish<'_, T> {}
 
 impl<'a, T> Publish<'a, T> {
     /// A publish of `value` to `route`, not yet attempted.
-    pub(crate) fn new(topic: &'a Topic<T>, route: Route, value: T) -> Self {
+    pub(crate) fn new(shared: &'a Shared<T>, route: Route, value: T) -> Self {
         Self {
-            inner: InLine::new(topic, route, value),
+            inner: InLine::new(shared, route, value),
         }
     }
 }
@@ -670,6 +684,7 @@ impl<T> Publish<'_, T> {
     /// ```
     ///
     /// [`Overflow::Block`]: crate::Overflow::Block
+    /// [`Topic::try_publish`]: crate::Topic::try_publish
     pub fn try_now(mut self) -> Option<Result<Receipt, PublishError<T>>> {
         self.inner.try_now()
     }
@@ -710,6 +725,10 @@ impl<T> Future for Publish<'_, T> {
 /// never polled again (or is leaked with `mem::forget`) therefore holds up the
 /// publishers of its partition that parked after it; drop it to give its place and its
 /// room up.
+///
+/// [`Topic::publish_batch`]: crate::Topic::publish_batch
+/// [`Topic::publish_batch_keyed`]: crate::Topic::publish_batch_keyed
+/// [`Topic::publish_batch_to`]: crate::Topic::publish_batch_to
 #[must_use = "futures do nothing unless polled"]
 pub struct PublishBatch<'a, T> {
     inner: InLine<'a, T, Vec<T>>,
@@ -728,9 +747,9 @@ impl<T> Unpin for PublishBatch<'_, T> {}
 
 impl<'a, T> PublishBatch<'a, T> {
     /// A publish of `batch` to `route`, not yet attempted.
-    pub(crate) fn new(topic: &'a Topic<T>, route: Route, batch: Vec<T>) -> Self {
+    pub(crate) fn new(shared: &'a Shared<T>, route: Route, batch: Vec<T>) -> Self {
         Self {
-            inner: InLine::new(topic, route, batch),
+            inner: InLine::new(shared, route, batch),
         }
     }
 }

@@ -20,7 +20,7 @@ use crate::config::{Overflow, TopicConfig};
 use crate::error::{Error, PublishError};
 use crate::message::Receipt;
 use crate::partition::Shared;
-use crate::publish::{Payload, Publish, PublishBatch};
+use crate::publish::{Payload, Publish, PublishBatch, Route};
 use crate::route::key_partition;
 use crate::sync::{Arc, Ordering};
 
@@ -81,13 +81,6 @@ impl<T> Drop for Topic<T> {
             self.shared.close();
         }
     }
-}
-
-/// Where a publish goes.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Route {
-    Partition(usize),
-    Invalid,
 }
 
 impl<T> Topic<T> {
@@ -164,7 +157,7 @@ impl<T> Topic<T> {
     }
 
     fn publish_with(&self, route: Route, value: T) -> Publish<'_, T> {
-        Publish::new(self, route, value)
+        Publish::new(&self.shared, route, value)
     }
 
     /// Publishes `value`, waiting for room if the topic is full and its policy is `Block`.
@@ -207,6 +200,8 @@ impl<T> Topic<T> {
     /// # Cancel safety
     ///
     /// As [`Topic::publish`].
+    ///
+    /// [`Router`]: crate::Router
     pub fn publish_keyed(&self, key: impl AsRef<[u8]>, value: T) -> Publish<'_, T> {
         self.publish_with(self.route(None, Some(key.as_ref())), value)
     }
@@ -282,7 +277,7 @@ impl<T> Topic<T> {
     ///
     /// Dropping the future before it completes publishes nothing.
     pub fn publish_batch(&self, batch: Vec<T>) -> PublishBatch<'_, T> {
-        PublishBatch::new(self, self.route(None, None), batch)
+        PublishBatch::new(&self.shared, self.route(None, None), batch)
     }
 
     /// [`Topic::publish_batch`] to an explicit partition.
@@ -295,7 +290,7 @@ impl<T> Topic<T> {
     ///
     /// As [`Topic::publish_batch`].
     pub fn publish_batch_to(&self, partition: u32, batch: Vec<T>) -> PublishBatch<'_, T> {
-        PublishBatch::new(self, self.route(Some(partition), None), batch)
+        PublishBatch::new(&self.shared, self.route(Some(partition), None), batch)
     }
 
     /// [`Topic::publish_batch`] to the partition `key` routes to (as
@@ -331,7 +326,7 @@ impl<T> Topic<T> {
     /// # }).unwrap();
     /// ```
     pub fn publish_batch_keyed(&self, key: impl AsRef<[u8]>, batch: Vec<T>) -> PublishBatch<'_, T> {
-        PublishBatch::new(self, self.route(None, Some(key.as_ref())), batch)
+        PublishBatch::new(&self.shared, self.route(None, Some(key.as_ref())), batch)
     }
 
     /// [`Topic::publish_batch`] without waiting. An empty batch succeeds with an empty
