@@ -230,7 +230,9 @@ impl<T> Shared<T> {
         value: V,
         key: &mut Option<WaitKey>,
     ) -> Result<Receipt, PublishError<V>> {
-        match self.attempt_publish(p, value, key, None) {
+        // The attempt is inlined here with no waker, so that everything it does for a
+        // publisher that parks falls away: a `try_publish` is as small as it can be.
+        match self.attempt(p, value, key, None) {
             Attempt::Done(r) => r,
             // Only a caller with a waker is ever parked; without one, a publish that
             // finds no room fails with `Full`, and so would this.
@@ -246,9 +248,25 @@ impl<T> Shared<T> {
     /// than the capacity, an empty batch, a vector for the values it overwrites) folds
     /// away, and the code is that of a plain one-message publish.
     ///
+    /// The futures' and the blocking publishes' attempt; see [`Shared::attempt`].
+    pub(crate) fn attempt_publish<V: Payload<T>>(
+        &self,
+        p: usize,
+        value: V,
+        key: &mut Option<WaitKey>,
+        waker: Option<&Waker>,
+    ) -> Attempt<V, Receipt> {
+        self.attempt(p, value, key, waker)
+    }
+
+    /// [`Shared::attempt_publish`]'s work, always inlined: into it, and into
+    /// [`Shared::try_publish_now`] with no waker, where the parking paths fall away (the
+    /// publish path of every `try_publish`, whichever codegen unit its caller is in).
+    ///
     /// One function of about 80 lines: every step between the lock and the receipt runs
     /// under the one guard, which only the parking exits let go of early.
-    pub(crate) fn attempt_publish<V: Payload<T>>(
+    #[inline(always)]
+    fn attempt<V: Payload<T>>(
         &self,
         p: usize,
         value: V,
