@@ -17,9 +17,11 @@ use std::time::Instant;
 
 use crate::error::{PublishError, RecvError, RecvTimeoutError};
 use crate::message::{Message, Receipt};
+use crate::partition::Shared;
+use crate::publish::{Attempt, Route};
 use crate::read::group::Consumer;
 use crate::read::subscriber::Subscriber;
-use crate::topic::{Attempt, Route, Shared, Topic};
+use crate::topic::Topic;
 use crate::wait::WaitKey;
 
 /// The waker of a thread blocked in memq: records the wake-up, then unparks the thread.
@@ -438,7 +440,7 @@ impl<T> Topic<T> {
         timeout: Duration,
     ) -> Result<Receipt, PublishError<alloc::vec::Vec<T>>> {
         let route = self.route(None, None);
-        self.publish_within(route, batch, timeout, Shared::attempt_publish_batch)
+        self.publish_within(route, batch, timeout, Shared::attempt_publish)
     }
 
     /// [`Topic::publish_batch_keyed`] for plain threads, giving up after `timeout`.
@@ -454,7 +456,7 @@ impl<T> Topic<T> {
         timeout: Duration,
     ) -> Result<Receipt, PublishError<alloc::vec::Vec<T>>> {
         let route = self.route(None, Some(key.as_ref()));
-        self.publish_within(route, batch, timeout, Shared::attempt_publish_batch)
+        self.publish_within(route, batch, timeout, Shared::attempt_publish)
     }
 
     /// [`Topic::publish_batch_to`] for plain threads, giving up after `timeout`.
@@ -469,7 +471,7 @@ impl<T> Topic<T> {
         timeout: Duration,
     ) -> Result<Receipt, PublishError<alloc::vec::Vec<T>>> {
         let route = self.route(Some(partition), None);
-        self.publish_within(route, batch, timeout, Shared::attempt_publish_batch)
+        self.publish_within(route, batch, timeout, Shared::attempt_publish)
     }
 
     /// The `*_blocking_timeout` publishes: `attempt` (a message's or a batch's) is tried,

@@ -70,6 +70,7 @@ mod error;
 mod log;
 mod message;
 mod partition;
+mod publish;
 mod read;
 mod route;
 mod stats;
@@ -91,6 +92,7 @@ pub use error::{
     TryRecvIfError,
 };
 pub use message::{Message, Receipt};
+pub use publish::{Publish, PublishBatch};
 pub use read::group::{Consumer, GroupRecv, GroupRecvIf, GroupRecvMany};
 pub use read::subscriber::{Recv, RecvMany, Subscriber};
 pub use route::{key_hash, key_partition, Router};
@@ -98,4 +100,4 @@ pub use stats::{GroupStats, PartitionStats, TopicStats};
 pub use time::{Clock, ManualClock, Timer, TimerEntry};
 #[cfg(feature = "std")]
 pub use time::{StdClock, ThreadTimer};
-pub use topic::{Publish, PublishBatch, Topic};
+pub use topic::Topic;

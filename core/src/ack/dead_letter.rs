@@ -11,9 +11,10 @@ use alloc::string::String;
 
 use super::state::Acks;
 use super::{acks_of, release_hold, settings_of, AckSettings};
+use crate::partition::Shared;
 use crate::read::group::GroupShared;
 use crate::time::as_nanos;
-use crate::topic::{Shared, Topic};
+use crate::topic::Topic;
 use crate::wait::WakeList;
 
 /// Where messages that will not be delivered again go.

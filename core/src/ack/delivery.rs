@@ -10,10 +10,10 @@ use core::time::Duration;
 use super::dead_letter::{move_letter, DeadLetterReason, Letter};
 use super::{acks_of, release_hold, settings_of};
 use crate::message::Message;
+use crate::partition::Shared;
 use crate::read::group::GroupShared;
 use crate::sync::Arc;
 use crate::time::as_nanos;
-use crate::topic::Shared;
 use crate::wait::WakeList;
 
 /// Why an acknowledgement was refused.

@@ -47,10 +47,10 @@ pub use dead_letter::{DeadLetter, DeadLetterReason};
 pub use delivery::{AckError, Delivery};
 pub(crate) use state::{AckPart, Acks};
 
+use crate::partition::Shared;
 use crate::partition::{GroupPart, PartLog};
 use crate::read::group::GroupShared;
 use crate::sync::MutexGuard;
-use crate::topic::Shared;
 use crate::wait::{WaiterList, WakeList};
 
 /// An explicit-ack group's settings: present in every group an [`AckConsumer`], a

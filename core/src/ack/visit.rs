@@ -15,9 +15,9 @@ use super::dead_letter::{DeadLetterReason, Letter};
 use super::state::{Acks, Choice};
 use crate::log::Entry;
 use crate::message::Message;
+use crate::partition::Shared;
 use crate::partition::{GroupId, GroupPart, PartLog};
 use crate::read::to_message;
-use crate::topic::Shared;
 use crate::wait::{SpentWakers, WaitKey, WakeList};
 
 /// What a visit to a partition found (`AckConsumer::take`).

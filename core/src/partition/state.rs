@@ -342,7 +342,7 @@ impl<T> PartLog<T> {
     /// parked publisher in line to be free: `high + park_need - capacity`. It changes
     /// whenever the first in line does (woken, gone, or the first to park), and each time
     /// it is stored again for readers that hand over without the lock (see
-    /// [`Shared::rearm`](crate::topic::Shared)).
+    /// [`Shared::rearm`](crate::partition::Shared)).
     pub(crate) fn wake_position(&self) -> u64 {
         (self.high + self.park_need()).saturating_sub(self.log.capacity())
     }

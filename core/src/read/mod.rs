@@ -10,7 +10,7 @@
 //! Layer: above the log ([`crate::log`]), the wait lists ([`crate::wait`]) and the sync
 //! facade ([`crate::sync`]); below the explicit-ack layer ([`crate::ack`]), which builds
 //! on groups. Readers reach a partition through the topic's shared state
-//! ([`crate::topic::Shared`]): its locks, clock and wake-ups of publishers.
+//! ([`crate::partition::Shared`]): its locks, clock and wake-ups of publishers.
 
 use crate::config::StartAt;
 use crate::error::Error;

@@ -24,8 +24,9 @@ use crate::config::StartAt;
 use crate::error::{Error, Lagged, RecvError, TryRecvError};
 use crate::message::Message;
 
+use crate::partition::Shared;
 use crate::sync::{Arc, AtomicUsize, Ordering, Padded};
-use crate::topic::{Shared, Topic};
+use crate::topic::Topic;
 use crate::wait::{SpentWakers, WakeList};
 
 /// A broadcast reader: receives every message published to the partitions it reads,

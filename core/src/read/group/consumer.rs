@@ -15,8 +15,8 @@ use super::receive::pass_on_wakeup;
 use super::shared::{assignment, wake_idle, GroupShared};
 use crate::error::{Error, TryRecvError, TryRecvIfError};
 use crate::message::Message;
+use crate::partition::Shared;
 use crate::sync::{Arc, Ordering};
-use crate::topic::Shared;
 use crate::wait::{SpentWakers, WaitKey, WakeList};
 
 /// A member of a consumer group: receives the messages of its assigned partitions that

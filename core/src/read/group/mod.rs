@@ -36,7 +36,7 @@
 //! Above the log ([`crate::log`]), the wait lists ([`crate::wait`]) and the sync facade;
 //! beside the subscriber ([`super::subscriber`]), whose message conversion and start
 //! positions it shares. It reaches the partitions through the topic's shared state
-//! ([`crate::topic::Shared`]), and the explicit-ack layer ([`crate::ack`]) is built on
+//! ([`crate::partition::Shared`]), and the explicit-ack layer ([`crate::ack`]) is built on
 //! it: the only names from `ack` here are the settings an explicit-ack group keeps
 //! (`AckSettings`, `Acks`), held for that layer and not interpreted.
 

@@ -31,10 +31,10 @@ use super::receive::{
 use super::shared::Pool;
 use crate::error::RecvError;
 use crate::log::{Dest, Entry};
+use crate::partition::Shared;
 use crate::partition::{Fetcher, GroupId, PartLog};
 use crate::read::to_message;
 use crate::sync::Mutex;
-use crate::topic::Shared;
 use crate::wait::{SpentWakers, WaitKey, WakeList};
 
 /// How many messages a member fetches into its group's [`Pool`] per visit.

@@ -35,9 +35,9 @@ use super::shared::Pool;
 use crate::error::RecvError;
 use crate::log::{Dest, Entry, Read};
 use crate::message::Message;
+use crate::partition::Shared;
 use crate::partition::{Fetcher, GroupId, PartLog};
 use crate::read::to_message;
-use crate::topic::Shared;
 use crate::wait::{SpentWakers, WaitKey, WaiterList, WakeList};
 
 /// How many messages one poll took, and the message itself when no buffer was given.

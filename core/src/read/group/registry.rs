@@ -12,9 +12,10 @@ use super::consumer::Consumer;
 use super::shared::{GroupShared, Members, Pool};
 use crate::config::StartAt;
 use crate::error::Error;
+use crate::partition::Shared;
 use crate::read::start_position;
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering, Padded};
-use crate::topic::{Shared, Topic};
+use crate::topic::Topic;
 use crate::wait::{WaiterList, WakeList};
 
 impl<T> Topic<T> {

@@ -12,8 +12,8 @@ use core::fmt;
 
 use crate::log::{Entry, REVOKED};
 use crate::partition::GroupId;
+use crate::partition::Shared;
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering, Padded};
-use crate::topic::Shared;
 use crate::wait::{WaiterList, WakeList};
 
 /// A group's membership, guarded by the group's own lock.

@@ -10,10 +10,10 @@ use core::task::Waker;
 
 use crate::log::{Dest, Entry, Read};
 use crate::message::Message;
+use crate::partition::Shared;
 use crate::partition::{Fetcher, PartLog};
 use crate::read::to_message;
 use crate::sync::{Arc, AtomicUsize, Ordering, Padded};
-use crate::topic::Shared;
 use crate::wait::{SpentWakers, WaitKey, WakeList};
 
 /// How many messages a subscriber fetches per visit to a partition, at most.
