@@ -263,8 +263,8 @@ impl<T> Shared<T> {
     /// [`Shared::try_publish_now`] with no waker, where the parking paths fall away (the
     /// publish path of every `try_publish`, whichever codegen unit its caller is in).
     ///
-    /// One function of about 80 lines: every step between the lock and the receipt runs
-    /// under the one guard, which only the parking exits let go of early.
+    /// Long: one function of about 80 lines, as every step between the lock and the
+    /// receipt runs under the one guard, which only the parking exits let go of early.
     #[inline(always)]
     fn attempt<V: Payload<T>>(
         &self,

@@ -9,11 +9,10 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
 
-use super::dead_letter::{DeadLetter, DeadLetterSink};
+use super::dead_letter::DeadLetterSink;
 use super::state::AckPart;
 use crate::error::Error;
 use crate::time::{as_nanos, Clock, Timer};
-use crate::topic::Topic;
 
 /// Delays before a message is delivered again, by attempt.
 ///
@@ -117,7 +116,7 @@ pub struct AckConfig<T> {
     max_deliveries: Option<u32>,
     backoff: Backoff,
     max_in_flight: usize,
-    dead_letter: Option<alloc::sync::Arc<dyn DeadLetterSink<T> + Send + Sync>>,
+    pub(crate) dead_letter: Option<alloc::sync::Arc<dyn DeadLetterSink<T> + Send + Sync>>,
     clock: Option<alloc::sync::Arc<dyn Clock>>,
     timer: Option<alloc::sync::Arc<dyn Timer>>,
 }
@@ -204,28 +203,6 @@ impl<T> AckConfig<T> {
     /// brings a member back to look at its deadlines.
     pub fn max_in_flight(mut self, max: usize) -> Self {
         self.max_in_flight = max;
-        self
-    }
-
-    /// The topic dead letters are published to.
-    ///
-    /// While it is full, a message bound there stays in the group (unacknowledged, not
-    /// delivered again) and the move is retried every few milliseconds. Once it is
-    /// closed, nothing more can go there: messages are delivered again instead, as if
-    /// `max_deliveries` were not set, so that none is lost.
-    ///
-    /// The group keeps `topic`, a publishing handle, for as long as the group lives (until
-    /// it is deleted and its last member and delivery are gone): dropping every other
-    /// handle does not close the dead-letter topic, and its readers wait for more. Close
-    /// it with [`Topic::close`] to end them; deleting the group may close it, when the
-    /// group held its last handle.
-    pub fn dead_letter(mut self, topic: Topic<DeadLetter<T>>) -> Self
-    where
-        T: Send + 'static,
-    {
-        self.dead_letter =
-            Some(alloc::sync::Arc::new(topic)
-                as alloc::sync::Arc<dyn DeadLetterSink<T> + Send + Sync>);
         self
     }
 

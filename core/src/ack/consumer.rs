@@ -21,9 +21,10 @@ use super::visit::{Picking, Take, Visit, Wait};
 use super::{acks_of, settings_of};
 use crate::config::StartAt;
 use crate::error::{Error, RecvError, TryRecvError};
+use crate::partition::Shared;
 use crate::read::group::Consumer;
+use crate::sync::Arc;
 use crate::time::Alarm;
-use crate::topic::Topic;
 use crate::wait::{SpentWakers, WakeList};
 
 /// How a poll's sweep over the member's partitions ended ([`AckConsumer::sweep`]).
@@ -41,36 +42,10 @@ enum Sweep<T> {
     },
 }
 
-impl<T> Topic<T> {
-    /// Joins the explicit-ack group `name`, creating it with `config` at `start` if it does
-    /// not exist (an existing group keeps its own settings and position).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::GroupModeMismatch`] if `name` is an automatic-commit group;
-    /// [`Error::ZeroInFlight`], [`Error::ZeroAckWait`] or [`Error::ZeroMaxDeliveries`]
-    /// for a zero in `config`; [`Error::ClockRequired`] (without `std` and without a
-    /// clock); or [`Error::OffsetOutOfRange`] for a start past the end.
-    pub fn group_acked(
-        &self,
-        name: &str,
-        start: StartAt,
-        config: AckConfig<T>,
-    ) -> Result<AckConsumer<T>, Error> {
-        let settings = AckSettings::resolve(config, self.shared.clock.as_ref())?;
-        let inner = self.join_group(name, start, Some(settings))?;
-        Ok(AckConsumer {
-            inner,
-            scheduled: None,
-            lagged: None,
-        })
-    }
-}
-
 /// A member of an explicit-ack group: each [`Delivery`] is a lease to ack, nack, reject
 /// or touch.
 ///
-/// Made by [`Topic::group_acked`]. Dropping it leaves the group and returns its leases to
+/// Made by [`Topic::group_acked`](crate::Topic::group_acked). Dropping it leaves the group and returns its leases to
 /// the group at once.
 pub struct AckConsumer<T> {
     inner: Consumer<T>,
@@ -105,6 +80,24 @@ pub struct PendingInfo {
     pub age: Duration,
     /// Whether a member holds it now (`true`) or it waits for redelivery.
     pub leased: bool,
+}
+
+impl<T> AckConsumer<T> {
+    /// Joins the explicit-ack group `name` of the topic (see `Topic::group_acked`).
+    pub(crate) fn join(
+        shared: &Arc<Shared<T>>,
+        name: &str,
+        start: StartAt,
+        config: AckConfig<T>,
+    ) -> Result<Self, Error> {
+        let settings = AckSettings::resolve(config, shared.clock.as_ref())?;
+        let inner = crate::read::group::join(shared, name, start, Some(settings))?;
+        Ok(AckConsumer {
+            inner,
+            scheduled: None,
+            lagged: None,
+        })
+    }
 }
 
 impl<T> AckConsumer<T> {

@@ -14,31 +14,20 @@ use super::{acks_of, release_hold, settings_of, AckSettings};
 use crate::partition::Shared;
 use crate::read::group::GroupShared;
 use crate::time::as_nanos;
-use crate::topic::Topic;
 use crate::wait::WakeList;
 
 /// Where messages that will not be delivered again go.
-pub(super) trait DeadLetterSink<T> {
+pub(crate) trait DeadLetterSink<T> {
     /// Publishes `letter`, or hands it back with why not.
     fn send(&self, letter: DeadLetter<T>) -> Result<(), (SinkError, DeadLetter<T>)>;
 }
 
 /// Why a dead letter was not published.
-pub(super) enum SinkError {
+pub(crate) enum SinkError {
     /// Not now (the dead-letter topic is full, or its router refused): try again later.
     Later,
     /// Never: the dead-letter topic is closed.
     Closed,
-}
-
-impl<T> DeadLetterSink<T> for Topic<DeadLetter<T>> {
-    fn send(&self, letter: DeadLetter<T>) -> Result<(), (SinkError, DeadLetter<T>)> {
-        match self.try_publish(letter) {
-            Ok(_) => Ok(()),
-            Err(crate::PublishError::Closed(letter)) => Err((SinkError::Closed, letter)),
-            Err(e) => Err((SinkError::Later, e.into_inner())),
-        }
-    }
 }
 
 /// How long a message waits before its move to a full dead-letter topic is retried: this,

@@ -44,6 +44,7 @@ pub(crate) use config::AckSettings;
 pub use config::{AckConfig, Backoff};
 pub use consumer::{AckConsumer, AckRecv, AckRecvMany, PendingInfo};
 pub use dead_letter::{DeadLetter, DeadLetterReason};
+pub(crate) use dead_letter::{DeadLetterSink, SinkError};
 pub use delivery::{AckError, Delivery};
 pub(crate) use state::{AckPart, Acks};
 

@@ -26,13 +26,13 @@ use crate::message::Message;
 
 use crate::partition::Shared;
 use crate::sync::{Arc, AtomicUsize, Ordering, Padded};
-use crate::topic::Topic;
 use crate::wait::{SpentWakers, WakeList};
 
 /// A broadcast reader: receives every message published to the partitions it reads,
 /// from its own position, independently of other readers.
 ///
-/// Made by [`Topic::subscribe`] (every partition) or [`Topic::subscribe_partition`].
+/// Made by [`Topic::subscribe`](crate::Topic::subscribe) (every partition) or
+/// [`Topic::subscribe_partition`](crate::Topic::subscribe_partition).
 /// Messages stay in the log after a subscriber reads them (unless the topic releases
 /// them once every reader has, see [`TopicConfig::release_on_read`]); under `Block` a
 /// subscriber that does not read holds publishers back, so drop subscribers you no longer
@@ -61,33 +61,13 @@ impl<T> fmt::Debug for Subscriber<T> {
     }
 }
 
-impl<T> Topic<T> {
-    /// Subscribes to every partition, starting at `start`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::OffsetOutOfRange`] if `start` is an offset past the end of a partition.
-    pub fn subscribe(&self, start: StartAt) -> Result<Subscriber<T>, Error> {
-        Subscriber::attach(&self.shared, (0..self.shared.parts.len()).collect(), start)
-    }
-
-    /// Subscribes to one partition, starting at `start`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::PartitionOutOfRange`] or [`Error::OffsetOutOfRange`].
-    pub fn subscribe_partition(
-        &self,
-        partition: u32,
-        start: StartAt,
-    ) -> Result<Subscriber<T>, Error> {
-        let p = self.shared.check_partition(partition)?;
-        Subscriber::attach(&self.shared, alloc::vec![p], start)
-    }
-}
-
 impl<T> Subscriber<T> {
-    fn attach(shared: &Arc<Shared<T>>, ps: Vec<usize>, start: StartAt) -> Result<Self, Error> {
+    /// A subscriber of partitions `ps` of the topic, starting at `start` in each.
+    pub(crate) fn attach(
+        shared: &Arc<Shared<T>>,
+        ps: Vec<usize>,
+        start: StartAt,
+    ) -> Result<Self, Error> {
         let mut sub = Self {
             shared: shared.clone(),
             parts: Vec::with_capacity(ps.len()),

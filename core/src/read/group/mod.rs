@@ -47,7 +47,9 @@ mod pooled;
 mod receive;
 mod registry;
 mod shared;
+mod wake;
 
 pub use consumer::Consumer;
 pub use futures::{GroupRecv, GroupRecvIf, GroupRecvMany};
+pub(crate) use registry::{delete, join, names};
 pub(crate) use shared::GroupShared;

@@ -1,4 +1,4 @@
-//! Creating, joining and deleting groups: the group methods of [`Topic`] and the
+//! Creating, joining and deleting groups (for the group methods of `Topic`), and the
 //! attachment of a new group's position to every partition.
 //!
 //! Layer: on the topic's registry of groups and the partitions' logs; makes members
@@ -15,143 +15,105 @@ use crate::error::Error;
 use crate::partition::Shared;
 use crate::read::start_position;
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering, Padded};
-use crate::topic::Topic;
 use crate::wait::{WaiterList, WakeList};
 
-impl<T> Topic<T> {
-    /// Joins the consumer group `name`, creating it at `start` if it does not exist yet.
-    /// An existing group keeps its committed position and `start` is ignored.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::OffsetOutOfRange`] if a new group would start past the end of a partition;
-    /// [`Error::GroupModeMismatch`] if `name` is an explicit-ack group (joined with
-    /// [`Topic::group_acked`](crate::Topic::group_acked)).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use memq_core as memq;
-    /// use memq::{StartAt, Topic};
-    ///
-    /// let topic = Topic::with_capacity(16)?;
-    /// let mut a = topic.group("workers", StartAt::Earliest)?;
-    /// let mut b = topic.group("workers", StartAt::Earliest)?;
-    /// topic.try_publish(1)?;
-    /// topic.try_publish(2)?;
-    /// let got = [a.try_recv()?.into_value(), b.try_recv()?.into_value()];
-    /// assert_eq!(got, [1, 2]); // each message to exactly one member
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn group(&self, name: &str, start: StartAt) -> Result<Consumer<T>, Error> {
-        self.join_group(name, start, None)
-    }
-
-    /// Joins (creating if needed) a group; `acks` is `Some` for an explicit-ack group.
-    pub(crate) fn join_group(
-        &self,
-        name: &str,
-        start: StartAt,
-        acks: Option<crate::ack::AckSettings<T>>,
-    ) -> Result<Consumer<T>, Error> {
-        let shared = &self.shared;
-        // Declared before the registry's guard, so dropped after it: the user's settings
-        // if the creation fails, and what creating the group let go of in each partition
-        // (values expired or released, publishers to wake), which runs user code.
-        let mut acks = acks;
-        let mut spent: Vec<(WakeList, Vec<T>)> = Vec::new();
-        let explicit = acks.is_some();
-        // The topic's clock (the user's code) is read before any lock is taken.
-        let now = shared.expiry_now();
-        let group = {
-            let mut registry = shared.groups.lock();
-            match registry.iter().find(|g| g.name == name) {
-                Some(g) if g.acks.is_some() != explicit => {
-                    return Err(Error::GroupModeMismatch(name.into()))
-                }
-                Some(g) => g.clone(),
-                None => {
-                    let g = create_group(shared, name, start, &mut acks, now, &mut spent)?;
-                    let g = Arc::new(g);
-                    registry.push(g.clone());
-                    g
-                }
+/// Joins (creating if needed) a group; `acks` is `Some` for an explicit-ack group.
+pub(crate) fn join<T>(
+    shared: &Arc<Shared<T>>,
+    name: &str,
+    start: StartAt,
+    acks: Option<crate::ack::AckSettings<T>>,
+) -> Result<Consumer<T>, Error> {
+    // Declared before the registry's guard, so dropped after it: the user's settings
+    // if the creation fails, and what creating the group let go of in each partition
+    // (values expired or released, publishers to wake), which runs user code.
+    let mut acks = acks;
+    let mut spent: Vec<(WakeList, Vec<T>)> = Vec::new();
+    let explicit = acks.is_some();
+    // The topic's clock (the user's code) is read before any lock is taken.
+    let now = shared.expiry_now();
+    let group = {
+        let mut registry = shared.groups.lock();
+        match registry.iter().find(|g| g.name == name) {
+            Some(g) if g.acks.is_some() != explicit => {
+                return Err(Error::GroupModeMismatch(name.into()))
             }
-        };
-        let id = {
-            let mut members = group.members.lock();
-            let id = members.next_id;
-            members.next_id += 1;
-            members.list.push(id);
-            group.epoch.fetch_add(1, Ordering::AcqRel);
-            id
-        };
-        shared.wake_group(&group);
-        Ok(Consumer::new(shared.clone(), group, id))
-    }
-
-    /// Deletes the group `name`: its position no longer holds back retention, and its
-    /// members' receives return `Closed`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::UnknownGroup`] if there is no such group.
-    pub fn delete_group(&self, name: &str) -> Result<(), Error> {
-        let shared = &self.shared;
-        let group = {
-            let mut registry = shared.groups.lock();
-            let Some(i) = registry.iter().position(|g| g.name == name) else {
-                return Err(Error::UnknownGroup(name.into()));
-            };
-            registry.swap_remove(i)
-        };
-        group.members.lock().deleted = true;
-        group.epoch.fetch_add(1, Ordering::AcqRel);
-        shared.wake_group(&group);
-        // The pool first (the lock order is pool, then partition): what it holds moved out
-        // of a releasing log goes back to the log, for the readers to come. Wake-ups and
-        // released values wait until the pool's lock is released too: no waker and no
-        // user `Drop` runs under a lock of memq's.
-        let mut pool = group.pool.as_ref().map(|pool| pool.lock());
-        let mut wake = Vec::with_capacity(shared.parts.len());
-        let mut released = Vec::new();
-        for (p, part) in shared.parts.iter().enumerate() {
-            let mut wl = WakeList::new();
-            let mut log = part.log.lock();
-            if let Some(pool) = pool.as_deref_mut() {
-                log.give_back(&mut pool.buf);
+            Some(g) => g.clone(),
+            None => {
+                let g = create_group(shared, name, start, &mut acks, now, &mut spent)?;
+                let g = Arc::new(g);
+                registry.push(g.clone());
+                g
             }
-            let waiters = log.remove_group(group.ids[p]);
-            // The group may have been the slowest reader, or the only explicit-ack one.
-            log.release_read(&mut released);
-            shared.reader_advanced(&mut log, &mut wl);
-            drop(log);
-            wake.push((wl, waiters));
         }
-        drop(pool);
-        for (mut wl, waiters) in wake {
-            wl.wake_all();
-            // Members that registered after `wake_group` passed: all of them, however many.
-            if let Some(mut waiters) = waiters {
-                while waiters.notify_all(&mut wl) {
-                    wl.wake_all();
-                }
+    };
+    let id = {
+        let mut members = group.members.lock();
+        let id = members.next_id;
+        members.next_id += 1;
+        members.list.push(id);
+        group.epoch.fetch_add(1, Ordering::AcqRel);
+        id
+    };
+    shared.wake_group(&group);
+    Ok(Consumer::new(shared.clone(), group, id))
+}
+
+/// Deletes the group `name` of the topic (see `Topic::delete_group`).
+pub(crate) fn delete<T>(shared: &Shared<T>, name: &str) -> Result<(), Error> {
+    let group = {
+        let mut registry = shared.groups.lock();
+        let Some(i) = registry.iter().position(|g| g.name == name) else {
+            return Err(Error::UnknownGroup(name.into()));
+        };
+        registry.swap_remove(i)
+    };
+    group.members.lock().deleted = true;
+    group.epoch.fetch_add(1, Ordering::AcqRel);
+    shared.wake_group(&group);
+    // The pool first (the lock order is pool, then partition): what it holds moved out
+    // of a releasing log goes back to the log, for the readers to come. Wake-ups and
+    // released values wait until the pool's lock is released too: no waker and no
+    // user `Drop` runs under a lock of memq's.
+    let mut pool = group.pool.as_ref().map(|pool| pool.lock());
+    let mut wake = Vec::with_capacity(shared.parts.len());
+    let mut released = Vec::new();
+    for (p, part) in shared.parts.iter().enumerate() {
+        let mut wl = WakeList::new();
+        let mut log = part.log.lock();
+        if let Some(pool) = pool.as_deref_mut() {
+            log.give_back(&mut pool.buf);
+        }
+        let waiters = log.remove_group(group.ids[p]);
+        // The group may have been the slowest reader, or the only explicit-ack one.
+        log.release_read(&mut released);
+        shared.reader_advanced(&mut log, &mut wl);
+        drop(log);
+        wake.push((wl, waiters));
+    }
+    drop(pool);
+    for (mut wl, waiters) in wake {
+        wl.wake_all();
+        // Members that registered after `wake_group` passed: all of them, however many.
+        if let Some(mut waiters) = waiters {
+            while waiters.notify_all(&mut wl) {
                 wl.wake_all();
             }
+            wl.wake_all();
         }
-        drop(released);
-        Ok(())
     }
+    drop(released);
+    Ok(())
+}
 
-    /// Names of the groups on this topic.
-    pub fn groups(&self) -> Vec<String> {
-        self.shared
-            .groups
-            .lock()
-            .iter()
-            .map(|g| g.name.clone())
-            .collect()
-    }
+/// Names of the topic's groups.
+pub(crate) fn names<T>(shared: &Shared<T>) -> Vec<String> {
+    shared
+        .groups
+        .lock()
+        .iter()
+        .map(|g| g.name.clone())
+        .collect()
 }
 
 /// Makes the group `name` at `start`, attached to every partition (none if it fails).

@@ -12,6 +12,8 @@
 //! [`Subscriber`]: crate::Subscriber
 //! [`Consumer`]: crate::Consumer
 
+mod readers;
+
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
