@@ -1,5 +1,10 @@
 //! Snapshots of counters and positions. Reading them takes each partition's lock
-//! briefly, one at a time, and never two locks at once.
+//! briefly, one at a time, and never two locks at once, and changes nothing: what a TTL
+//! or a release on read would remove by now is counted as removed, but stays in the log
+//! for the next reader or publisher that visits it.
+//!
+//! Layer: beside the facade (`topic`); reads the partitions' logs and the groups'
+//! bookkeeping.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -161,21 +166,18 @@ impl<T> Topic<T> {
         let mut partitions = Vec::with_capacity(shared.parts.len());
         let now = shared.expiry_now();
         for (p, part) in shared.parts.iter().enumerate() {
-            let mut wl = crate::wait::WakeList::new();
-            let mut released = Vec::new();
-            let mut log = part.log.lock();
-            shared.expire(&mut log, now, &mut wl, &mut released);
-            log.release_read(&mut released);
+            let log = part.log.lock();
+            let retained = log.retained_as_of(now, shared.ttl);
             partitions.push(PartitionStats {
                 partition: p as u32,
-                low: log.first(),
+                low: retained.first,
                 high: log.high,
-                depth: log.high - log.first(),
+                depth: log.high - retained.first,
                 published: log.published,
                 delivered: log.delivered(),
                 evicted: log.evicted,
-                expired: log.expired,
-                released: log.released,
+                expired: retained.expired,
+                released: retained.released,
                 lagged: log.lagged,
                 subscribers: log.subscribers,
                 waiting_publishers: log.pubs.waiting(),

@@ -300,8 +300,9 @@ fn run(
             Op::Probe => {
                 if ttl {
                     // Expired messages are taken out on a visit (or when a publisher's
-                    // alarm rings): after this one, the room they freed is free.
-                    let _ = topic.stats();
+                    // alarm rings): after this one (a reader attaching at the end, and
+                    // leaving), the room they freed is free.
+                    drop(topic.subscribe(StartAt::Latest));
                     first_in_line_is_woken_if_its_room_is_free(&topic, &parked, capacity, &last)?;
                 }
             }

@@ -178,11 +178,13 @@ fn single_receives_copy_ahead_past_a_slower_reader_and_the_log_lets_go_later() {
     assert_eq!(clones.load(Ordering::SeqCst), 5);
     assert_eq!(low_depth_released(&t), (0, 5, 0));
     drop(slow);
-    // Now `sub` alone decides: what it was handed goes at the next look (here: stats).
+    // Now `sub` alone decides: what it was handed goes (stats counts it as gone at once;
+    // the log lets go of it at the next visit under its lock).
     assert_eq!(low_depth_released(&t), (1, 4, 1));
     assert_eq!(sub.try_recv().unwrap().value().n, 1);
     assert_eq!(low_depth_released(&t), (2, 3, 2));
-    // Dropped with three fetched and not handed over: nothing is lost.
+    // Dropped with three fetched and not handed over: nothing is lost, and what it was
+    // handed is not read again.
     drop(sub);
     let mut next = t.subscribe(StartAt::Earliest).unwrap();
     let mut buf = Vec::new();
@@ -882,4 +884,36 @@ fn copies_every_reader_was_handed_count_as_released_when_a_publish_overwrites_th
     let s = t.stats();
     assert_eq!((s.published, s.evicted), (1000, 0), "{s:?}");
     assert_eq!(s.published, s.depth + s.released, "{s:?}");
+}
+
+/// `stats` is a read: it reports what a visit would let go of as released, and lets go
+/// of nothing itself; the next visit under the partition's lock does.
+#[test]
+fn stats_counts_what_a_visit_would_release_and_releases_nothing() {
+    let t = releasing::<Arc<u32>>(8);
+    let values: Vec<Arc<u32>> = (0..5).map(Arc::new).collect();
+    let slow = t.subscribe(StartAt::Earliest).unwrap();
+    let mut sub = t.subscribe(StartAt::Earliest).unwrap();
+    for v in &values {
+        t.try_publish(v.clone()).unwrap();
+    }
+    // `sub` fetches copies of all five (`slow` has read none) and hands over the first.
+    assert_eq!(*sub.try_recv().unwrap().into_value(), 0);
+    // Dropping `slow` is a visit: the one message every reader left has read goes.
+    drop(slow);
+    assert_eq!(Arc::strong_count(&values[0]), 1);
+    // The next is handed over without the lock: stats counts it as released, yet the
+    // log still holds its copy until someone visits it.
+    assert_eq!(*sub.try_recv().unwrap().into_value(), 1);
+    assert_eq!(low_depth_released(&t), (2, 3, 2));
+    assert_eq!(
+        low_depth_released(&t),
+        (2, 3, 2),
+        "stats changed what it read"
+    );
+    assert_eq!(Arc::strong_count(&values[1]), 2, "stats let go of a value");
+    // A visit (a reader attaching) lets go of it.
+    drop(t.subscribe(StartAt::Latest).unwrap());
+    assert_eq!(Arc::strong_count(&values[1]), 1);
+    assert_eq!(low_depth_released(&t), (2, 3, 2));
 }

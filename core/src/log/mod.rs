@@ -70,6 +70,17 @@ pub(crate) struct FetchInto<'a> {
     pub(crate) reads: Option<&'a mut u64>,
 }
 
+/// What [`Log::retained_as_of`] counts: the log as a visit at that time would leave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Retained {
+    /// The oldest message a reader could read ([`Log::first`]).
+    pub(crate) first: u64,
+    /// [`Log::expired`], with the messages the TTL would remove.
+    pub(crate) expired: u64,
+    /// [`Log::released`], with the messages every reader has read.
+    pub(crate) released: u64,
+}
+
 /// One partition's ring of retained messages and the positions of its readers.
 #[derive(Debug)]
 pub(crate) struct Log<T> {
@@ -361,6 +372,44 @@ impl<T> Log<T> {
         (self.low < self.high)
             .then(|| self.slot(self.index(self.low)).map(|e| e.ts))
             .flatten()
+    }
+
+    /// What this log would retain after a visit that applies the TTL (`ttl`, as of the
+    /// clock reading `now`; see [`Log::evict_expired`]) and then lets go of what every
+    /// reader has read ([`Log::release_read`]), counted without doing either: nothing
+    /// changes. For `Topic::stats`, which reports the log as a reader's visit would find
+    /// it, and is a read.
+    pub(crate) fn retained_as_of(&self, now: u64, ttl: Option<u64>) -> Retained {
+        let mut low = self.low;
+        let mut expired = self.expired;
+        if let Some(ttl) = ttl {
+            // As `evict_expired`: the prefix of stamped messages older than `ttl`.
+            while low < self.high {
+                match self.slot(self.index(low)) {
+                    Some(e) if now.saturating_sub(e.ts) > ttl => low += 1,
+                    _ => break,
+                }
+            }
+            expired += low - self.low;
+        }
+        let mut released = self.released;
+        if self.releasing() && low < self.high {
+            // As `release_read`: up to the slowest reader; empty slots were moved out
+            // (and counted) already.
+            let min = self.cursors.min_position();
+            if min != UNUSED {
+                let end = min.min(self.high);
+                while low < end {
+                    released += u64::from(self.slot(self.index(low)).is_some());
+                    low += 1;
+                }
+            }
+        }
+        Retained {
+            first: low.max(self.released_to),
+            expired,
+            released,
+        }
     }
 
     /// Evicts messages older than `ttl` as of `now`; their values go to `dead`, to be

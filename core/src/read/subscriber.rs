@@ -491,6 +491,9 @@ impl<T> Drop for Subscriber<T> {
             let mut released = Vec::new();
             let mut log = shared.parts[sp.p].log.lock();
             let (_, waker) = log.subs.remove(&mut sp.key);
+            // What every reader, this one included, has been handed leaves a releasing
+            // log now: once this one is gone, nothing would count it as read.
+            log.release_read(&mut released);
             log.give_back(&mut sp.buf);
             log.remove_cursor(sp.cursor);
             // This subscriber may have been the slowest reader.
