@@ -142,6 +142,11 @@ pub struct TopicStats {
 impl<T> Topic<T> {
     /// A snapshot of the topic's counters, partitions and groups.
     ///
+    /// A read: it changes nothing. Messages a TTL has expired by now, or that every
+    /// reader of a releasing topic has been handed, show as `expired` and `released` (and
+    /// no longer in `depth`) although the log lets go of them only at the next publish,
+    /// receive, subscribe or group join that visits their partition.
+    ///
     /// # Examples
     ///
     /// ```

@@ -17,9 +17,9 @@ use crate::sync::Mutex;
 ///   nanoseconds hold is then read from that first reading on);
 /// - once per publish, single or batch, to stamp the messages;
 /// - on topics with a TTL only: once per receive (one reading for all the partitions a
-///   receive visits), per subscribe, per group join and per
-///   [`Topic::stats`](crate::Topic::stats), to drop what has expired. Without a TTL
-///   these never call it.
+///   receive visits), per subscribe and per group join, to drop what has expired, and
+///   per [`Topic::stats`](crate::Topic::stats), to count it. Without a TTL these never
+///   call it.
 ///
 /// The clock an explicit-ack group keeps its leases by (its own
 /// [`AckConfig::clock`](crate::AckConfig::clock), else the topic's) is read too: when
