@@ -144,8 +144,8 @@ impl<T> Topic<T> {
     ///
     /// A read: it changes nothing. Messages a TTL has expired by now, or that every
     /// reader of a releasing topic has been handed, show as `expired` and `released` (and
-    /// no longer in `depth`) although the log lets go of them only at the next publish,
-    /// receive, subscribe or group join that visits their partition.
+    /// no longer in `depth`) although the log lets go of them only on a later visit to
+    /// their partition (a receive, subscribe or group join; a publish, for expired ones).
     ///
     /// # Examples
     ///
