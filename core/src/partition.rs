@@ -242,6 +242,7 @@ impl<T> Shared<T> {
         self.parts.len() as u32
     }
 
+    #[inline]
     pub(crate) fn check_partition(&self, partition: u32) -> Result<usize, Error> {
         if (partition as usize) < self.parts.len() {
             Ok(partition as usize)

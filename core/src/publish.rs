@@ -202,6 +202,7 @@ impl<T> Shared<T> {
     /// One attempt to publish `value` (a message or a batch, see [`Payload`]) to
     /// partition `p`, for a future: what it hands back when it parks goes back into
     /// `value`, so that the future keeps it. `Pending` if it was published already.
+    #[inline]
     pub(crate) fn poll_publish<V: Payload<T>>(
         &self,
         p: usize,
@@ -224,6 +225,7 @@ impl<T> Shared<T> {
 
     /// Publishes `value` now or fails; never parks. `key` is the place in line of a
     /// publish that waited and gives up (see [`Shared::last_try`]), else `None`.
+    #[inline]
     pub(crate) fn try_publish_now<V: Payload<T>>(
         &self,
         p: usize,
@@ -249,6 +251,7 @@ impl<T> Shared<T> {
     /// away, and the code is that of a plain one-message publish.
     ///
     /// The futures' and the blocking publishes' attempt; see [`Shared::attempt`].
+    #[inline]
     pub(crate) fn attempt_publish<V: Payload<T>>(
         &self,
         p: usize,
@@ -556,6 +559,7 @@ struct InLine<'a, T, V> {
 }
 
 impl<'a, T, V: Payload<T>> InLine<'a, T, V> {
+    #[inline]
     fn new(shared: &'a Shared<T>, route: Route, value: V) -> Self {
         Self {
             shared,
@@ -566,17 +570,20 @@ impl<'a, T, V: Payload<T>> InLine<'a, T, V> {
     }
 
     /// Leaves the line and hands the value back (`None` if it was published).
+    #[inline]
     fn take_back(&mut self) -> Option<V> {
         self.leave();
         self.value.take()
     }
 
     /// See [`Shared::last_try`].
+    #[inline]
     fn try_now(&mut self) -> Option<Result<Receipt, PublishError<V>>> {
         self.shared
             .last_try(self.route, &mut self.value, &mut self.key)
     }
 
+    #[inline]
     fn poll(&mut self, waker: &Waker) -> Poll<Result<Receipt, PublishError<V>>> {
         match self.route {
             Route::Invalid => match self.value.take() {
@@ -592,6 +599,7 @@ impl<'a, T, V: Payload<T>> InLine<'a, T, V> {
 }
 
 impl<T, V> InLine<'_, T, V> {
+    #[inline]
     fn leave(&mut self) {
         if let Route::Partition(p) = self.route {
             self.shared.cancel_publish(p, &mut self.key);
@@ -638,6 +646,7 @@ impl<T> Unpin for Publish<'_, T> {}
 
 impl<'a, T> Publish<'a, T> {
     /// A publish of `value` to `route`, not yet attempted.
+    #[inline]
     pub(crate) fn new(shared: &'a Shared<T>, route: Route, value: T) -> Self {
         Self {
             inner: InLine::new(shared, route, value),
@@ -703,6 +712,7 @@ impl<T> Publish<'_, T> {
     ///
     /// [`Overflow::Block`]: crate::Overflow::Block
     /// [`Topic::try_publish`]: crate::Topic::try_publish
+    #[inline]
     pub fn try_now(mut self) -> Option<Result<Receipt, PublishError<T>>> {
         self.inner.try_now()
     }
@@ -718,6 +728,7 @@ impl<T> PublishBatch<'_, T> {
     /// Stops waiting with one last try: publishes the whole batch now if the partition
     /// has room for it, or hands it back whole, as [`Publish::try_now`] does for one
     /// message. `None` if the batch was published already.
+    #[inline]
     pub fn try_now(mut self) -> Option<Result<Receipt, PublishError<Vec<T>>>> {
         self.inner.try_now()
     }
@@ -726,6 +737,7 @@ impl<T> PublishBatch<'_, T> {
 impl<T> Future for Publish<'_, T> {
     type Output = Result<Receipt, PublishError<T>>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         self.get_mut().inner.poll(cx.waker())
     }
@@ -765,6 +777,7 @@ impl<T> Unpin for PublishBatch<'_, T> {}
 
 impl<'a, T> PublishBatch<'a, T> {
     /// A publish of `batch` to `route`, not yet attempted.
+    #[inline]
     pub(crate) fn new(shared: &'a Shared<T>, route: Route, batch: Vec<T>) -> Self {
         Self {
             inner: InLine::new(shared, route, batch),
@@ -775,6 +788,7 @@ impl<'a, T> PublishBatch<'a, T> {
 impl<T> Future for PublishBatch<'_, T> {
     type Output = Result<Receipt, PublishError<Vec<T>>>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         self.get_mut().inner.poll(cx.waker())
     }

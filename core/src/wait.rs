@@ -257,6 +257,7 @@ impl WaiterList {
     /// Removes a wait registration, passing an unconsumed notification on to the next
     /// waiter of the list (into `out`). The removed waker goes to `spent`, to be dropped
     /// after unlocking.
+    #[inline]
     pub(crate) fn unregister(
         &mut self,
         key: &mut Option<WaitKey>,

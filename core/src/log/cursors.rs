@@ -41,6 +41,7 @@ pub(crate) struct Cursors {
 }
 
 impl Cursors {
+    #[inline]
     pub(crate) fn new() -> Self {
         Self {
             pos: Vec::new(),
@@ -51,6 +52,7 @@ impl Cursors {
     }
 
     /// Attaches a reader at `pos` with an optional read-ahead cell; returns its index.
+    #[inline]
     pub(crate) fn add(&mut self, pos: u64, ahead: Option<AheadCell>) -> usize {
         self.min_hint = self.min_hint.min(pos);
         match self.free.pop() {
@@ -68,6 +70,7 @@ impl Cursors {
     }
 
     /// Detaches a reader (after its read-ahead was taken back).
+    #[inline]
     pub(crate) fn remove(&mut self, cursor: usize) {
         debug_assert_ne!(self.pos[cursor], UNUSED);
         debug_assert!(self.ahead[cursor].is_none());
@@ -113,6 +116,7 @@ impl Cursors {
     }
 
     /// Messages fetched ahead and not handed over, by every reader.
+    #[inline]
     pub(crate) fn unread_total(&self) -> u64 {
         (0..self.ahead.len()).map(|c| self.unread(c)).sum()
     }
@@ -124,6 +128,7 @@ impl Cursors {
     }
 
     /// The smallest true position of any attached reader, `UNUSED` with none.
+    #[inline]
     pub(crate) fn min_position(&self) -> u64 {
         (0..self.pos.len())
             .map(|c| self.position(c))
@@ -132,6 +137,7 @@ impl Cursors {
     }
 
     /// Whether every reader but `cursor` has a true position past `pos`.
+    #[inline]
     pub(crate) fn others_past(&self, cursor: usize, pos: u64) -> bool {
         (0..self.pos.len()).all(|c| c == cursor || self.position(c) > pos)
     }
@@ -139,6 +145,7 @@ impl Cursors {
     /// A lower bound of the slowest reader's position, recomputed only if the cached one
     /// is below `want` (so that the common case reads no cursor at all). Readers'
     /// read-ahead cells may be stale here, which only understates the position.
+    #[inline]
     pub(crate) fn min_at_least(&mut self, want: u64) -> u64 {
         if self.min_hint >= want {
             return self.min_hint;
@@ -152,6 +159,7 @@ impl Cursors {
     /// again. The cell is marked revoked, so an owner that looks at it later (a pool's
     /// members, after their group was deleted) drops what it fetched instead of handing
     /// it over.
+    #[inline]
     pub(crate) fn revoke_ahead(&mut self, cursor: usize) -> u64 {
         let Some(cell) = self.ahead[cursor].take() else {
             return 0;
@@ -165,6 +173,7 @@ impl Cursors {
     }
 
     /// Attaches a read-ahead cell to `cursor`; any previous one must have been revoked.
+    #[inline]
     pub(crate) fn attach_ahead(&mut self, cursor: usize, cell: AheadCell) {
         debug_assert!(self.ahead[cursor].is_none());
         self.ahead[cursor] = Some(cell);

@@ -173,6 +173,7 @@ impl<T> PartLog<T> {
 
     /// [`Log::fetch_ahead`] for `by`: what a group's pool fetches counts in the group's
     /// `delivered`, as every read of it does.
+    #[inline]
     pub(crate) fn read_ahead(
         &mut self,
         cursor: usize,
@@ -195,6 +196,7 @@ impl<T> PartLog<T> {
     }
 
     /// [`Log::hold_and_fetch_ahead`] for `by` (see [`PartLog::read_ahead`]).
+    #[inline]
     pub(crate) fn hold_and_read_ahead(
         &mut self,
         cursor: usize,
@@ -222,6 +224,7 @@ impl<T> PartLog<T> {
     }
 
     /// The log, and the counter of reads by `by` if it is a group's pool.
+    #[inline]
     fn log_and_reads(&mut self, by: Fetcher) -> (&mut Log<T>, Option<&mut u64>) {
         let reads = match by.group() {
             Some(id) => match self.groups.get_mut(id.slot) {
@@ -303,6 +306,7 @@ impl<T> PartLog<T> {
     /// nack or reject, a member leaving, or their timer wakes them.
     ///
     /// `now` is the topic's clock reading (0 without a clock), taken before the lock.
+    #[inline]
     pub(crate) fn notify_readers(&mut self, n: usize, now: u64, out: &mut WakeList) -> bool {
         let mut more = false;
         if self.subs.waiting() > 0 {

@@ -226,6 +226,7 @@ impl<T> Subscriber<T> {
     }
 
     /// One attempt to read; registers `waker` on every empty partition if given.
+    #[inline]
     fn poll_recv_inner(&mut self, waker: Option<&Waker>) -> Poll<Result<Message<T>, RecvError>>
     where
         T: Clone,
@@ -416,6 +417,7 @@ impl<T> Subscriber<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// # }).unwrap();
     /// ```
+    #[inline]
     pub fn recv(&mut self) -> Recv<'_, T> {
         Recv { sub: self }
     }
@@ -425,6 +427,7 @@ impl<T> Subscriber<T> {
     /// # Errors
     ///
     /// [`TryRecvError::Empty`] if there is none yet; otherwise as [`Subscriber::recv`].
+    #[inline]
     pub fn try_recv(&mut self) -> Result<Message<T>, TryRecvError>
     where
         T: Clone,
@@ -522,6 +525,7 @@ impl<T> fmt::Debug for Recv<'_, T> {
 impl<T: Clone> Future for Recv<'_, T> {
     type Output = Result<Message<T>, RecvError>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         self.get_mut().sub.poll_recv_inner(Some(cx.waker()))
     }
@@ -552,6 +556,7 @@ impl<T> fmt::Debug for RecvMany<'_, T> {
 impl<T: Clone> Future for RecvMany<'_, T> {
     type Output = Result<usize, RecvError>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         this.sub

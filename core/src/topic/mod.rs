@@ -146,6 +146,7 @@ impl<T> Topic<T> {
         self.shared.is_closed()
     }
 
+    #[inline]
     pub(crate) fn route(&self, partition: Option<u32>, key: Option<&[u8]>) -> Route {
         let s = &self.shared;
         match (partition, key) {
@@ -158,6 +159,7 @@ impl<T> Topic<T> {
         }
     }
 
+    #[inline]
     fn publish_with(&self, route: Route, value: T) -> Publish<'_, T> {
         Publish::new(&self.shared, route, value)
     }
@@ -186,6 +188,7 @@ impl<T> Topic<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// # }).unwrap();
     /// ```
+    #[inline]
     pub fn publish(&self, value: T) -> Publish<'_, T> {
         self.publish_with(self.route(None, None), value)
     }
@@ -204,6 +207,7 @@ impl<T> Topic<T> {
     /// As [`Topic::publish`].
     ///
     /// [`Router`]: crate::Router
+    #[inline]
     pub fn publish_keyed(&self, key: impl AsRef<[u8]>, value: T) -> Publish<'_, T> {
         self.publish_with(self.route(None, Some(key.as_ref())), value)
     }
@@ -218,6 +222,7 @@ impl<T> Topic<T> {
     /// # Cancel safety
     ///
     /// As [`Topic::publish`].
+    #[inline]
     pub fn publish_to(&self, partition: u32, value: T) -> Publish<'_, T> {
         self.publish_with(self.route(Some(partition), None), value)
     }
@@ -228,6 +233,7 @@ impl<T> Topic<T> {
     ///
     /// [`PublishError::Full`] if the partition is full and nothing can be evicted (policy
     /// `Block` or `Reject`), [`PublishError::Closed`] if the topic is closed.
+    #[inline]
     pub fn try_publish(&self, value: T) -> Result<Receipt, PublishError<T>> {
         self.try_route(self.route(None, None), value)
     }
@@ -237,6 +243,7 @@ impl<T> Topic<T> {
     /// # Errors
     ///
     /// As [`Topic::try_publish`] and [`Topic::publish_keyed`].
+    #[inline]
     pub fn try_publish_keyed(
         &self,
         key: impl AsRef<[u8]>,
@@ -250,12 +257,14 @@ impl<T> Topic<T> {
     /// # Errors
     ///
     /// As [`Topic::try_publish`] and [`Topic::publish_to`].
+    #[inline]
     pub fn try_publish_to(&self, partition: u32, value: T) -> Result<Receipt, PublishError<T>> {
         self.try_route(self.route(Some(partition), None), value)
     }
 
     /// The `try_publish*` methods, for a message or a batch: one attempt that never
     /// waits.
+    #[inline]
     fn try_route<V: Payload<T>>(&self, route: Route, value: V) -> Result<Receipt, PublishError<V>> {
         let Route::Partition(p) = route else {
             return Err(PublishError::InvalidPartition(value));
@@ -397,6 +406,7 @@ impl<T> Shared<T> {
     }
 
     /// The partition of an unkeyed publish: each in turn.
+    #[inline]
     fn route_round_robin(&self) -> usize {
         if self.parts.len() == 1 {
             0
@@ -407,6 +417,7 @@ impl<T> Shared<T> {
 
     /// The partition `key` routes to (the topic's router's, or [`key_partition`]'s), or
     /// `None` if a user router named one that does not exist.
+    #[inline]
     fn route_key(&self, key: &[u8]) -> Option<usize> {
         let n = self.partition_count();
         let p = match &self.router {

@@ -126,6 +126,7 @@ impl<T> Consumer<T> {
     }
 
     /// Carries out `exit` with no lock held (see [`PoolExit`] for each).
+    #[inline]
     fn finish_pooled(
         &mut self,
         exit: PoolExit<T>,
@@ -183,6 +184,7 @@ impl<T> Consumer<T> {
 impl<T: Clone> PoolVisit<'_, T> {
     /// The poll under the locks: the pool first, then (if it ran out) the partition;
     /// both are released when this returns.
+    #[inline]
     fn run<A: Accept<T>>(
         &mut self,
         pool: &Mutex<Pool<T>>,
@@ -213,6 +215,7 @@ impl<T: Clone> PoolVisit<'_, T> {
 
     /// Hands over what the pool holds, under its lock only. `None` if the pool ran out
     /// before the receive had all it asked for: the poll goes on to the partition.
+    #[inline]
     fn take_from_pool<A: Accept<T>>(
         &mut self,
         pool: &mut Pool<T>,
@@ -248,6 +251,7 @@ impl<T: Clone> PoolVisit<'_, T> {
     /// Reads from the partition, both locks held and the pool empty: into the pool for a
     /// single receive, straight to the caller for a batch.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn visit_partition<A: Accept<T>>(
         &mut self,
         log: &mut PartLog<T>,
@@ -320,6 +324,7 @@ impl<T: Clone> PoolVisit<'_, T> {
     /// Ends a visit that took messages: after a batch, fetches into the pool what the
     /// members will most likely ask for next; wakes every waiting member if the pool or
     /// the partition has more; lets in publishers the move made room for.
+    #[inline]
     fn refilled(
         &mut self,
         log: &mut PartLog<T>,

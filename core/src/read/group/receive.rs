@@ -53,6 +53,7 @@ pub(super) struct Received<'b, T> {
 }
 
 impl<'b, T> Received<'b, T> {
+    #[inline]
     fn new(buf: Option<&'b mut Vec<Message<T>>>, limit: usize) -> Self {
         Self {
             buf,
@@ -64,15 +65,18 @@ impl<'b, T> Received<'b, T> {
 
     /// Whether the poll is a batch receive (`recv_many`): it locks without backoff and
     /// its messages go straight to the caller's buffer.
+    #[inline]
     pub(super) fn is_batch(&self) -> bool {
         self.buf.is_some()
     }
 
     /// Whether the poll has taken all it asked for.
+    #[inline]
     pub(super) fn is_full(&self) -> bool {
         self.got == self.limit
     }
 
+    #[inline]
     pub(super) fn push(&mut self, m: Message<T>) {
         match self.buf.as_deref_mut() {
             Some(b) => b.push(m),
@@ -82,6 +86,7 @@ impl<'b, T> Received<'b, T> {
     }
 
     /// What the poll took, to return.
+    #[inline]
     pub(super) fn finish(&mut self) -> Taken<T> {
         (self.got, self.single.take())
     }
@@ -122,6 +127,7 @@ pub(super) enum Run {
 /// With `hold` (a single receive of a pooled group), a message read is held in the pool
 /// while up to [`READ_AHEAD`] more are fetched behind it, and the pool's first message is
 /// the one handed over (see [`Log::hold_and_read_ahead`], which counts what it fetches).
+#[inline]
 pub(super) fn read_run<T: Clone, A: Accept<T>>(
     log: &mut PartLog<T>,
     at: GroupCursor,
@@ -159,6 +165,7 @@ pub(super) fn read_run<T: Clone, A: Accept<T>>(
 
 /// Holds `first`, just read at `at`, in the group's pool and fetches more behind it;
 /// returns the pool's first message, to hand over now.
+#[inline]
 fn hold_in_pool<T: Clone>(
     log: &mut PartLog<T>,
     at: GroupCursor,
@@ -201,6 +208,7 @@ pub(super) fn note_lag<T>(
 /// waiting member (passing the baton, so nobody sleeps on a non-empty partition); lets
 /// in publishers the move made room for. Returns whether the partition is closed and
 /// now read to its end.
+#[inline]
 fn settle_taken<T>(
     shared: &Shared<T>,
     log: &mut PartLog<T>,
@@ -237,6 +245,7 @@ pub(super) fn pass_on_wakeup(
 }
 
 /// Registers a member's wait on one partition (see `Consumer::as_stream`).
+#[inline]
 pub(super) fn register(
     waiters: &mut WaiterList,
     key: &mut Option<WaitKey>,
@@ -318,6 +327,7 @@ impl<T> Consumer<T> {
 
     /// The plain receive: visits the assigned partitions in turn from `next` (see the
     /// module's documentation for how it ends).
+    #[inline]
     fn poll_partitions<A: Accept<T>>(
         &mut self,
         mut out: Received<'_, T>,
@@ -379,6 +389,7 @@ impl<T> Consumer<T> {
     /// Visits partition `p` under its lock: expires what its TTL ends, reads into `out`,
     /// and settles this member's registration there (or registers `waker`, if the poll
     /// has nothing yet). What the visit lets go of is dropped, and woken, after the lock.
+    #[inline]
     fn visit<A: Accept<T>>(
         &mut self,
         p: usize,

@@ -94,6 +94,7 @@ impl<T> SubPart<T> {
     /// `buf`, without the lock. Returns how many, and whether the batch is done with
     /// this partition (it is full, or the read-ahead holds more): the wake position is
     /// then acted on here, as no visit under the lock follows.
+    #[inline]
     pub(super) fn drain_ahead(
         &mut self,
         shared: &Shared<T>,
@@ -121,6 +122,7 @@ impl<T> SubPart<T> {
     /// Ends a visit that took a message or found a gap, under the lock: records where the
     /// next read from the log starts, ends this reader's registration here, and lets in
     /// publishers its move made room for.
+    #[inline]
     pub(super) fn end_visit(
         &mut self,
         shared: &Shared<T>,
@@ -168,6 +170,7 @@ impl<T: Clone> SubPart<T> {
     /// if there is nothing and the partition is open. `sole`: take the lock at once (see
     /// `Subscriber::poll_recv_inner`). What the visit lets go of is dropped after the
     /// lock.
+    #[inline]
     pub(super) fn visit(
         &mut self,
         shared: &Shared<T>,
@@ -228,6 +231,7 @@ impl<T: Clone> SubPart<T> {
     /// For a reader with read-ahead, holds `first`, just read, while up to
     /// [`READ_AHEAD`] more are fetched behind it, and returns the first of them to hand
     /// over; `first` itself otherwise.
+    #[inline]
     pub(super) fn hold_and_read_ahead(
         &mut self,
         log: &mut PartLog<T>,
@@ -246,6 +250,7 @@ impl<T: Clone> SubPart<T> {
     /// nothing more; registers `waker` if the batch is still empty and the partition is
     /// open. `drained`: the batch took what this reader had fetched earlier here.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub(super) fn visit_many(
         &mut self,
         shared: &Shared<T>,
