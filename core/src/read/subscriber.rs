@@ -217,6 +217,7 @@ impl<T> Subscriber<T> {
     /// subscriber last fetched everything from it. Takes no lock. Always `true` on a
     /// topic with a TTL, whose reads also expire messages (lazily), which a receive
     /// answered without the lock would skip.
+    #[inline]
     pub(crate) fn may_have_news(&self) -> bool {
         self.shared.ttl.is_some()
             || self
@@ -292,6 +293,7 @@ impl<T> Subscriber<T> {
     }
 
     /// Reads up to `limit` messages into `buf`; registers `waker` if there were none.
+    #[inline]
     fn poll_recv_many_inner(
         &mut self,
         buf: &mut Vec<Message<T>>,
@@ -368,12 +370,14 @@ impl<T> Subscriber<T> {
     /// Forgets the registrations of a wait that ended (served, or abandoned), so that no
     /// later publish wakes a task that is not waiting. Only a subscriber of several
     /// partitions that actually parked pays for this.
+    #[inline]
     fn cancel_wait(&mut self) {
         self.cancel_wait_except(None);
     }
 
     /// [`Subscriber::cancel_wait`] for a poll that already settled its registration on
     /// partition `settled` under that partition's lock: that lock is not taken again.
+    #[inline]
     fn cancel_wait_except(&mut self, settled: Option<usize>) {
         if !self.waiting {
             return;
@@ -449,6 +453,7 @@ impl<T> Subscriber<T> {
     /// # Cancel safety
     ///
     /// Cancel safe, as [`Subscriber::recv`].
+    #[inline]
     pub fn recv_many<'a>(
         &'a mut self,
         buf: &'a mut Vec<Message<T>>,
@@ -467,6 +472,7 @@ impl<T> Subscriber<T> {
     ///
     /// [`TryRecvError::Empty`] if none is available, [`TryRecvError::Closed`] when closed
     /// and drained, [`TryRecvError::Lagged`] as for [`Subscriber::recv`].
+    #[inline]
     pub fn try_recv_many(
         &mut self,
         buf: &mut Vec<Message<T>>,
@@ -573,6 +579,7 @@ impl<T> Drop for RecvMany<'_, T> {
 impl<T: Clone> futures_core::Stream for Subscriber<T> {
     type Item = Result<Message<T>, Lagged>;
 
+    #[inline]
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         match self.get_mut().poll_recv_inner(Some(cx.waker())) {
             Poll::Ready(Ok(m)) => Poll::Ready(Some(Ok(m))),

@@ -138,6 +138,7 @@ impl<T> Consumer<T> {
     }
 
     /// Re-reads the assignment after a rebalance; returns whether the group is deleted.
+    #[inline]
     pub(crate) fn refresh(&mut self) -> bool {
         let epoch = self.group.epoch.load(Ordering::Acquire);
         if epoch == self.epoch {
@@ -184,6 +185,7 @@ impl<T> Consumer<T> {
     /// Whether a receive may find something: members cannot tell without the lock, so
     /// always `true` (see `Subscriber::may_have_news`).
     #[cfg(feature = "std")]
+    #[inline]
     pub(crate) fn may_have_news(&self) -> bool {
         true
     }
@@ -237,6 +239,7 @@ impl<T> Consumer<T> {
 
     /// Forgets the registrations of a wait that ended (served on another partition, or
     /// abandoned), passing unconsumed wake-ups on to other members.
+    #[inline]
     pub(crate) fn cancel_wait(&mut self) {
         self.cancel_wait_except(None);
     }
@@ -244,6 +247,7 @@ impl<T> Consumer<T> {
     /// [`Consumer::cancel_wait`] for a poll that already settled its registration on
     /// partition `settled` under that partition's lock: that lock is not taken again
     /// (members that wait between messages would otherwise lock twice per message).
+    #[inline]
     pub(super) fn cancel_wait_except(&mut self, settled: Option<usize>) {
         if !self.waiting {
             return;
@@ -286,6 +290,7 @@ impl<T> Consumer<T> {
     /// Cancel safe: a message is taken only in the poll that returns it, and if the
     /// future is dropped after being woken for a message, the wake-up passes to another
     /// waiting member.
+    #[inline]
     pub fn recv(&mut self) -> GroupRecv<'_, T> {
         GroupRecv { consumer: self }
     }
@@ -295,6 +300,7 @@ impl<T> Consumer<T> {
     /// # Errors
     ///
     /// [`TryRecvError::Empty`] if there is none; otherwise as [`Consumer::recv`].
+    #[inline]
     pub fn try_recv(&mut self) -> Result<Message<T>, TryRecvError>
     where
         T: Clone,
@@ -420,6 +426,7 @@ impl<T> Consumer<T> {
     /// # Cancel safety
     ///
     /// As [`Consumer::recv`].
+    #[inline]
     pub fn recv_many<'a>(
         &'a mut self,
         buf: &'a mut Vec<Message<T>>,
@@ -437,6 +444,7 @@ impl<T> Consumer<T> {
     /// # Errors
     ///
     /// [`TryRecvError::Empty`] if none is available; otherwise as [`Consumer::recv`].
+    #[inline]
     pub fn try_recv_many(
         &mut self,
         buf: &mut Vec<Message<T>>,

@@ -30,6 +30,7 @@ impl<T> fmt::Debug for GroupRecv<'_, T> {
 impl<T: Clone> Future for GroupRecv<'_, T> {
     type Output = Result<Message<T>, RecvError>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self
             .get_mut()
@@ -69,6 +70,7 @@ impl<T, F> fmt::Debug for GroupRecvIf<'_, T, F> {
 impl<T: Clone, F: FnOnce(&T) -> bool> Future for GroupRecvIf<'_, T, F> {
     type Output = Result<Message<T>, RecvIfError>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         match this
@@ -111,6 +113,7 @@ impl<T> fmt::Debug for GroupRecvMany<'_, T> {
 impl<T: Clone> Future for GroupRecvMany<'_, T> {
     type Output = Result<usize, RecvError>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         if this.limit == 0 {
@@ -144,6 +147,7 @@ impl<T: Clone> futures_core::Stream for Consumer<T> {
     /// a new message wakes the member waiting in `recv` whose turn it is, and with it the
     /// stream members queued before that one; with nobody waiting in `recv`, every stream
     /// member waiting. All but one of them find nothing and wait again.
+    #[inline]
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
         this.as_stream = true;

@@ -89,6 +89,7 @@ struct PoolVisit<'m, T> {
 impl<T> Consumer<T> {
     /// [`Consumer::poll_inner`] for a member of a group with a [`Pool`]; `None` if the
     /// group has none (the member then takes the plain path).
+    #[inline]
     pub(super) fn poll_pooled<A: Accept<T>>(
         &mut self,
         out: &mut Received<'_, T>,

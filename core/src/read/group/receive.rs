@@ -301,6 +301,7 @@ impl<T> Consumer<T> {
     /// (single receives only, `limit` 1 without a buffer). A declined message stays
     /// exactly where it was: the poll returns `Ok((0, None))`, having taken nothing, and
     /// passes on any wake-up this member used (the message waits for another member).
+    #[inline]
     pub(super) fn poll_with<A: Accept<T>>(
         &mut self,
         buf: Option<&mut Vec<Message<T>>>,
@@ -470,6 +471,7 @@ impl<T> Consumer<T> {
     /// see [`Consumer::cancel_wait_except`]), and if the poll read a closed partition to
     /// its end (`drained_closed`), which may finish the group's drain, wakes the members
     /// waiting for that.
+    #[inline]
     pub(super) fn end_wait(&mut self, settled: Option<usize>, drained_closed: bool) {
         self.cancel_wait_except(settled);
         if drained_closed {
@@ -483,6 +485,7 @@ impl<T> Consumer<T> {
     /// still hand it a partition with messages in it, so it waits among the group's idle
     /// members. The same ending as an explicit-ack member's poll in that case, which
     /// returns another `R` (its `poll_delivery` spells it out today).
+    #[inline]
     pub(crate) fn wait_for_group<R>(
         &mut self,
         waker: Option<&Waker>,
