@@ -47,7 +47,7 @@ struct Config {
 }
 
 /// One partition's log.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Part {
     /// Retained messages: offset, timestamp (ns), value.
     log: VecDeque<(u64, u64, u32)>,
@@ -128,22 +128,38 @@ impl Model {
     }
 
     fn expire(&mut self, p: usize) {
-        let Some(ttl) = self.cfg.ttl.map(|ms| ms * 1_000_000) else {
-            return;
-        };
-        let now = self.now_ns;
-        let part = &mut self.parts[p];
-        while let Some(&(_, ts, _)) = part.log.front() {
-            if now.saturating_sub(ts) > ttl {
-                part.log.pop_front();
-                part.low += 1;
-                part.expired += 1;
-            } else {
-                break;
-            }
-        }
+        let (ttl, now) = (self.cfg.ttl, self.now_ns);
+        expire_part(&mut self.parts[p], ttl, now);
     }
 
+    /// The partitions as `stats` reports them: what the TTL has expired by now counted as
+    /// gone, although nothing was taken out (`stats` is a read; the next visit does it).
+    fn stats_view(&self) -> Vec<Part> {
+        let mut parts = self.parts.clone();
+        for part in &mut parts {
+            expire_part(part, self.cfg.ttl, self.now_ns);
+        }
+        parts
+    }
+}
+
+/// Takes out of `part` what is older than `ttl` (ms) at `now` (ns).
+fn expire_part(part: &mut Part, ttl: Option<u64>, now: u64) {
+    let Some(ttl) = ttl.map(|ms| ms * 1_000_000) else {
+        return;
+    };
+    while let Some(&(_, ts, _)) = part.log.front() {
+        if now.saturating_sub(ts) > ttl {
+            part.log.pop_front();
+            part.low += 1;
+            part.expired += 1;
+        } else {
+            break;
+        }
+    }
+}
+
+impl Model {
     /// The partition an unkeyed publish goes to.
     fn route(&mut self) -> usize {
         if self.cfg.partitions == 1 {
@@ -878,9 +894,9 @@ fn step(model: &mut Model, real: &mut Real, op: &Op, next_value: &mut u32) -> Re
 
 fn check_stats(model: &mut Model, real: &Real) -> Result<(), String> {
     let s = real.topic.stats();
-    for p in 0..model.cfg.partitions {
-        model.expire(p);
-    }
+    // `stats` is a read: it counts what has expired by now without taking it out, and so
+    // does the model here.
+    let parts = model.stats_view();
     let got: Vec<_> = s
         .partitions
         .iter()
@@ -897,8 +913,7 @@ fn check_stats(model: &mut Model, real: &Real) -> Result<(), String> {
             )
         })
         .collect();
-    let want: Vec<_> = model
-        .parts
+    let want: Vec<_> = parts
         .iter()
         .enumerate()
         .map(|(i, p)| {
@@ -915,7 +930,7 @@ fn check_stats(model: &mut Model, real: &Real) -> Result<(), String> {
              expired, subscribers)): memq gave {got:?}, the model {want:?}"
         ));
     }
-    let sum = |f: fn(&Part) -> u64| model.parts.iter().map(f).sum::<u64>();
+    let sum = |f: fn(&Part) -> u64| parts.iter().map(f).sum::<u64>();
     let got = (
         (s.published, s.delivered, s.evicted, s.expired, s.depth),
         (s.subscribers, s.closed),
