@@ -136,6 +136,16 @@ pub(crate) struct PartLog<T> {
     pub(crate) partition: usize,
 }
 
+/// The state of group `id` in `groups`, if the slot still holds that group (see
+/// [`GroupId`]). A free function, so that a caller can borrow the log beside it.
+#[inline]
+fn group_in(groups: &mut [GroupSlot], id: GroupId) -> Option<&mut GroupPart> {
+    match groups.get_mut(id.slot) {
+        Some(s) if s.generation == id.generation => s.part.as_mut(),
+        _ => None,
+    }
+}
+
 impl<T> Deref for PartLog<T> {
     type Target = Log<T>;
 
@@ -183,16 +193,8 @@ impl<T> PartLog<T> {
     ) where
         T: Clone,
     {
-        let (log, reads) = self.log_and_reads(by);
-        log.fetch_ahead(
-            cursor,
-            max,
-            buf,
-            FetchInto {
-                dest: by.dest(),
-                reads,
-            },
-        );
+        let (log, into) = self.log_and_into(by);
+        log.fetch_ahead(cursor, max, buf, into);
     }
 
     /// [`Log::hold_and_fetch_ahead`] for `by` (see [`PartLog::read_ahead`]).
@@ -209,33 +211,23 @@ impl<T> PartLog<T> {
     where
         T: Clone,
     {
-        let (log, reads) = self.log_and_reads(by);
-        log.hold_and_fetch_ahead(
-            cursor,
-            first,
-            cell,
-            max,
-            buf,
-            FetchInto {
-                dest: by.dest(),
-                reads,
-            },
-        )
+        let (log, into) = self.log_and_into(by);
+        log.hold_and_fetch_ahead(cursor, first, cell, max, buf, into)
     }
 
-    /// The log, and the counter of reads by `by` if it is a group's pool.
+    /// The log, and where `by`'s reads go: their [`Dest`], and the `delivered` counter
+    /// of the group whose pool it is.
     #[inline]
-    fn log_and_reads(&mut self, by: Fetcher) -> (&mut Log<T>, Option<&mut u64>) {
-        let reads = match by.group() {
-            Some(id) => match self.groups.get_mut(id.slot) {
-                Some(s) if s.generation == id.generation => {
-                    s.part.as_mut().map(|g| &mut g.delivered)
-                }
-                _ => None,
-            },
-            None => None,
+    fn log_and_into(&mut self, by: Fetcher) -> (&mut Log<T>, FetchInto<'_>) {
+        let reads = by
+            .group()
+            .and_then(|id| group_in(&mut self.groups, id))
+            .map(|g| &mut g.delivered);
+        let into = FetchInto {
+            dest: by.dest(),
+            reads,
         };
-        (&mut self.log, reads)
+        (&mut self.log, into)
     }
 
     // ----- writing ------------------------------------------------------------------
@@ -426,10 +418,7 @@ impl<T> PartLog<T> {
     }
 
     pub(crate) fn group(&mut self, id: GroupId) -> Option<&mut GroupPart> {
-        match self.groups.get_mut(id.slot) {
-            Some(s) if s.generation == id.generation => s.part.as_mut(),
-            _ => None,
-        }
+        group_in(&mut self.groups, id)
     }
 
     pub(crate) fn group_ref(&self, id: GroupId) -> Option<&GroupPart> {
