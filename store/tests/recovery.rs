@@ -23,7 +23,7 @@ fn fill(dir: &Path, n: u64) {
 fn fill_with(dir: &Path, n: u64, config: DurableConfig) {
     let mut log = SegmentLog::open(dir, config).unwrap();
     for i in log.next_offset()..n {
-        let key = (i % 3 == 0).then(|| i.to_le_bytes().to_vec());
+        let key = i.is_multiple_of(3).then(|| i.to_le_bytes().to_vec());
         let off = log
             .append(Some(1_000 + i), key.as_deref(), &payload(i))
             .unwrap();
@@ -41,7 +41,7 @@ fn assert_holds(log: &SegmentLog, n: u64) {
         assert_eq!(r.offset, i);
         assert_eq!(r.payload, payload(i));
         assert_eq!(r.timestamp, Some(1_000 + i));
-        assert_eq!(r.key, (i % 3 == 0).then(|| i.to_le_bytes().to_vec()));
+        assert_eq!(r.key, i.is_multiple_of(3).then(|| i.to_le_bytes().to_vec()));
     }
     assert_eq!(log.next_offset(), n);
 }
