@@ -43,6 +43,8 @@ struct State {
     path: PathBuf,
     /// The first sync failure, after which nothing is ever reported synced again.
     failed: Option<String>,
+    /// `fdatasync` calls made so far.
+    syncs: u64,
     /// Async waiters: the offset each needs on disk.
     wakers: Vec<(u64, Waker)>,
     /// The sync thread should sync (an async waiter asked) or stop.
@@ -62,6 +64,7 @@ impl Durability {
                 file,
                 path,
                 failed: None,
+                syncs: 0,
                 wakers: Vec::new(),
                 requested: false,
                 stop: false,
@@ -99,6 +102,12 @@ impl Durability {
     /// Offset after the last record known to be on disk.
     pub fn synced(&self) -> u64 {
         self.lock().synced
+    }
+
+    /// How many `fdatasync` calls the log made so far: with group commit, fewer than the
+    /// appends that waited for one.
+    pub fn syncs(&self) -> u64 {
+        self.lock().syncs
     }
 
     /// Blocks until the record at `offset` is on disk, syncing the file itself if no sync
@@ -149,6 +158,7 @@ impl Durability {
         let result = file.sync_data();
         let mut s = self.lock();
         s.syncing = false;
+        s.syncs += 1;
         match result {
             Ok(()) => s.synced = s.synced.max(target),
             Err(e) => {

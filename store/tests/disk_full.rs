@@ -1,0 +1,142 @@
+//! A real full disk and a read-only directory: a small tmpfs mounted for the test.
+//!
+//! Mounting needs root (or a user namespace); where it cannot be had, each test says so
+//! loudly and checks nothing, rather than passing quietly.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use memq_store::{DurableConfig, SegmentLog, StoreError, SyncPolicy};
+
+/// A tmpfs of `size` mounted on a fresh directory; unmounted when dropped.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn mount(size: &str) -> Option<Tmpfs> {
+        let dir = tempfile::tempdir().ok()?;
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!(
+                "SKIPPED: cannot mount a tmpfs here (needs root); the disk-full and \
+                 read-only tests did not run"
+            );
+            return None;
+        }
+        Some(Tmpfs { dir })
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn remount(&self, opts: &str) {
+        let ok = Command::new("mount")
+            .args(["-o", &format!("remount,{opts}")])
+            .arg(self.path())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "remount {opts}");
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+fn config() -> DurableConfig {
+    DurableConfig::new(SyncPolicy::Always).segment_bytes(64 << 10)
+}
+
+#[test]
+fn disk_full_fails_the_append_hands_nothing_half_written_and_recovers_when_space_is_freed() {
+    let Some(fs) = Tmpfs::mount("512k") else {
+        return;
+    };
+    // Room the test frees later.
+    let filler: PathBuf = fs.path().join("filler");
+    std::fs::write(&filler, vec![0u8; 128 << 10]).unwrap();
+    let dir = fs.path().join("log");
+    let mut log = SegmentLog::open(&dir, config()).unwrap();
+    let record = |i: u64| vec![(i % 251) as u8; 1000 + (i % 7) as usize * 100];
+    let mut appended = 0u64;
+    let err = loop {
+        match log.append(Some(appended), None, &record(appended)) {
+            Ok(off) => {
+                assert_eq!(off, appended);
+                appended += 1;
+            }
+            Err(e) => break e,
+        }
+        assert!(appended < 10_000, "the tmpfs never filled");
+    };
+    assert!(err.is_disk_full(), "expected disk full, got {err}");
+    assert!(err.to_string().contains("No space left"), "{err}");
+    // Nothing of the failed record is in the log; what was appended is all there.
+    assert_eq!(log.next_offset(), appended);
+    let all = log.read(0, usize::MAX).unwrap();
+    assert_eq!(all.records.len() as u64, appended);
+    for r in &all.records {
+        assert_eq!(r.payload, record(r.offset));
+    }
+    // Still full: still an error, still nothing appended.
+    assert!(log
+        .append(None, None, &record(appended))
+        .unwrap_err()
+        .is_disk_full());
+    assert_eq!(log.next_offset(), appended);
+
+    // Space is freed: the log goes on.
+    std::fs::remove_file(&filler).unwrap();
+    for _ in 0..20 {
+        assert_eq!(
+            log.append(Some(appended), None, &record(appended)).unwrap(),
+            appended
+        );
+        appended += 1;
+    }
+    log.sync().unwrap();
+    drop(log);
+    let log = SegmentLog::open(&dir, config()).unwrap();
+    assert_eq!(log.recovery().truncated, None);
+    let all = log.read(0, usize::MAX).unwrap();
+    assert_eq!(all.records.len() as u64, appended);
+    for r in &all.records {
+        assert_eq!(r.payload, record(r.offset));
+    }
+    eprintln!(
+        "disk full after {} records; {} after freeing space",
+        appended - 20,
+        appended
+    );
+}
+
+#[test]
+fn a_read_only_directory_is_a_clear_error() {
+    let Some(fs) = Tmpfs::mount("1m") else {
+        return;
+    };
+    let dir = fs.path().join("log");
+    let mut log = SegmentLog::open(&dir, config()).unwrap();
+    log.append(None, None, b"kept").unwrap();
+    drop(log);
+    fs.remount("ro");
+    let err = SegmentLog::open(&dir, config()).unwrap_err();
+    let StoreError::Io { op, path, source } = &err else {
+        panic!("expected an I/O error, got {err}");
+    };
+    assert_eq!((*op, path.as_path()), ("open", dir.join("LOCK").as_path()));
+    assert_eq!(source.raw_os_error(), Some(30), "EROFS: {err}");
+    fs.remount("rw");
+    let log = SegmentLog::open(&dir, config()).unwrap();
+    assert_eq!(log.read(0, 10).unwrap().records[0].payload, b"kept");
+}
