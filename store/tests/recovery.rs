@@ -400,3 +400,52 @@ fn records_too_large_are_refused_and_nothing_is_appended() {
     assert_eq!(log.next_offset(), 1);
     assert_eq!(log.append(None, None, b"ok").unwrap(), 1);
 }
+
+#[test]
+fn async_waiters_are_woken_by_the_sync_thread_and_interval_syncs_on_its_own() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::task::{Poll, Wake, Waker};
+    use std::time::{Duration, Instant};
+
+    struct Flag(AtomicBool, std::thread::Thread);
+    impl Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, Ordering::SeqCst);
+            self.1.unpark();
+        }
+    }
+
+    // Always: an async waiter registers, and the sync thread syncs and wakes it.
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = SegmentLog::open(dir.path(), DurableConfig::new(SyncPolicy::Always)).unwrap();
+    let off = log.append(None, None, b"async").unwrap();
+    let d = log.durability().clone();
+    let flag = Arc::new(Flag(AtomicBool::new(false), std::thread::current()));
+    let waker = Waker::from(flag.clone());
+    assert!(d.poll_synced(off, &waker).is_pending());
+    // A bound far from the expected time (an fsync): only a lost wake-up reaches it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !flag.0.load(Ordering::SeqCst) {
+        assert!(Instant::now() < deadline, "the sync thread never woke the waiter");
+        std::thread::park_timeout(Duration::from_millis(100));
+    }
+    assert!(matches!(d.poll_synced(off, &waker), Poll::Ready(Ok(()))));
+
+    // Interval: nobody waits, and the record reaches the disk anyway.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = DurableConfig::new(SyncPolicy::Interval(Duration::from_millis(5)));
+    let mut log = SegmentLog::open(dir.path(), cfg).unwrap();
+    let off = log.append(None, None, b"interval").unwrap();
+    let d = log.durability().clone();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while d.synced() <= off {
+        assert!(Instant::now() < deadline, "the interval never synced");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(d.syncs() >= 1);
+    // Idle, it does not sync again: nothing new was written.
+    let syncs = d.syncs();
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(d.syncs(), syncs);
+}
