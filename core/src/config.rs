@@ -99,6 +99,8 @@ pub struct TopicConfig {
     pub(crate) router: Option<Router>,
     pub(crate) release_on_read: bool,
     pub(crate) timer: Option<Arc<dyn Timer>>,
+    /// The first offset of each partition (empty: all start at 0).
+    pub(crate) next_offsets: alloc::vec::Vec<u64>,
 }
 
 impl core::fmt::Debug for dyn Timer {
@@ -132,6 +134,7 @@ impl TopicConfig {
             router: None,
             release_on_read: false,
             timer: None,
+            next_offsets: alloc::vec::Vec::new(),
         }
     }
 
@@ -248,6 +251,34 @@ impl TopicConfig {
         self
     }
 
+    /// The offset each partition's first message gets, one per partition in order,
+    /// instead of 0: for a topic that goes on from a log kept elsewhere, such as a
+    /// durable topic reopened, so that its offsets stay the same across restarts. The
+    /// topic starts empty at those offsets ([`StartAt::Earliest`] reads from there).
+    /// Their number must be the partition count, else [`Topic::new`] reports
+    /// [`Error::OffsetsPerPartition`](crate::Error::OffsetsPerPartition).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use memq_core as memq;
+    /// use memq::{StartAt, Topic, TopicConfig};
+    ///
+    /// let topic = Topic::new(TopicConfig::new(16).partitions(2).next_offsets([500, 7]))?;
+    /// let mut sub = topic.subscribe(StartAt::Earliest)?;
+    /// let receipt = topic.try_publish_to(1, "x")?;
+    /// assert_eq!(receipt.offsets(), 7..8);
+    /// assert_eq!(sub.try_recv()?.offset(), 7);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// [`StartAt::Earliest`]: crate::StartAt::Earliest
+    /// [`Topic::new`]: crate::Topic::new
+    pub fn next_offsets(mut self, offsets: impl IntoIterator<Item = u64>) -> Self {
+        self.next_offsets = offsets.into_iter().collect();
+        self
+    }
+
     /// The configured capacity per partition.
     pub fn get_capacity(&self) -> usize {
         self.capacity
@@ -265,6 +296,12 @@ impl TopicConfig {
         }
         if self.ttl == Some(Duration::ZERO) {
             return Err(Error::ZeroTtl);
+        }
+        if !self.next_offsets.is_empty() && self.next_offsets.len() != self.partitions as usize {
+            return Err(Error::OffsetsPerPartition {
+                given: self.next_offsets.len(),
+                partitions: self.partitions,
+            });
         }
         Ok(())
     }

@@ -249,6 +249,14 @@ pub enum Error {
         /// The partition count asked for.
         partitions: u32,
     },
+    /// `TopicConfig::next_offsets` gave a number of offsets other than the partition
+    /// count.
+    OffsetsPerPartition {
+        /// How many offsets were given.
+        given: usize,
+        /// The partition count.
+        partitions: u32,
+    },
     /// The partition index is not below the topic's partition count.
     PartitionOutOfRange {
         /// The index asked for.
@@ -308,6 +316,11 @@ impl fmt::Display for Error {
             Self::TooManyPartitions { partitions } => {
                 write!(f, "cannot allocate a topic of {partitions} partitions")
             }
+            Self::OffsetsPerPartition { given, partitions } => write!(
+                f,
+                "{given} next offsets given for a topic of {partitions} partitions (one per \
+                 partition)"
+            ),
             Self::PartitionOutOfRange {
                 partition,
                 partitions,

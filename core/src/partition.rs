@@ -148,14 +148,16 @@ impl<T> Shared<T> {
             .map_err(|_| Error::TooManyPartitions {
                 partitions: config.partitions,
             })?;
-        for _ in 0..config.partitions {
-            let log = PartLog::new(config.capacity, config.release_on_read, parts.len())
+        for p in 0..config.partitions as usize {
+            let mut log = PartLog::new(config.capacity, config.release_on_read, p)
                 .ok_or_else(|| too_large.clone())?;
+            let start = config.next_offsets.get(p).copied().unwrap_or(0);
+            log.start_at(start);
             parts.push(Partition {
                 log: Mutex::new(log),
                 wake_at: Padded(AtomicUsize::new(0)),
                 #[cfg(target_has_atomic = "64")]
-                tail: Padded(crate::sync::AtomicU64::new(0)),
+                tail: Padded(crate::sync::AtomicU64::new(start)),
             });
         }
         let (clock, origin) = match config.clock {

@@ -155,6 +155,18 @@ impl<T> Log<T> {
         })
     }
 
+    /// Makes an empty log start at `offset` (its first message gets it): for a topic
+    /// that goes on from a log kept elsewhere. The ring's slots below `offset`'s are
+    /// filled with nothing, so that every offset from `low` on has its slot.
+    pub(crate) fn start_at(&mut self, offset: u64) {
+        debug_assert!(self.high == 0 && self.ring.is_empty());
+        self.low = offset;
+        self.high = offset;
+        self.released_to = offset;
+        let first_slot = self.index(offset);
+        self.ring.resize_with(first_slot, || None);
+    }
+
     /// How many messages the log holds at most.
     #[inline]
     pub(crate) fn capacity(&self) -> u64 {
