@@ -284,6 +284,32 @@ impl TopicConfig {
         self.capacity
     }
 
+    /// The configured overflow policy.
+    pub fn get_overflow(&self) -> Overflow {
+        self.overflow
+    }
+
+    /// The configured number of partitions.
+    pub fn get_partitions(&self) -> u32 {
+        self.partitions
+    }
+
+    /// The configured time to live, if any.
+    pub fn get_ttl(&self) -> Option<Duration> {
+        self.ttl
+    }
+
+    /// Whether messages leave the log once read by all (see
+    /// [`TopicConfig::release_on_read`]).
+    pub fn get_release_on_read(&self) -> bool {
+        self.release_on_read
+    }
+
+    /// Whether a user [`Router`](crate::Router) is set.
+    pub fn has_router(&self) -> bool {
+        self.router.is_some()
+    }
+
     pub(crate) fn validate(&self) -> Result<(), Error> {
         if self.capacity == 0 {
             return Err(Error::ZeroCapacity);

@@ -41,9 +41,13 @@ mod error;
 mod log;
 pub mod record;
 mod segment;
+mod subscriber;
+mod topic;
 
 pub use config::{DurableConfig, Retention, SyncPolicy};
 pub use durability::Durability;
 pub use error::StoreError;
 pub use log::{ReadBatch, Recovery, SegmentLog, Truncation};
 pub use record::Record;
+pub use subscriber::{DurableMessage, DurableRecvError, DurableSubscriber};
+pub use topic::{DurablePublishError, DurableReceipt, DurableTopic, OpenError};

@@ -158,6 +158,13 @@ impl SegmentLog {
         self.segments.iter().map(|s| s.len).sum()
     }
 
+    /// The offset after the oldest segment's last record, if there is a segment besides
+    /// the one being written: how far readers must have read before retention by size
+    /// or count can delete anything under a floor.
+    pub fn oldest_segment_end(&self) -> Option<u64> {
+        (self.segments.len() > 1).then(|| self.segments.front().expect("two").next)
+    }
+
     /// Number of segment files.
     pub fn segment_count(&self) -> usize {
         self.segments.len()

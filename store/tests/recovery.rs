@@ -427,7 +427,10 @@ fn async_waiters_are_woken_by_the_sync_thread_and_interval_syncs_on_its_own() {
     // A bound far from the expected time (an fsync): only a lost wake-up reaches it.
     let deadline = Instant::now() + Duration::from_secs(60);
     while !flag.0.load(Ordering::SeqCst) {
-        assert!(Instant::now() < deadline, "the sync thread never woke the waiter");
+        assert!(
+            Instant::now() < deadline,
+            "the sync thread never woke the waiter"
+        );
         std::thread::park_timeout(Duration::from_millis(100));
     }
     assert!(matches!(d.poll_synced(off, &waker), Poll::Ready(Ok(()))));

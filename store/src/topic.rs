@@ -1,0 +1,656 @@
+//! A durable topic: a memq topic with a segment log under each partition.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockWriteGuard};
+use std::task::{Context, Poll, Waker};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use memq_core::{Overflow, StartAt, Topic, TopicConfig};
+
+use crate::{DurableConfig, SegmentLog, StoreError, SyncPolicy};
+
+/// What the in-memory topic holds for each message: what the disk holds too.
+#[derive(Clone, Debug)]
+pub(crate) struct Stored {
+    pub(crate) key: Option<Bytes>,
+    pub(crate) payload: Bytes,
+    /// Milliseconds since the UNIX epoch.
+    pub(crate) timestamp: u64,
+}
+
+/// Where a publish of a durable topic landed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DurableReceipt {
+    /// The partition.
+    pub partition: u32,
+    /// The offset of the (first) message.
+    pub offset: u64,
+    /// How many messages were published.
+    pub count: u32,
+    /// Whether the messages were on the disk when the publish completed: always under
+    /// [`SyncPolicy::Always`], never under the others (their records are in the OS page
+    /// cache, safe from a crash of the process but not from a power loss, until synced).
+    pub durable: bool,
+}
+
+/// Why a publish to a durable topic failed. Every variant hands the message back.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum DurablePublishError<T> {
+    /// The log is at its retention limit and its oldest segment is still being read:
+    /// from `try_publish` under `Overflow::Block`, or under `Overflow::Reject`.
+    Full(T),
+    /// The topic is closed.
+    Closed(T),
+    /// No such partition.
+    InvalidPartition(T),
+    /// The disk refused the record (disk full, I/O error, a record too large): nothing
+    /// was published. After a failed sync nothing more is published until the topic is
+    /// reopened (see [`Durability`](crate::Durability)).
+    Store(StoreError, T),
+}
+
+impl<T> DurablePublishError<T> {
+    /// The message that was not published.
+    pub fn into_inner(self) -> T {
+        match self {
+            Self::Full(v) | Self::Closed(v) | Self::InvalidPartition(v) | Self::Store(_, v) => v,
+        }
+    }
+}
+
+impl<T> std::fmt::Display for DurablePublishError<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Full(_) => f.write_str("durable topic is at its retention limit"),
+            Self::Closed(_) => f.write_str("topic is closed"),
+            Self::InvalidPartition(_) => f.write_str("no such partition"),
+            Self::Store(e, _) => write!(f, "durable log: {e}"),
+        }
+    }
+}
+
+impl<T: std::fmt::Debug> std::error::Error for DurablePublishError<T> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Store(e, _) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Why [`DurableTopic::open`] failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The topic's configuration cannot be used for a durable topic, or memq refused it.
+    Config(String),
+    /// A partition's log could not be opened (see [`SegmentLog::open`]).
+    Store(StoreError),
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Config(why) => write!(f, "durable topic configuration: {why}"),
+            Self::Store(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for OpenError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Store(e) => Some(e),
+            Self::Config(_) => None,
+        }
+    }
+}
+
+impl From<StoreError> for OpenError {
+    fn from(e: StoreError) -> Self {
+        OpenError::Store(e)
+    }
+}
+
+/// One partition: its log, and what publishers and readers share about it.
+#[derive(Debug)]
+pub(crate) struct Part {
+    /// Appends (and the in-memory publish that follows) take it for writing; reads from
+    /// disk for reading.
+    pub(crate) log: RwLock<SegmentLog>,
+    /// The next offset of each subscriber reading this partition (for the retention
+    /// floor under `Block`).
+    pub(crate) readers: Mutex<Vec<Arc<AtomicU64>>>,
+    /// Async publishers wait here for a subscriber to move on (under `Block`).
+    pub(crate) room: Mutex<Vec<Waker>>,
+    /// Blocked publishers wait here, with `room` locked.
+    pub(crate) room_changed: Condvar,
+    /// Blocked publishers waiting, and whether async ones are registered: a reader that
+    /// moves on wakes them only then. Each side stores its own fact and then loads the
+    /// other's, all `SeqCst`, so that a reader moving while a publisher goes to sleep
+    /// either sees the publisher or is seen by its last look at the positions.
+    pub(crate) waiting: AtomicUsize,
+    pub(crate) wakers_pending: AtomicBool,
+}
+
+impl Part {
+    /// The lowest offset a reader of this partition still needs.
+    fn floor(&self) -> Option<u64> {
+        let readers = self.readers.lock().unwrap_or_else(|p| p.into_inner());
+        readers.iter().map(|r| r.load(Ordering::SeqCst)).min()
+    }
+
+    /// A reader moved on (its position was stored, `SeqCst`): wakes publishers waiting
+    /// for room, if any.
+    pub(crate) fn reader_moved(&self) {
+        if self.waiting.load(Ordering::SeqCst) > 0 || self.wakers_pending.load(Ordering::SeqCst) {
+            let wakers = {
+                let mut room = self.room.lock().unwrap_or_else(|p| p.into_inner());
+                self.wakers_pending.store(false, Ordering::SeqCst);
+                self.room_changed.notify_all();
+                std::mem::take(&mut *room)
+            };
+            for w in wakers {
+                w.wake();
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) topic: Topic<Stored>,
+    pub(crate) parts: Vec<Part>,
+    overflow: Overflow,
+    sync: SyncPolicy,
+    pub(crate) dir: PathBuf,
+    /// The next partition of an unkeyed publish.
+    next_partition: AtomicU64,
+}
+
+/// A topic whose messages, offsets and retention live on disk.
+///
+/// A publish appends its record to the partition's [`SegmentLog`] and then publishes it
+/// into the in-memory topic, both under the partition's log lock, so the two hold the
+/// same offsets in the same order. The in-memory topic is a cache of the newest
+/// `capacity` messages per partition (it evicts, `Overflow::DropOldest`, whatever the
+/// user's policy): a reader that falls behind it reads from the log on disk instead (see
+/// [`DurableSubscriber`](crate::DurableSubscriber)). The user's overflow policy applies to the log's retention
+/// limit: under `Block` a publish waits while the log is at its limit and its oldest
+/// segment is still needed by a subscriber; under `Reject` it fails; under `DropOldest`
+/// the oldest segment goes.
+///
+/// Visibility and durability: a record is in the segment file (the OS page cache) before
+/// any reader can see it, so a crash of the process loses nothing a reader saw. Under
+/// [`SyncPolicy::Always`] a publish completes once its record is on the disk; a reader may
+/// see it a little earlier, while the sync runs, so after a power loss (not a process
+/// crash) a message a reader saw may be gone, though its publisher never heard success.
+///
+/// Clones are handles to the same topic; the topic closes when the last is dropped (or
+/// on [`DurableTopic::close`]): its subscribers read what was published, then see the
+/// end. Each partition's log is synced and closed when the subscribers are gone too.
+#[derive(Clone, Debug)]
+pub struct DurableTopic {
+    // Held for its `Drop`: the last handle closes the topic.
+    _handle: Arc<Handle>,
+    pub(crate) inner: Arc<Inner>,
+}
+
+/// Shared by the [`DurableTopic`] handles only (not by subscribers): the last one gone
+/// closes the topic.
+#[derive(Debug)]
+struct Handle(Arc<Inner>);
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+impl Inner {
+    fn close(&self) {
+        self.topic.close();
+        // Publishers waiting for room find the topic closed.
+        for part in &self.parts {
+            let wakers = {
+                let mut room = part.room.lock().unwrap_or_else(|e| e.into_inner());
+                part.room_changed.notify_all();
+                std::mem::take(&mut *room)
+            };
+            wakers.into_iter().for_each(Waker::wake);
+        }
+    }
+}
+
+impl DurableTopic {
+    /// Opens the durable topic in `dir` (created if missing), one segment log per
+    /// partition in `dir/partition-N`. Offsets go on where the logs end. The in-memory
+    /// cache holds `config`'s capacity per partition; `config`'s overflow policy applies
+    /// to the logs' retention limit ([`DurableConfig::retention`]).
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError::Config`] for a TTL (use [`Retention::max_age`](crate::Retention)),
+    /// release on read or a user router, none of which a durable topic supports yet; or
+    /// a partition count that differs from the one the directory was created with.
+    /// [`OpenError::Store`] as [`SegmentLog::open`] (a directory already open among them).
+    pub fn open(
+        dir: impl AsRef<Path>,
+        config: TopicConfig,
+        durable: DurableConfig,
+    ) -> Result<DurableTopic, OpenError> {
+        if config.get_ttl().is_some() {
+            return Err(OpenError::Config(
+                "a TTL is not supported on a durable topic; use Retention::max_age".into(),
+            ));
+        }
+        if config.get_release_on_read() {
+            return Err(OpenError::Config(
+                "release_on_read is not supported on a durable topic".into(),
+            ));
+        }
+        if config.has_router() {
+            return Err(OpenError::Config(
+                "a user router is not supported on a durable topic (keys are routed with \
+                 memq's key hash)"
+                    .into(),
+            ));
+        }
+        let dir = dir.as_ref().to_path_buf();
+        let partitions = config.get_partitions();
+        check_partition_count(&dir, partitions)?;
+        let mut parts = Vec::new();
+        for p in 0..partitions {
+            let log = SegmentLog::open(dir.join(format!("partition-{p}")), durable)?;
+            parts.push(Part {
+                log: RwLock::new(log),
+                readers: Mutex::new(Vec::new()),
+                room: Mutex::new(Vec::new()),
+                room_changed: Condvar::new(),
+                waiting: AtomicUsize::new(0),
+                wakers_pending: AtomicBool::new(false),
+            });
+        }
+        let next: Vec<u64> = parts
+            .iter()
+            .map(|p| {
+                p.log
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .next_offset()
+            })
+            .collect();
+        let overflow = config.get_overflow();
+        let cache = config.overflow(Overflow::DropOldest).next_offsets(next);
+        let topic = Topic::new(cache).map_err(|e| OpenError::Config(e.to_string()))?;
+        let inner = Arc::new(Inner {
+            topic,
+            parts,
+            overflow,
+            sync: durable.sync,
+            dir,
+            next_partition: AtomicU64::new(0),
+        });
+        Ok(DurableTopic {
+            _handle: Arc::new(Handle(inner.clone())),
+            inner,
+        })
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The number of partitions.
+    pub fn partitions(&self) -> u32 {
+        self.inner.parts.len() as u32
+    }
+
+    /// The offset the next message of `partition` gets, or `None` for no such partition.
+    pub fn next_offset(&self, partition: u32) -> Option<u64> {
+        let part = self.inner.parts.get(partition as usize)?;
+        Some(read_log(part).next_offset())
+    }
+
+    /// The oldest offset `partition` keeps on disk, or `None` for no such partition.
+    pub fn start_offset(&self, partition: u32) -> Option<u64> {
+        let part = self.inner.parts.get(partition as usize)?;
+        Some(read_log(part).start())
+    }
+
+    /// Closes the topic: publishes fail with `Closed`; subscribers read what was
+    /// published, then see the end.
+    pub fn close(&self) {
+        self.inner.close();
+    }
+
+    /// Whether the topic is closed.
+    pub fn is_closed(&self) -> bool {
+        self.inner.topic.is_closed()
+    }
+
+    /// A subscriber reading every partition from `start`: `Earliest` is the oldest
+    /// message kept on disk, however old.
+    ///
+    /// # Errors
+    ///
+    /// [`memq_core::Error::OffsetOutOfRange`] for an offset past the end.
+    pub fn subscribe(&self, start: StartAt) -> Result<crate::DurableSubscriber, memq_core::Error> {
+        crate::DurableSubscriber::attach(self, start)
+    }
+
+    /// Publishes `payload`, waiting for room under `Overflow::Block` and, under
+    /// [`SyncPolicy::Always`], for the disk.
+    ///
+    /// # Errors
+    ///
+    /// See [`DurablePublishError`]; the payload is handed back.
+    pub fn publish_blocking(
+        &self,
+        payload: impl Into<Bytes>,
+    ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
+        let p = self.round_robin();
+        self.publish_to_blocking_inner(p, None, payload.into())
+    }
+
+    /// Publishes `payload` with `key`, to the partition memq's key hash gives it (the
+    /// same partition as in an in-memory topic, in C and in Python).
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableTopic::publish_blocking`].
+    pub fn publish_keyed_blocking(
+        &self,
+        key: impl Into<Bytes>,
+        payload: impl Into<Bytes>,
+    ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
+        let key = key.into();
+        let p = memq_core::key_partition(&key, self.partitions());
+        self.publish_to_blocking_inner(p, Some(key), payload.into())
+    }
+
+    /// Publishes `payload` to `partition`.
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableTopic::publish_blocking`], and `InvalidPartition`.
+    pub fn publish_to_blocking(
+        &self,
+        partition: u32,
+        payload: impl Into<Bytes>,
+    ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
+        self.publish_to_blocking_inner(partition, None, payload.into())
+    }
+
+    /// Publishes `payload` if there is room now; never waits for room (under `Block`, a
+    /// full log is `Full`), but does wait for the disk under [`SyncPolicy::Always`].
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableTopic::publish_blocking`].
+    pub fn try_publish(
+        &self,
+        payload: impl Into<Bytes>,
+    ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
+        let p = self.round_robin();
+        let payload = payload.into();
+        let offset = self.append(p, None, payload)?;
+        self.finish_blocking(p, offset)
+    }
+
+    /// The async [`DurableTopic::publish_blocking`]: waits for room and for the disk
+    /// without blocking the thread (the log's sync thread syncs and wakes it). Writing
+    /// the record to the file is a system call made in the poll.
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableTopic::publish_blocking`].
+    pub async fn publish(
+        &self,
+        payload: impl Into<Bytes>,
+    ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
+        let p = self.round_robin();
+        self.publish_async(p, None, payload.into()).await
+    }
+
+    /// The async [`DurableTopic::publish_keyed_blocking`].
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableTopic::publish_blocking`].
+    pub async fn publish_keyed(
+        &self,
+        key: impl Into<Bytes>,
+        payload: impl Into<Bytes>,
+    ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
+        let key = key.into();
+        let p = memq_core::key_partition(&key, self.partitions());
+        self.publish_async(p, Some(key), payload.into()).await
+    }
+
+    fn round_robin(&self) -> u32 {
+        match self.partitions() {
+            1 => 0,
+            n => (self.inner.next_partition.fetch_add(1, Ordering::Relaxed) % n as u64) as u32,
+        }
+    }
+
+    fn publish_to_blocking_inner(
+        &self,
+        p: u32,
+        key: Option<Bytes>,
+        payload: Bytes,
+    ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
+        let mut payload = payload;
+        let offset = loop {
+            match self.append(p, key.clone(), payload) {
+                Err(DurablePublishError::Full(back)) if self.inner.overflow == Overflow::Block => {
+                    payload = back;
+                    self.wait_for_room_blocking(p);
+                }
+                other => break other?,
+            }
+        };
+        self.finish_blocking(p, offset)
+    }
+
+    fn finish_blocking(
+        &self,
+        p: u32,
+        offset: u64,
+    ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
+        let durable = self.inner.sync == SyncPolicy::Always;
+        if durable {
+            let d = read_log(&self.inner.parts[p as usize]).durability().clone();
+            // The message is published (readers may have it): a failed sync cannot take
+            // it back, so the error says the disk failed, with an empty payload.
+            d.wait_synced(offset)
+                .map_err(|e| DurablePublishError::Store(e, Bytes::new()))?;
+        }
+        Ok(DurableReceipt {
+            partition: p,
+            offset,
+            count: 1,
+            durable,
+        })
+    }
+
+    async fn publish_async(
+        &self,
+        p: u32,
+        key: Option<Bytes>,
+        payload: Bytes,
+    ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
+        let mut payload = Some(payload);
+        let offset = std::future::poll_fn(|cx| {
+            let v = payload.take().expect("polled after completion");
+            match self.append(p, key.clone(), v) {
+                Err(DurablePublishError::Full(back)) if self.inner.overflow == Overflow::Block => {
+                    if self.register_for_room(p, cx) {
+                        // Room came while registering: try again at once.
+                        cx.waker().wake_by_ref();
+                    }
+                    payload = Some(back);
+                    Poll::Pending
+                }
+                other => Poll::Ready(other),
+            }
+        })
+        .await?;
+        let durable = self.inner.sync == SyncPolicy::Always;
+        if durable {
+            let d = read_log(&self.inner.parts[p as usize]).durability().clone();
+            std::future::poll_fn(|cx| d.poll_synced(offset, cx.waker()))
+                .await
+                .map_err(|e| DurablePublishError::Store(e, Bytes::new()))?;
+        }
+        Ok(DurableReceipt {
+            partition: p,
+            offset,
+            count: 1,
+            durable,
+        })
+    }
+
+    /// Appends the record and publishes it into the in-memory topic, under the log lock.
+    fn append(
+        &self,
+        p: u32,
+        key: Option<Bytes>,
+        payload: Bytes,
+    ) -> Result<u64, DurablePublishError<Bytes>> {
+        let Some(part) = self.inner.parts.get(p as usize) else {
+            return Err(DurablePublishError::InvalidPartition(payload));
+        };
+        if self.inner.topic.is_closed() {
+            return Err(DurablePublishError::Closed(payload));
+        }
+        let now = now_ms();
+        let mut log = write_log(part);
+        if self.inner.overflow != Overflow::DropOldest {
+            log.set_floor(part.floor());
+        }
+        // Age limits are applied as the log grows (whole old segments go).
+        if let Err(e) = log.enforce_retention(now) {
+            return Err(DurablePublishError::Store(e, payload));
+        }
+        let offset = match log.append(Some(now), key.as_deref(), &payload) {
+            Ok(o) => o,
+            Err(StoreError::Full) => return Err(DurablePublishError::Full(payload)),
+            Err(e) => return Err(DurablePublishError::Store(e, payload)),
+        };
+        let stored = Stored {
+            key,
+            payload,
+            timestamp: now,
+        };
+        match self.inner.topic.try_publish_to(p, stored) {
+            Ok(r) => {
+                debug_assert_eq!(r.offset, offset, "the cache and the log disagree");
+                Ok(offset)
+            }
+            // Closed between the check and now: the record is on disk (it will be read
+            // after a restart) but no reader of this process sees it. Report it as
+            // published, since it is, durably.
+            Err(memq_core::PublishError::Closed(_)) => Ok(offset),
+            Err(e) => {
+                // DropOldest never fills, and the partition exists.
+                unreachable_publish(&e);
+                Ok(offset)
+            }
+        }
+    }
+
+    /// Sleeps until a reader of `p` moves on (or the topic closes), unless one did since
+    /// the failed append. The caller appends again and finds out.
+    fn wait_for_room_blocking(&self, p: u32) {
+        let part = &self.inner.parts[p as usize];
+        let room = part.room.lock().unwrap_or_else(|e| e.into_inner());
+        part.waiting.fetch_add(1, Ordering::SeqCst);
+        // With `room` held, a reader that moves from here on must take it to wake us,
+        // which it can only do once we sleep.
+        if !self.room_now(p) && !self.inner.topic.is_closed() {
+            drop(
+                part.room_changed
+                    .wait(room)
+                    .unwrap_or_else(|e| e.into_inner()),
+            );
+        }
+        part.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Registers `cx`'s waker for room; returns whether there is room already.
+    fn register_for_room(&self, p: u32, cx: &mut Context<'_>) -> bool {
+        let part = &self.inner.parts[p as usize];
+        {
+            let mut room = part.room.lock().unwrap_or_else(|e| e.into_inner());
+            if !room.iter().any(|w| w.will_wake(cx.waker())) {
+                room.push(cx.waker().clone());
+            }
+            part.wakers_pending.store(true, Ordering::SeqCst);
+        }
+        self.room_now(p) || self.inner.topic.is_closed()
+    }
+
+    /// Whether an append to `p` would find room now (the floor moved past the oldest
+    /// segment).
+    fn room_now(&self, p: u32) -> bool {
+        let part = &self.inner.parts[p as usize];
+        let floor = part.floor();
+        let log = read_log(part);
+        match floor {
+            None => true,
+            Some(f) => log.oldest_segment_end().is_none_or(|end| end <= f),
+        }
+    }
+}
+
+fn unreachable_publish(e: &memq_core::PublishError<Stored>) {
+    debug_assert!(false, "in-memory publish of a durable topic failed: {e}");
+}
+
+pub(crate) fn read_log(part: &Part) -> std::sync::RwLockReadGuard<'_, SegmentLog> {
+    part.log.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write_log(part: &Part) -> RwLockWriteGuard<'_, SegmentLog> {
+    part.log.write().unwrap_or_else(|e| e.into_inner())
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Records the partition count in `dir/PARTITIONS` on first open, and refuses another
+/// count later (the keys' partitions would change).
+fn check_partition_count(dir: &Path, partitions: u32) -> Result<(), OpenError> {
+    std::fs::create_dir_all(dir).map_err(|e| StoreError::io("create", dir, e))?;
+    let path = dir.join("PARTITIONS");
+    match std::fs::read_to_string(&path) {
+        Ok(s) => match s.trim().parse::<u32>() {
+            Ok(n) if n == partitions => Ok(()),
+            Ok(n) => Err(OpenError::Config(format!(
+                "{} holds a topic of {n} partitions, not {partitions}",
+                dir.display()
+            ))),
+            Err(_) => Err(OpenError::Store(StoreError::Format {
+                file: path,
+                reason: format!("not a partition count: {s:?}"),
+            })),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let tmp = dir.join("PARTITIONS.tmp");
+            std::fs::write(&tmp, format!("{partitions}\n"))
+                .and_then(|()| std::fs::rename(&tmp, &path))
+                .map_err(|e| StoreError::io("write", &path, e))?;
+            Ok(())
+        }
+        Err(e) => Err(OpenError::Store(StoreError::io("read", &path, e))),
+    }
+}
