@@ -38,6 +38,7 @@
 mod config;
 mod durability;
 mod error;
+pub mod group;
 mod log;
 pub mod record;
 mod segment;
@@ -47,6 +48,7 @@ mod topic;
 pub use config::{DurableConfig, Retention, SyncPolicy};
 pub use durability::Durability;
 pub use error::StoreError;
+pub use group::{Delivery, DurableConsumer, DurableGroupStats, GroupConfig};
 pub use log::{ReadBatch, Recovery, SegmentLog, Truncation};
 pub use record::Record;
 pub use subscriber::{DurableMessage, DurableRecvError, DurableSubscriber};

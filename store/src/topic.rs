@@ -1,14 +1,16 @@
 //! A durable topic: a memq topic with a segment log under each partition.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockWriteGuard};
+use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockWriteGuard, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use memq_core::{Overflow, StartAt, Topic, TopicConfig};
 
+use crate::group::GroupShared;
 use crate::{DurableConfig, SegmentLog, StoreError, SyncPolicy};
 
 /// What the in-memory topic holds for each message: what the disk holds too.
@@ -134,6 +136,9 @@ pub(crate) struct Part {
     /// either sees the publisher or is seen by its last look at the positions.
     pub(crate) waiting: AtomicUsize,
     pub(crate) wakers_pending: AtomicBool,
+    /// The offset after the last message published into the in-memory topic: what
+    /// readers may see. Stored (`SeqCst`) after each publish, under the log lock.
+    pub(crate) published: AtomicU64,
 }
 
 impl Part {
@@ -169,6 +174,75 @@ pub(crate) struct Inner {
     pub(crate) dir: PathBuf,
     /// The next partition of an unkeyed publish.
     next_partition: AtomicU64,
+    /// The durable groups open in this process, by name.
+    pub(crate) groups: Mutex<HashMap<String, Weak<GroupShared>>>,
+    /// Group members waiting for something to claim: a generation bumped by every
+    /// publish (while anyone waits), nack, member change and close.
+    news: Mutex<u64>,
+    news_changed: Condvar,
+    news_waiters: AtomicUsize,
+}
+
+/// A member's registration to wait for news (see [`Inner::news_ticket`]).
+pub(crate) struct NewsTicket<'a> {
+    inner: &'a Inner,
+    generation: u64,
+}
+
+impl Drop for NewsTicket<'_> {
+    fn drop(&mut self) {
+        self.inner.news_waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Inner {
+    /// Registers to wait for news before looking for something to claim. A publish
+    /// stores its partition's `published` and then loads the count of waiters; a member
+    /// counts itself and then loads `published` (all `SeqCst`): either the publisher
+    /// sees the member and bumps the generation, or the member sees the message.
+    pub(crate) fn news_ticket(&self) -> NewsTicket<'_> {
+        self.news_waiters.fetch_add(1, Ordering::SeqCst);
+        let generation = *self.news.lock().unwrap_or_else(|e| e.into_inner());
+        NewsTicket {
+            inner: self,
+            generation,
+        }
+    }
+
+    /// Sleeps until news after `ticket` was taken, or until `until`.
+    pub(crate) fn wait_news(&self, ticket: NewsTicket<'_>, until: Option<std::time::Instant>) {
+        let mut g = self.news.lock().unwrap_or_else(|e| e.into_inner());
+        while *g == ticket.generation {
+            match until {
+                None => g = self.news_changed.wait(g).unwrap_or_else(|e| e.into_inner()),
+                Some(u) => {
+                    let left = u.saturating_duration_since(std::time::Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    g = self
+                        .news_changed
+                        .wait_timeout(g, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+            }
+        }
+    }
+
+    /// Wakes members waiting for news.
+    pub(crate) fn notify_news(&self) {
+        let mut g = self.news.lock().unwrap_or_else(|e| e.into_inner());
+        *g += 1;
+        self.news_changed.notify_all();
+    }
+
+    /// After a publish to a partition: wakes waiting members, if any.
+    fn published(&self) {
+        if self.news_waiters.load(Ordering::SeqCst) > 0 {
+            self.notify_news();
+        }
+    }
 }
 
 /// A topic whose messages, offsets and retention live on disk.
@@ -213,6 +287,7 @@ impl Drop for Handle {
 impl Inner {
     fn close(&self) {
         self.topic.close();
+        self.notify_news();
         // Publishers waiting for room find the topic closed.
         for part in &self.parts {
             let wakers = {
@@ -272,6 +347,7 @@ impl DurableTopic {
                 room_changed: Condvar::new(),
                 waiting: AtomicUsize::new(0),
                 wakers_pending: AtomicBool::new(false),
+                published: AtomicU64::new(0),
             });
         }
         let next: Vec<u64> = parts
@@ -283,6 +359,9 @@ impl DurableTopic {
                     .next_offset()
             })
             .collect();
+        for (part, &n) in parts.iter().zip(&next) {
+            part.published.store(n, Ordering::SeqCst);
+        }
         let overflow = config.get_overflow();
         let cache = config.overflow(Overflow::DropOldest).next_offsets(next);
         let topic = Topic::new(cache).map_err(|e| OpenError::Config(e.to_string()))?;
@@ -293,6 +372,10 @@ impl DurableTopic {
             sync: durable.sync,
             dir,
             next_partition: AtomicU64::new(0),
+            groups: Mutex::new(HashMap::new()),
+            news: Mutex::new(0),
+            news_changed: Condvar::new(),
+            news_waiters: AtomicUsize::new(0),
         });
         Ok(DurableTopic {
             _handle: Arc::new(Handle(inner.clone())),
@@ -551,6 +634,9 @@ impl DurableTopic {
         match self.inner.topic.try_publish_to(p, stored) {
             Ok(r) => {
                 debug_assert_eq!(r.offset, offset, "the cache and the log disagree");
+                part.published.store(offset + 1, Ordering::SeqCst);
+                drop(log);
+                self.inner.published();
                 Ok(offset)
             }
             // Closed between the check and now: the record is on disk (it will be read

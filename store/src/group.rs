@@ -1,0 +1,776 @@
+//! Consumer groups of a durable topic, whose positions and acknowledgements survive a
+//! crash or a restart.
+//!
+//! A group hands each message to exactly one member. Its state is one claim position per
+//! partition and the deliveries handed out and not yet settled (in flight); a
+//! partition's committed offset is the oldest offset not settled yet. Settled means
+//! acknowledged: explicitly ([`Delivery::ack`]) in a group with explicit acks, or, in a
+//! plain group, by the member's next receive (as a Kafka consumer's auto-commit settles
+//! what its previous poll returned) or by dropping the member.
+//!
+//! The committed offsets, with the offsets settled above them (acknowledged out of order,
+//! or dead-lettered), are written to `groups/<name>` in the topic's directory (a new file,
+//! synced, renamed over the old) every [`GroupConfig::commit_every`] settlements, on
+//! [`DurableConsumer::commit`], and when the last member leaves. After a restart the group
+//! goes on from there: what was delivered and not settled by the last write is delivered
+//! again (at least once across crashes); what was settled by it never comes back.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use memq_core::{StartAt, Subscriber, TryRecvError};
+
+use crate::topic::{read_log, DurableTopic, Inner, Stored};
+use crate::{DurableMessage, DurableRecvError, StoreError};
+
+/// How a durable group settles deliveries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupConfig {
+    /// `None`: a plain group (a member's next receive settles its previous delivery).
+    /// `Some(wait)`: explicit acks, and a delivery not acked within `wait` is delivered
+    /// again, to any member.
+    pub ack_wait: Option<Duration>,
+    /// With explicit acks: a message delivered this many times and still not acked is
+    /// dead-lettered (settled, never delivered again, counted in
+    /// [`DurableGroupStats::dead_lettered`]). `None`: delivered until acked.
+    pub max_deliveries: Option<u32>,
+    /// Write the group's state after this many settlements (1: after every one; it costs
+    /// an fsync). Default: 256.
+    pub commit_every: u32,
+}
+
+impl Default for GroupConfig {
+    fn default() -> Self {
+        GroupConfig {
+            ack_wait: None,
+            max_deliveries: None,
+            commit_every: 256,
+        }
+    }
+}
+
+impl GroupConfig {
+    /// A group with explicit acks and a lease of `ack_wait`.
+    pub fn acked(ack_wait: Duration) -> Self {
+        GroupConfig {
+            ack_wait: Some(ack_wait),
+            ..GroupConfig::default()
+        }
+    }
+
+    /// Sets [`GroupConfig::max_deliveries`].
+    #[must_use]
+    pub fn max_deliveries(mut self, n: u32) -> Self {
+        self.max_deliveries = Some(n);
+        self
+    }
+
+    /// Sets [`GroupConfig::commit_every`].
+    #[must_use]
+    pub fn commit_every(mut self, n: u32) -> Self {
+        self.commit_every = n.max(1);
+        self
+    }
+}
+
+/// A snapshot of a durable group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DurableGroupStats {
+    /// Members now.
+    pub members: usize,
+    /// Per partition: the oldest offset not settled.
+    pub committed: Vec<u64>,
+    /// Per partition: the committed offset last written to disk.
+    pub committed_on_disk: Vec<u64>,
+    /// Deliveries handed out and not settled.
+    pub in_flight: usize,
+    /// Deliveries made again (after a nack, an expired lease or a restart).
+    pub redelivered: u64,
+    /// Messages given up on after `max_deliveries`.
+    pub dead_lettered: u64,
+}
+
+#[derive(Debug)]
+struct Lease {
+    member: u64,
+    deadline: Option<Instant>,
+    deliveries: u32,
+}
+
+#[derive(Debug)]
+struct State {
+    members: Vec<u64>,
+    next_member: u64,
+    /// Per partition: the next offset never handed out.
+    next: Vec<u64>,
+    in_flight: BTreeMap<(u32, u64), Lease>,
+    /// Delivered before, not settled, to be handed out again (with its count so far).
+    again: VecDeque<(u32, u64, u32)>,
+    /// Settled offsets at or above their partition's committed offset.
+    settled_above: BTreeSet<(u32, u64)>,
+    since_write: u32,
+    on_disk: Vec<u64>,
+    redelivered: u64,
+    dead_lettered: u64,
+}
+
+impl State {
+    fn committed(&self, p: u32) -> u64 {
+        let mut c = self.next[p as usize];
+        if let Some((&(_, o), _)) = self.in_flight.range((p, 0)..(p, u64::MAX)).next() {
+            c = c.min(o);
+        }
+        for &(q, o, _) in &self.again {
+            if q == p {
+                c = c.min(o);
+            }
+        }
+        c
+    }
+
+    /// Drops settled offsets that the committed offsets passed.
+    fn trim(&mut self) {
+        let committed: Vec<u64> = (0..self.next.len() as u32)
+            .map(|p| self.committed(p))
+            .collect();
+        self.settled_above
+            .retain(|&(p, o)| o >= committed[p as usize]);
+    }
+
+    /// The partitions `member` reads: all of them for a topic of one partition (members
+    /// compete for it), else its share, dealt round the members in order.
+    fn assigned(&self, member: u64) -> Vec<u32> {
+        let n = self.next.len() as u32;
+        if n == 1 {
+            return vec![0];
+        }
+        let Some(i) = self.members.iter().position(|&m| m == member) else {
+            return Vec::new();
+        };
+        (0..n)
+            .filter(|p| *p as usize % self.members.len() == i)
+            .collect()
+    }
+}
+
+/// One group, shared by its members in this process.
+#[derive(Debug)]
+pub(crate) struct GroupShared {
+    name: String,
+    path: PathBuf,
+    topic: Arc<Inner>,
+    config: GroupConfig,
+    state: Mutex<State>,
+}
+
+impl GroupShared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes the committed offsets and the settled offsets above them.
+    fn write(&self, s: &mut State) -> Result<(), StoreError> {
+        s.trim();
+        let committed: Vec<u64> = (0..s.next.len() as u32).map(|p| s.committed(p)).collect();
+        let mut text = format!("memq-group 1\npartitions {}\n", committed.len());
+        for (p, c) in committed.iter().enumerate() {
+            text.push_str(&format!("committed {p} {c}\n"));
+        }
+        for &(p, o) in &s.settled_above {
+            text.push_str(&format!("settled {p} {o}\n"));
+        }
+        let crc = crc32c::crc32c(text.as_bytes());
+        text.push_str(&format!("crc {crc}\n"));
+        write_atomically(&self.path, text.as_bytes())?;
+        s.on_disk = committed;
+        s.since_write = 0;
+        Ok(())
+    }
+
+    /// Counts a settlement; writes the state every `commit_every`.
+    fn settled(&self, s: &mut State) -> Result<(), StoreError> {
+        s.since_write += 1;
+        if s.since_write >= self.config.commit_every {
+            self.write(s)?;
+        }
+        Ok(())
+    }
+
+    fn settle(&self, s: &mut State, p: u32, o: u64) {
+        if s.in_flight.remove(&(p, o)).is_some() {
+            s.settled_above.insert((p, o));
+        }
+    }
+}
+
+impl DurableTopic {
+    /// Joins the durable group `name` (creating it at `start` if it has never been
+    /// committed in this directory; otherwise it goes on from its committed offsets and
+    /// `start` is ignored).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Format`] if the group's state file is damaged; [`StoreError::Io`];
+    /// [`StoreError::InvalidConfig`] if the group is open in this process with another
+    /// configuration.
+    pub fn group(
+        &self,
+        name: &str,
+        start: StartAt,
+        config: GroupConfig,
+    ) -> Result<DurableConsumer, StoreError> {
+        let shared = {
+            let mut groups = self.inner.groups.lock().unwrap_or_else(|e| e.into_inner());
+            match groups.get(name).and_then(Weak::upgrade) {
+                Some(g) => {
+                    if g.config != config {
+                        return Err(StoreError::InvalidConfig(
+                            "the group is open in this process with another configuration",
+                        ));
+                    }
+                    g
+                }
+                None => {
+                    let g = Arc::new(open_group(&self.inner, name, start, config)?);
+                    groups.insert(name.to_string(), Arc::downgrade(&g));
+                    g
+                }
+            }
+        };
+        let id = {
+            let mut s = shared.lock();
+            let id = s.next_member;
+            s.next_member += 1;
+            s.members.push(id);
+            id
+        };
+        // Members waiting may have partitions to hand over now.
+        self.inner.notify_news();
+        Ok(DurableConsumer {
+            readers: (0..self.inner.parts.len()).map(|_| None).collect(),
+            shared,
+            id,
+            last: None,
+            rotate: 0,
+        })
+    }
+}
+
+fn group_path(dir: &Path, name: &str) -> PathBuf {
+    // Any name, as a file name: hex of its bytes.
+    let hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
+    dir.join("groups").join(format!("{hex}.group"))
+}
+
+fn open_group(
+    inner: &Arc<Inner>,
+    name: &str,
+    start: StartAt,
+    config: GroupConfig,
+) -> Result<GroupShared, StoreError> {
+    let path = group_path(&inner.dir, name);
+    let n = inner.parts.len();
+    let (next, settled_above) = match std::fs::read(&path) {
+        Ok(bytes) => parse_state(&path, &bytes, n)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut next = Vec::with_capacity(n);
+            for part in &inner.parts {
+                let high = part.published.load(Ordering::SeqCst);
+                next.push(match start {
+                    StartAt::Earliest => read_log(part).start(),
+                    StartAt::Latest => high,
+                    StartAt::Offset(o) if o > high => {
+                        return Err(StoreError::InvalidConfig(
+                            "a group's start offset is past the end of a partition",
+                        ))
+                    }
+                    StartAt::Offset(o) => o,
+                });
+            }
+            (next, BTreeSet::new())
+        }
+        Err(e) => return Err(StoreError::io("read", &path, e)),
+    };
+    let mut state = State {
+        members: Vec::new(),
+        next_member: 0,
+        on_disk: next.clone(),
+        next,
+        in_flight: BTreeMap::new(),
+        again: VecDeque::new(),
+        settled_above,
+        since_write: 0,
+        redelivered: 0,
+        dead_lettered: 0,
+    };
+    // Offsets settled above the committed ones are skipped when reached; the committed
+    // ones themselves are where the claim positions start.
+    state.trim();
+    let shared = GroupShared {
+        name: name.to_string(),
+        path,
+        topic: inner.clone(),
+        config,
+        state: Mutex::new(state),
+    };
+    // Written at once, so that a new group's start is fixed from now on.
+    shared.write(&mut shared.lock())?;
+    Ok(shared)
+}
+
+type Parsed = (Vec<u64>, BTreeSet<(u32, u64)>);
+
+fn parse_state(path: &Path, bytes: &[u8], n: usize) -> Result<Parsed, StoreError> {
+    let bad = |why: &str| StoreError::Format {
+        file: path.to_path_buf(),
+        reason: format!("group state: {why}"),
+    };
+    let text = std::str::from_utf8(bytes).map_err(|_| bad("not text"))?;
+    let body_end = text.rfind("crc ").ok_or_else(|| bad("no checksum"))?;
+    let (body, crc_line) = text.split_at(body_end);
+    let crc: u32 = crc_line[4..]
+        .trim()
+        .parse()
+        .map_err(|_| bad("bad checksum line"))?;
+    if crc32c::crc32c(body.as_bytes()) != crc {
+        return Err(bad("checksum mismatch"));
+    }
+    let mut next = vec![0u64; n];
+    let mut settled = BTreeSet::new();
+    let mut lines = body.lines();
+    if lines.next() != Some("memq-group 1") {
+        return Err(bad("unknown version"));
+    }
+    if lines.next() != Some(&*format!("partitions {n}")) {
+        return Err(bad("written for another partition count"));
+    }
+    for line in lines {
+        let f: Vec<&str> = line.split(' ').collect();
+        let (p, o) = match f[..] {
+            [_, p, o] => (
+                p.parse::<u32>().map_err(|_| bad(line))?,
+                o.parse::<u64>().map_err(|_| bad(line))?,
+            ),
+            _ => return Err(bad(line)),
+        };
+        if p as usize >= n {
+            return Err(bad(line));
+        }
+        match f[0] {
+            "committed" => next[p as usize] = o,
+            "settled" => {
+                settled.insert((p, o));
+            }
+            _ => return Err(bad(line)),
+        }
+    }
+    Ok((next, settled))
+}
+
+/// Writes `bytes` to `path` so that a crash leaves the old file or the new, never a mix:
+/// a new file, synced, renamed over the old, and the directory synced.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let dir = path.parent().expect("a file in a directory");
+    std::fs::create_dir_all(dir).map_err(|e| StoreError::io("create", dir, e))?;
+    let tmp = path.with_extension("tmp");
+    let file = std::fs::File::create(&tmp).map_err(|e| StoreError::io("create", &tmp, e))?;
+    use std::io::Write;
+    (&file)
+        .write_all(bytes)
+        .and_then(|()| file.sync_data())
+        .map_err(|e| StoreError::io("write", &tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| StoreError::io("rename", path, e))?;
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| StoreError::io("fsync", dir, e))
+}
+
+/// A member of a durable group. See the [module documentation](crate::group) for what
+/// is delivered when.
+#[derive(Debug)]
+pub struct DurableConsumer {
+    shared: Arc<GroupShared>,
+    id: u64,
+    /// Per partition: a reader of the in-memory topic, made when first needed.
+    readers: Vec<Option<Subscriber<Stored>>>,
+    /// A plain group's member's last delivery, settled by its next receive.
+    last: Option<(u32, u64)>,
+    rotate: usize,
+}
+
+/// A delivery of a durable group with explicit acks: settle it with [`Delivery::ack`],
+/// or hand it back with [`Delivery::nack`]. Dropped unsettled, it is delivered again
+/// when its lease ends.
+#[derive(Debug)]
+pub struct Delivery {
+    message: DurableMessage,
+    deliveries: u32,
+    shared: Arc<GroupShared>,
+}
+
+impl Delivery {
+    /// The message.
+    pub fn message(&self) -> &DurableMessage {
+        &self.message
+    }
+
+    /// How many times it has been delivered, this time included.
+    pub fn deliveries(&self) -> u32 {
+        self.deliveries
+    }
+
+    /// Settles it: it is never delivered again, across restarts too once the group's
+    /// state is written (see [`DurableConsumer::commit`]).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Io`] if writing the group's state failed (the ack is kept in memory
+    /// and written with the next write).
+    pub fn ack(self) -> Result<(), StoreError> {
+        let shared = self.shared.clone();
+        let mut s = shared.lock();
+        if s.in_flight
+            .contains_key(&(self.message.partition, self.message.offset))
+        {
+            shared.settle(&mut s, self.message.partition, self.message.offset);
+            return shared.settled(&mut s);
+        }
+        Ok(())
+    }
+
+    /// Hands it back to be delivered again, to any member, at once.
+    pub fn nack(self) {
+        let shared = self.shared.clone();
+        let key = (self.message.partition, self.message.offset);
+        let mut s = shared.lock();
+        if let Some(l) = s.in_flight.remove(&key) {
+            s.again.push_back((key.0, key.1, l.deliveries));
+        }
+        drop(s);
+        shared.topic.notify_news();
+    }
+}
+
+enum Claim {
+    Got(u32, u64, u32),
+    /// Nothing now; with explicit acks, a lease ends at this instant.
+    Wait(Option<Instant>),
+}
+
+impl DurableConsumer {
+    /// The group's name.
+    pub fn group_name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// The partitions this member reads now (they move when members join or leave).
+    pub fn assignment(&self) -> Vec<u32> {
+        self.shared.lock().assigned(self.id)
+    }
+
+    /// Writes the group's committed offsets now (an fsync).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Io`].
+    pub fn commit(&mut self) -> Result<(), StoreError> {
+        let shared = self.shared.clone();
+        let mut s = shared.lock();
+        self.settle_last(&mut s);
+        shared.write(&mut s)
+    }
+
+    /// A snapshot of the group.
+    pub fn stats(&self) -> DurableGroupStats {
+        let s = self.shared.lock();
+        DurableGroupStats {
+            members: s.members.len(),
+            committed: (0..s.next.len() as u32).map(|p| s.committed(p)).collect(),
+            committed_on_disk: s.on_disk.clone(),
+            in_flight: s.in_flight.len(),
+            redelivered: s.redelivered,
+            dead_lettered: s.dead_lettered,
+        }
+    }
+
+    fn settle_last(&mut self, s: &mut State) {
+        if let Some((p, o)) = self.last.take() {
+            self.shared.settle(s, p, o);
+        }
+    }
+
+    /// Receives the next message of a plain group, on this thread; settles this
+    /// member's previous one.
+    ///
+    /// # Errors
+    ///
+    /// `Closed` once the topic is closed and everything was handed out; `Store`.
+    /// With explicit acks, use [`DurableConsumer::recv_delivery_blocking`].
+    pub fn recv_blocking(&mut self) -> Result<DurableMessage, DurableRecvError> {
+        let (m, _) = self.next_blocking(None)?;
+        Ok(m)
+    }
+
+    /// [`DurableConsumer::recv_blocking`] without waiting: `Empty` if nothing is there.
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableConsumer::recv_blocking`], and `Empty`.
+    pub fn try_recv(&mut self) -> Result<DurableMessage, DurableRecvError> {
+        let (m, _) = self.next_blocking(Some(Instant::now()))?;
+        Ok(m)
+    }
+
+    /// Receives the next delivery of a group with explicit acks, on this thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableConsumer::recv_blocking`].
+    pub fn recv_delivery_blocking(&mut self) -> Result<Delivery, DurableRecvError> {
+        self.recv_delivery_until(None)
+    }
+
+    /// [`DurableConsumer::recv_delivery_blocking`], giving up after `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableConsumer::recv_blocking`], and `Timeout`.
+    pub fn recv_delivery_timeout(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Delivery, DurableRecvError> {
+        self.recv_delivery_until(Some(Instant::now() + timeout))
+            .map_err(|e| match e {
+                DurableRecvError::Empty => DurableRecvError::Timeout,
+                e => e,
+            })
+    }
+
+    fn recv_delivery_until(
+        &mut self,
+        until: Option<Instant>,
+    ) -> Result<Delivery, DurableRecvError> {
+        let (message, deliveries) = self.next_blocking(until)?;
+        Ok(Delivery {
+            message,
+            deliveries,
+            shared: self.shared.clone(),
+        })
+    }
+
+    /// Claims and reads the next message, waiting (until `until`, if given) for one.
+    fn next_blocking(
+        &mut self,
+        until: Option<Instant>,
+    ) -> Result<(DurableMessage, u32), DurableRecvError> {
+        loop {
+            let topic = self.shared.topic.clone();
+            // Registered before looking, so that a publish (or a nack, or a member
+            // leaving) after the look wakes the wait below.
+            let ticket = topic.news_ticket();
+            match self.claim()? {
+                Claim::Got(p, o, deliveries) => match self.read(p, o) {
+                    Ok(m) => return Ok((m, deliveries)),
+                    Err(e) => {
+                        // Not handed over: it goes back to be claimed again.
+                        let mut s = self.shared.lock();
+                        if s.in_flight.remove(&(p, o)).is_some() {
+                            s.again.push_front((p, o, deliveries - 1));
+                        }
+                        if self.last == Some((p, o)) {
+                            self.last = None;
+                        }
+                        return Err(e);
+                    }
+                },
+                Claim::Wait(lease_end) => {
+                    if topic.topic.is_closed() && self.drained() {
+                        return Err(DurableRecvError::Closed);
+                    }
+                    let wake = match (until, lease_end) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    if until.is_some_and(|u| Instant::now() >= u) {
+                        return Err(DurableRecvError::Empty);
+                    }
+                    topic.wait_news(ticket, wake);
+                }
+            }
+        }
+    }
+
+    /// Whether everything published was handed out and settled.
+    fn drained(&self) -> bool {
+        let s = self.shared.lock();
+        s.in_flight.is_empty()
+            && s.again.is_empty()
+            && self
+                .shared
+                .topic
+                .parts
+                .iter()
+                .enumerate()
+                .all(|(p, part)| s.next[p] >= part.published.load(Ordering::SeqCst))
+    }
+
+    /// Takes the next message for this member under the group's lock.
+    fn claim(&mut self) -> Result<Claim, DurableRecvError> {
+        let shared = self.shared.clone();
+        let mut s = shared.lock();
+        if self.last.is_some() {
+            self.settle_last(&mut s);
+            if shared.topic.topic.is_closed() {
+                // Members waiting for the group to drain look again.
+                shared.topic.notify_news();
+            }
+        }
+        let now = Instant::now();
+        // Leases that ended: their messages are delivered again.
+        let ended: Vec<(u32, u64)> = s
+            .in_flight
+            .iter()
+            .filter(|(_, l)| l.deadline.is_some_and(|d| d <= now))
+            .map(|(&k, _)| k)
+            .collect();
+        for k in ended {
+            let l = s.in_flight.remove(&k).expect("listed");
+            s.again.push_back((k.0, k.1, l.deliveries));
+        }
+        let assigned = s.assigned(self.id);
+        let max = shared.config.max_deliveries;
+        // First what must be delivered again, of this member's partitions.
+        while let Some(i) = s.again.iter().position(|(p, _, _)| assigned.contains(p)) {
+            let (p, o, n) = s.again.remove(i).expect("found");
+            if max.is_some_and(|m| n >= m) {
+                s.dead_lettered += 1;
+                s.settled_above.insert((p, o));
+                shared.settled(&mut s).map_err(DurableRecvError::Store)?;
+                continue;
+            }
+            s.redelivered += 1;
+            return Ok(self.lease(&mut s, p, o, n + 1, now));
+        }
+        for k in 0..assigned.len() {
+            let p = assigned[(self.rotate + k) % assigned.len()];
+            let high = shared.topic.parts[p as usize]
+                .published
+                .load(Ordering::SeqCst);
+            while s.next[p as usize] < high {
+                let o = s.next[p as usize];
+                s.next[p as usize] += 1;
+                if s.settled_above.contains(&(p, o)) {
+                    // Settled before a restart: never again.
+                    continue;
+                }
+                self.rotate = (self.rotate + k + 1) % assigned.len().max(1);
+                return Ok(self.lease(&mut s, p, o, 1, now));
+            }
+        }
+        let lease_end = s.in_flight.values().filter_map(|l| l.deadline).min();
+        Ok(Claim::Wait(lease_end))
+    }
+
+    fn lease(&mut self, s: &mut State, p: u32, o: u64, deliveries: u32, now: Instant) -> Claim {
+        let deadline = self.shared.config.ack_wait.map(|w| now + w);
+        s.in_flight.insert(
+            (p, o),
+            Lease {
+                member: self.id,
+                deadline,
+                deliveries,
+            },
+        );
+        if self.shared.config.ack_wait.is_none() {
+            self.last = Some((p, o));
+        }
+        Claim::Got(p, o, deliveries)
+    }
+
+    /// Reads the message at `o` of partition `p`: from the in-memory topic if it still
+    /// holds it, else from disk.
+    fn read(&mut self, p: u32, o: u64) -> Result<DurableMessage, DurableRecvError> {
+        let topic = &self.shared.topic;
+        if self.readers[p as usize].is_none() {
+            let sub = topic
+                .topic
+                .subscribe_partition(p, StartAt::Latest)
+                .map_err(|e| DurableRecvError::Store(StoreError::InvalidConfig(leak(e))))?;
+            self.readers[p as usize] = Some(sub);
+        }
+        let sub = self.readers[p as usize].as_mut().expect("made above");
+        if sub.position(p) != Some(o) && sub.seek(o).is_err() {
+            return read_disk(topic, p, o);
+        }
+        match sub.try_recv() {
+            Ok(m) if m.offset() == o => {
+                let v = m.into_value();
+                Ok(DurableMessage {
+                    partition: p,
+                    offset: o,
+                    timestamp: v.timestamp,
+                    key: v.key,
+                    payload: v.payload,
+                })
+            }
+            Ok(_) | Err(TryRecvError::Lagged(_)) | Err(TryRecvError::Empty) => {
+                read_disk(topic, p, o)
+            }
+            Err(_) => read_disk(topic, p, o),
+        }
+    }
+}
+
+fn leak(e: memq_core::Error) -> &'static str {
+    // Never expected (the partition exists); a fixed message rather than a panic.
+    let _ = e;
+    "could not read a partition of the in-memory topic"
+}
+
+fn read_disk(topic: &Inner, p: u32, o: u64) -> Result<DurableMessage, DurableRecvError> {
+    let part = &topic.parts[p as usize];
+    let batch = read_log(part).read(o, 1).map_err(DurableRecvError::Store)?;
+    match batch.records.into_iter().next() {
+        Some(r) if r.offset == o => Ok(DurableMessage {
+            partition: p,
+            offset: o,
+            timestamp: r.timestamp.unwrap_or(0),
+            key: r.key.map(Bytes::from),
+            payload: Bytes::from(r.payload),
+        }),
+        // Retention deleted it (under DropOldest) before the group read it.
+        _ => Err(DurableRecvError::Lagged(1)),
+    }
+}
+
+impl Drop for DurableConsumer {
+    fn drop(&mut self) {
+        let shared = self.shared.clone();
+        let mut s = shared.lock();
+        // A plain member's last delivery counts as processed; an explicit-ack member's
+        // unacked ones are delivered again to the others at once.
+        self.settle_last(&mut s);
+        let mine: Vec<(u32, u64)> = s
+            .in_flight
+            .iter()
+            .filter(|(_, l)| l.member == self.id)
+            .map(|(&k, _)| k)
+            .collect();
+        for k in mine {
+            let l = s.in_flight.remove(&k).expect("listed");
+            s.again.push_back((k.0, k.1, l.deliveries));
+        }
+        s.members.retain(|&m| m != self.id);
+        if s.members.is_empty() {
+            // Errors here lose nothing acknowledged as durable: the state on disk is
+            // older, and what it does not cover is delivered again.
+            let _ = shared.write(&mut s);
+        }
+        drop(s);
+        shared.topic.notify_news();
+    }
+}

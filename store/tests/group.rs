@@ -1,0 +1,246 @@
+//! Durable consumer groups: each message to one member, positions and acks across
+//! restarts, leases, redelivery and dead letters.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use memq_core::{StartAt, TopicConfig};
+use memq_store::{DurableConfig, DurableRecvError, DurableTopic, GroupConfig, SyncPolicy};
+
+fn durable() -> DurableConfig {
+    DurableConfig::new(SyncPolicy::Never).segment_bytes(4096)
+}
+
+fn body(i: u64) -> Vec<u8> {
+    format!("job {i:05}").into_bytes()
+}
+
+#[test]
+fn members_in_threads_get_each_message_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let topic =
+        DurableTopic::open(dir.path(), TopicConfig::new(16).partitions(3), durable()).unwrap();
+    let seen = Arc::new(Mutex::new(BTreeMap::new()));
+    let members: Vec<_> = (0..4)
+        .map(|m| {
+            let mut c = topic
+                .group("workers", StartAt::Earliest, GroupConfig::default())
+                .unwrap();
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                let mut last: BTreeMap<u32, u64> = BTreeMap::new();
+                loop {
+                    match c.recv_blocking() {
+                        Ok(msg) => {
+                            // Each partition's messages reach a member in order.
+                            if let Some(&l) = last.get(&msg.partition) {
+                                assert!(msg.offset > l, "member {m}: partition order");
+                            }
+                            last.insert(msg.partition, msg.offset);
+                            let prev = seen.lock().unwrap().insert((msg.partition, msg.offset), m);
+                            assert!(
+                                prev.is_none(),
+                                "{:?} delivered twice",
+                                (msg.partition, msg.offset)
+                            );
+                        }
+                        Err(DurableRecvError::Closed) => return,
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut published = Vec::new();
+    for i in 0..3000u64 {
+        let r = topic
+            .publish_keyed_blocking(format!("k{}", i % 11), body(i))
+            .unwrap();
+        published.push((r.partition, r.offset));
+    }
+    topic.close();
+    for m in members {
+        m.join().unwrap();
+    }
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 3000);
+    for k in published {
+        assert!(seen.contains_key(&k));
+    }
+}
+
+#[test]
+fn a_group_far_behind_memory_reads_from_disk_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let topic = DurableTopic::open(dir.path(), TopicConfig::new(4), durable()).unwrap();
+    for i in 0..1000 {
+        topic.publish_blocking(body(i)).unwrap();
+    }
+    let mut c = topic
+        .group("late", StartAt::Earliest, GroupConfig::default())
+        .unwrap();
+    for i in 0..1000 {
+        let m = c.try_recv().unwrap();
+        assert_eq!((m.offset, m.payload.as_ref()), (i, &body(i)[..]));
+    }
+    assert!(matches!(c.try_recv(), Err(DurableRecvError::Empty)));
+}
+
+#[test]
+fn a_plain_group_goes_on_from_where_it_was_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let topic = DurableTopic::open(dir.path(), TopicConfig::new(8), durable()).unwrap();
+        for i in 0..100 {
+            topic.publish_blocking(body(i)).unwrap();
+        }
+        let mut c = topic
+            .group("g", StartAt::Earliest, GroupConfig::default())
+            .unwrap();
+        for i in 0..40 {
+            assert_eq!(c.recv_blocking().unwrap().offset, i);
+        }
+        // Leaving settles the last one and writes the group's state.
+    }
+    let topic = DurableTopic::open(dir.path(), TopicConfig::new(8), durable()).unwrap();
+    // The start given now is ignored: the group has a committed position.
+    let mut c = topic
+        .group("g", StartAt::Latest, GroupConfig::default())
+        .unwrap();
+    assert_eq!(c.stats().committed, vec![40]);
+    assert_eq!(c.recv_blocking().unwrap().offset, 40);
+    // A new group in the same directory starts where it is told.
+    let mut other = topic
+        .group("other", StartAt::Offset(90), GroupConfig::default())
+        .unwrap();
+    assert_eq!(other.recv_blocking().unwrap().offset, 90);
+}
+
+#[test]
+fn acked_messages_never_come_back_and_unacked_ones_do_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = GroupConfig::acked(Duration::from_secs(3600)).commit_every(1);
+    {
+        let topic = DurableTopic::open(dir.path(), TopicConfig::new(8), durable()).unwrap();
+        for i in 0..20 {
+            topic.publish_blocking(body(i)).unwrap();
+        }
+        let mut c = topic.group("acked", StartAt::Earliest, cfg).unwrap();
+        let mut held = Vec::new();
+        for i in 0..12 {
+            let d = c.recv_delivery_blocking().unwrap();
+            assert_eq!(d.message().offset, i);
+            if i % 2 == 0 {
+                d.ack().unwrap();
+            } else {
+                held.push(d);
+            }
+        }
+        // Acked out of order: 0, 2, 4... and the odd ones still leased when the
+        // process goes away (held past the restart, like a crash would).
+        assert_eq!(c.stats().committed, vec![1]);
+        std::mem::forget(held);
+        // The state on disk was written at the last ack (commit_every(1)); make the
+        // leaving member not write it again, as a crash would not.
+        std::mem::forget(c);
+        std::mem::forget(topic);
+    }
+    // The forgotten handles still hold the directory's lock files in this process:
+    // copy the directory, as a crashed process's successor would find it.
+    let copy = tempfile::tempdir().unwrap();
+    copy_dir(dir.path(), copy.path());
+    let topic = DurableTopic::open(copy.path(), TopicConfig::new(8), durable()).unwrap();
+    let mut c = topic.group("acked", StartAt::Latest, cfg).unwrap();
+    let mut got = Vec::new();
+    while let Ok(d) = c.recv_delivery_timeout(Duration::ZERO) {
+        got.push(d.message().offset);
+        d.ack().unwrap();
+    }
+    let mut expect: Vec<u64> = (1..12).step_by(2).collect();
+    expect.extend(12..20);
+    assert_eq!(got, expect, "unacked come back, acked never");
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_dir(&e.path(), &target);
+        } else if e.file_name() != "LOCK" {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_lease_that_ends_delivers_again_and_max_deliveries_dead_letters() {
+    let dir = tempfile::tempdir().unwrap();
+    let topic = DurableTopic::open(dir.path(), TopicConfig::new(8), durable()).unwrap();
+    topic.publish_blocking("poison").unwrap();
+    topic.publish_blocking("fine").unwrap();
+    let cfg = GroupConfig::acked(Duration::from_millis(20)).max_deliveries(2);
+    let mut c = topic.group("g", StartAt::Earliest, cfg).unwrap();
+    // A bound far from the lease: only a lease that never ends reaches it.
+    let long = Duration::from_secs(60);
+    let d1 = c.recv_delivery_timeout(long).unwrap();
+    assert_eq!((d1.message().offset, d1.deliveries()), (0, 1));
+    let d2 = c.recv_delivery_timeout(long).unwrap();
+    assert_eq!(d2.message().offset, 1);
+    d2.ack().unwrap();
+    drop(d1);
+    // The lease of offset 0 ends: delivered again...
+    let again = c.recv_delivery_timeout(long).unwrap();
+    assert_eq!((again.message().offset, again.deliveries()), (0, 2));
+    drop(again);
+    // ...and after its second lease, dead-lettered rather than delivered a third time.
+    assert!(matches!(
+        c.recv_delivery_timeout(Duration::from_millis(200)),
+        Err(DurableRecvError::Timeout)
+    ));
+    let stats = c.stats();
+    assert_eq!(
+        (stats.dead_lettered, stats.redelivered, stats.in_flight),
+        (1, 1, 0)
+    );
+    assert_eq!(stats.committed, vec![2]);
+}
+
+#[test]
+fn a_nack_delivers_again_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let topic = DurableTopic::open(dir.path(), TopicConfig::new(8), durable()).unwrap();
+    topic.publish_blocking("x").unwrap();
+    let mut c = topic
+        .group(
+            "g",
+            StartAt::Earliest,
+            GroupConfig::acked(Duration::from_secs(3600)),
+        )
+        .unwrap();
+    c.recv_delivery_blocking().unwrap().nack();
+    let d = c.recv_delivery_timeout(Duration::ZERO).unwrap();
+    assert_eq!((d.message().offset, d.deliveries()), (0, 2));
+}
+
+#[test]
+fn partitions_are_shared_out_among_members_and_move_when_one_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    let topic =
+        DurableTopic::open(dir.path(), TopicConfig::new(8).partitions(4), durable()).unwrap();
+    let a = topic
+        .group("g", StartAt::Earliest, GroupConfig::default())
+        .unwrap();
+    let b = topic
+        .group("g", StartAt::Earliest, GroupConfig::default())
+        .unwrap();
+    let (mut pa, mut pb) = (a.assignment(), b.assignment());
+    assert_eq!(pa.len() + pb.len(), 4);
+    pa.append(&mut pb);
+    pa.sort_unstable();
+    assert_eq!(pa, vec![0, 1, 2, 3]);
+    drop(a);
+    assert_eq!(b.assignment(), vec![0, 1, 2, 3]);
+}
