@@ -300,7 +300,6 @@ impl<T> Consumer<T> {
     /// # Errors
     ///
     /// [`TryRecvError::Empty`] if there is none; otherwise as [`Consumer::recv`].
-    #[inline]
     pub fn try_recv(&mut self) -> Result<Message<T>, TryRecvError>
     where
         T: Clone,
