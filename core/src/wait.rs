@@ -237,10 +237,17 @@ impl WaiterList {
     /// The stored waker is released so that a finished wait keeps no task alive. It goes
     /// to `spent`: it may be the last reference (a future polled last by another task, a
     /// waker of the user's own making), and its drop must not run under the lock.
+    #[inline]
     pub(crate) fn settle(&mut self, key: Option<WaitKey>, spent: &mut SpentWakers) -> bool {
-        let Some(WaitKey(i)) = key else {
-            return false;
-        };
+        // Inline, so that a caller that did not register pays one test.
+        match key {
+            Some(WaitKey(i)) => self.settle_slot(i, spent),
+            None => false,
+        }
+    }
+
+    /// [`WaiterList::settle`] for the registration in slot `i`.
+    fn settle_slot(&mut self, i: usize, spent: &mut SpentWakers) -> bool {
         let slot = &mut self.slots[i];
         let was = slot.state;
         match was {
