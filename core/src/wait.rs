@@ -598,16 +598,24 @@ impl WakeList {
     }
 
     /// Wakes everything collected. Must be called with no lock held.
+    #[inline]
     pub(crate) fn wake_all(&mut self) {
+        // Inline, so that a list never used (most of them) costs one test.
         if let Some(wakers) = &mut self.wakers {
-            while let Some(w) = wakers.pop() {
-                w.wake();
-            }
+            Self::wake_each(wakers);
+        }
+    }
+
+    /// [`WakeList::wake_all`] once the storage is set up.
+    fn wake_each(wakers: &mut heapless::Vec<Waker, WAKE_LIST>) {
+        while let Some(w) = wakers.pop() {
+            w.wake();
         }
     }
 }
 
 impl Drop for WakeList {
+    #[inline]
     fn drop(&mut self) {
         self.wake_all();
     }
