@@ -340,7 +340,7 @@ impl<T> Shared<T> {
             }
         };
         wl.wake_all();
-        drop(olds);
+        V::let_go(olds);
         if more {
             self.wake_remaining_readers(p, n, now);
         }
@@ -471,6 +471,8 @@ pub(crate) trait Payload<T>: Sized {
     fn reserve_olds(&self) -> Self::Olds;
     /// Where the values that expire during the visit go.
     fn expired_into(olds: &mut Self::Olds) -> &mut Vec<T>;
+    /// Drops them, after the lock.
+    fn let_go(olds: Self::Olds);
     /// Appends all of it at `now` if the overflow policy allows it now, returning the
     /// (first) offset; otherwise nothing changes and it is handed back.
     fn append_to(
@@ -500,6 +502,20 @@ impl<T> Payload<T> for T {
     #[inline]
     fn expired_into(olds: &mut Self::Olds) -> &mut Vec<T> {
         &mut olds.0
+    }
+
+    /// Inline, and nothing but two tests when there is nothing to drop (the tuple's own
+    /// drop is a call).
+    #[inline]
+    fn let_go((expired, old): Self::Olds) {
+        // In the tuple's order: those that expired, then the one overwritten.
+        if expired.capacity() == 0 {
+            // Nothing allocated, so nothing held: forgetting it drops nothing.
+            core::mem::forget(expired);
+        } else {
+            drop(expired);
+        }
+        drop(old);
     }
 
     #[inline]
@@ -534,6 +550,11 @@ impl<T> Payload<T> for Vec<T> {
     #[inline]
     fn expired_into(olds: &mut Self::Olds) -> &mut Vec<T> {
         olds
+    }
+
+    #[inline]
+    fn let_go(olds: Self::Olds) {
+        drop(olds);
     }
 
     #[inline]
