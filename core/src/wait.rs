@@ -532,6 +532,12 @@ impl SpentWakers {
         }
     }
 
+    /// Whether it holds no waker and no allocation.
+    #[inline]
+    pub(crate) fn holds_nothing(&self) -> bool {
+        self.first.is_none() && self.more.capacity() == 0
+    }
+
     /// Keeps `waker` (if any) until the bin is dropped.
     #[inline]
     pub(crate) fn keep(&mut self, waker: Option<Waker>) {
