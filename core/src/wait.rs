@@ -237,10 +237,17 @@ impl WaiterList {
     /// The stored waker is released so that a finished wait keeps no task alive. It goes
     /// to `spent`: it may be the last reference (a future polled last by another task, a
     /// waker of the user's own making), and its drop must not run under the lock.
+    #[inline]
     pub(crate) fn settle(&mut self, key: Option<WaitKey>, spent: &mut SpentWakers) -> bool {
-        let Some(WaitKey(i)) = key else {
-            return false;
-        };
+        // Inline, so that a caller that did not register pays one test.
+        match key {
+            Some(WaitKey(i)) => self.settle_slot(i, spent),
+            None => false,
+        }
+    }
+
+    /// [`WaiterList::settle`] for the registration in slot `i`.
+    fn settle_slot(&mut self, i: usize, spent: &mut SpentWakers) -> bool {
         let slot = &mut self.slots[i];
         let was = slot.state;
         match was {
@@ -525,6 +532,12 @@ impl SpentWakers {
         }
     }
 
+    /// Whether it holds no waker and no allocation.
+    #[inline]
+    pub(crate) fn holds_nothing(&self) -> bool {
+        self.first.is_none() && self.more.capacity() == 0
+    }
+
     /// Keeps `waker` (if any) until the bin is dropped.
     #[inline]
     pub(crate) fn keep(&mut self, waker: Option<Waker>) {
@@ -591,16 +604,24 @@ impl WakeList {
     }
 
     /// Wakes everything collected. Must be called with no lock held.
+    #[inline]
     pub(crate) fn wake_all(&mut self) {
+        // Inline, so that a list never used (most of them) costs one test.
         if let Some(wakers) = &mut self.wakers {
-            while let Some(w) = wakers.pop() {
-                w.wake();
-            }
+            Self::wake_each(wakers);
+        }
+    }
+
+    /// [`WakeList::wake_all`] once the storage is set up.
+    fn wake_each(wakers: &mut heapless::Vec<Waker, WAKE_LIST>) {
+        while let Some(w) = wakers.pop() {
+            w.wake();
         }
     }
 }
 
 impl Drop for WakeList {
+    #[inline]
     fn drop(&mut self) {
         self.wake_all();
     }

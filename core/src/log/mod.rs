@@ -329,7 +329,34 @@ impl<T> Log<T> {
     /// fetched, up to `max` in all, so that a `T::clone` that panics while fetching loses
     /// nothing: the next receive hands `first` over. Returns the first buffered message,
     /// to hand over now (`first` itself unless `buf` held older ones).
+    #[inline]
     pub(crate) fn hold_and_fetch_ahead(
+        &mut self,
+        cursor: usize,
+        first: Entry<T>,
+        cell: &AtomicUsize,
+        max: usize,
+        buf: &mut VecDeque<Entry<T>>,
+        into: FetchInto<'_>,
+    ) -> Entry<T>
+    where
+        T: Clone,
+    {
+        if buf.is_empty() && self.cursors.fetched(cursor) >= self.high {
+            // Nothing to fetch behind `first` (the loop of `fetch_ahead` would not run):
+            // it goes straight back, counted, the buffer left empty and the cell saying so.
+            if let Some(n) = into.reads {
+                *n += 1;
+            }
+            cell.store(0, Ordering::Relaxed);
+            return first;
+        }
+        self.hold_and_fetch_more(cursor, first, cell, max, buf, into)
+    }
+
+    /// [`Log::hold_and_fetch_ahead`] where there may be more to fetch, or `buf` holds
+    /// older messages.
+    fn hold_and_fetch_more(
         &mut self,
         cursor: usize,
         first: Entry<T>,

@@ -379,9 +379,14 @@ impl<T> Subscriber<T> {
     /// partition `settled` under that partition's lock: that lock is not taken again.
     #[inline]
     fn cancel_wait_except(&mut self, settled: Option<usize>) {
-        if !self.waiting {
-            return;
+        // Inline, so that a poll that did not wait pays one test.
+        if self.waiting {
+            self.end_registrations(settled);
         }
+    }
+
+    /// [`Subscriber::cancel_wait_except`] for a subscriber that was waiting.
+    fn end_registrations(&mut self, settled: Option<usize>) {
         self.waiting = false;
         let mut spent = SpentWakers::new();
         for sp in &self.parts {

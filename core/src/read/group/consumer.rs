@@ -249,9 +249,14 @@ impl<T> Consumer<T> {
     /// (members that wait between messages would otherwise lock twice per message).
     #[inline]
     pub(super) fn cancel_wait_except(&mut self, settled: Option<usize>) {
-        if !self.waiting {
-            return;
+        // Inline, so that a poll that did not wait pays one test.
+        if self.waiting {
+            self.end_registrations(settled);
         }
+    }
+
+    /// [`Consumer::cancel_wait_except`] for a member that was waiting.
+    fn end_registrations(&mut self, settled: Option<usize>) {
         self.waiting = false;
         let mut spent = SpentWakers::new();
         if self.idle_key.is_some() {
@@ -300,7 +305,6 @@ impl<T> Consumer<T> {
     /// # Errors
     ///
     /// [`TryRecvError::Empty`] if there is none; otherwise as [`Consumer::recv`].
-    #[inline]
     pub fn try_recv(&mut self) -> Result<Message<T>, TryRecvError>
     where
         T: Clone,

@@ -325,7 +325,7 @@ impl<T: Clone> PoolVisit<'_, T> {
     /// Ends a visit that took messages: after a batch, fetches into the pool what the
     /// members will most likely ask for next; wakes every waiting member if the pool or
     /// the partition has more; lets in publishers the move made room for.
-    #[inline]
+    #[inline(always)]
     fn refilled(
         &mut self,
         log: &mut PartLog<T>,

@@ -127,7 +127,7 @@ pub(super) enum Run {
 /// With `hold` (a single receive of a pooled group), a message read is held in the pool
 /// while up to [`READ_AHEAD`] more are fetched behind it, and the pool's first message is
 /// the one handed over (see [`Log::hold_and_read_ahead`], which counts what it fetches).
-#[inline]
+#[inline(always)]
 pub(super) fn read_run<T: Clone, A: Accept<T>>(
     log: &mut PartLog<T>,
     at: GroupCursor,
