@@ -46,6 +46,8 @@
 //!   [`rt::Smol`]; any combination may be on at once. async-std is discontinued upstream:
 //!   the adapter stays for existing users, and smol is its successor.
 //! - `serde`, `postcard`, `json`, `msgpack`, `gzip`, `zstd`: the codecs in [`codec`].
+//! - `durable`: [`durable`], topics whose messages, offsets and group positions live on
+//!   disk (the crate `memq-store`).
 //!
 //! These docs are meant to be built with every feature on (`cargo doc --all-features`);
 //! in a build with some off, a link to what is missing leads to this list.
@@ -74,6 +76,8 @@
 #![cfg_attr(not(feature = "async-std"), doc = "[`rt::AsyncStd`]: crate#features")]
 #![cfg_attr(feature = "smol", doc = "[`rt::Smol`]: rt::Smol")]
 #![cfg_attr(not(feature = "smol"), doc = "[`rt::Smol`]: crate#features")]
+#![cfg_attr(feature = "durable", doc = "[`durable`]: durable")]
+#![cfg_attr(not(feature = "durable"), doc = "[`durable`]: crate#features")]
 
 pub use memq_core::*;
 
@@ -83,6 +87,14 @@ pub mod codec;
 pub mod pool;
 #[cfg(feature = "std")]
 pub mod rt;
+
+/// Durable topics: a memq topic with a crash-safe segment log under each partition, its
+/// subscribers and its consumer groups (the crate `memq-store`; see
+/// `docs/DURABILITY.md` for the format and each sync policy's guarantee).
+#[cfg(feature = "durable")]
+pub mod durable {
+    pub use memq_store::*;
+}
 
 /// The README's example, compiled and run as a doctest.
 #[cfg(all(doctest, feature = "std"))]

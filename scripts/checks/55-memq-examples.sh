@@ -6,7 +6,7 @@ run cargo build -p memq-examples -p memq-bench --examples --bins --all-features 
     --profile "$MEMQ_PROFILE"
 bin=$(target_dir)/examples
 for ex in pubsub stream batching consumer_groups partitions serialization replay ttl \
-    worker_pool runtime_tokio runtime_async_std runtime_smol; do
+    worker_pool runtime_tokio runtime_async_std runtime_smol durable; do
     bounded 300 "$bin/$ex"
 done
 # A newcomer's first command, `cargo run --example quickstart`, builds memq with its
