@@ -5,6 +5,7 @@
 //! - every publish that returned success is in the log exactly once, in order, intact;
 //! - the group's committed offsets never move backwards;
 //! - no acknowledged message is ever delivered again;
+//!
 //! and at the end that every message was acknowledged or is still there to be delivered
 //! (nothing lost, at least once).
 
@@ -81,10 +82,10 @@ enum Line {
 fn parse(line: &str) -> Option<Line> {
     let f: Vec<&str> = line.split(' ').collect();
     let n = |i: usize| f.get(i)?.parse::<u64>().ok();
-    match f.first()? {
-        &"P" if f.len() == 5 => Some(Line::Published(n(1)? as u32, n(2)?, n(3)?, n(4)?)),
-        &"D" if f.len() == 3 => Some(Line::Delivered(n(1)? as u32, n(2)?)),
-        &"A" if f.len() == 3 => Some(Line::Acked(n(1)? as u32, n(2)?)),
+    match *f.first()? {
+        "P" if f.len() == 5 => Some(Line::Published(n(1)? as u32, n(2)?, n(3)?, n(4)?)),
+        "D" if f.len() == 3 => Some(Line::Delivered(n(1)? as u32, n(2)?)),
+        "A" if f.len() == 3 => Some(Line::Acked(n(1)? as u32, n(2)?)),
         _ => None,
     }
 }
