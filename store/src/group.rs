@@ -573,33 +573,104 @@ impl DurableConsumer {
             // leaving) after the look wakes the wait below.
             let ticket = topic.news_ticket();
             match self.claim()? {
-                Claim::Got(p, o, deliveries) => match self.read(p, o) {
-                    Ok(m) => return Ok((m, deliveries)),
-                    Err(e) => {
-                        // Not handed over: it goes back to be claimed again.
-                        let mut s = self.shared.lock();
-                        if s.in_flight.remove(&(p, o)).is_some() {
-                            s.again.push_front((p, o, deliveries - 1));
-                        }
-                        if self.last == Some((p, o)) {
-                            self.last = None;
-                        }
-                        return Err(e);
-                    }
-                },
+                Claim::Got(p, o, deliveries) => return self.hand_over(p, o, deliveries),
                 Claim::Wait(lease_end) => {
                     if topic.topic.is_closed() && self.drained() {
                         return Err(DurableRecvError::Closed);
+                    }
+                    if until.is_some_and(|u| Instant::now() >= u) {
+                        return Err(DurableRecvError::Empty);
                     }
                     let wake = match (until, lease_end) {
                         (Some(a), Some(b)) => Some(a.min(b)),
                         (a, b) => a.or(b),
                     };
-                    if until.is_some_and(|u| Instant::now() >= u) {
-                        return Err(DurableRecvError::Empty);
-                    }
                     topic.wait_news(ticket, wake);
                 }
+            }
+        }
+    }
+
+    /// The async receive of a plain group: settles this member's previous message, then
+    /// waits for the next without blocking the thread (any runtime).
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableConsumer::recv_blocking`].
+    pub async fn recv(&mut self) -> Result<DurableMessage, DurableRecvError> {
+        Ok(self.next_async().await?.0)
+    }
+
+    /// The async receive of a group with explicit acks. A lease that ends while it waits
+    /// wakes it through memq's `ThreadTimer` (a thread that exists only while wake-ups
+    /// are scheduled).
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableConsumer::recv_blocking`].
+    pub async fn recv_delivery(&mut self) -> Result<Delivery, DurableRecvError> {
+        let (message, deliveries) = self.next_async().await?;
+        Ok(Delivery {
+            message,
+            deliveries,
+            shared: self.shared.clone(),
+        })
+    }
+
+    async fn next_async(&mut self) -> Result<(DurableMessage, u32), DurableRecvError> {
+        loop {
+            let topic = self.shared.topic.clone();
+            let ticket = topic.news_ticket();
+            match self.claim()? {
+                Claim::Got(p, o, deliveries) => return self.hand_over(p, o, deliveries),
+                Claim::Wait(lease_end) => {
+                    if topic.topic.is_closed() && self.drained() {
+                        return Err(DurableRecvError::Closed);
+                    }
+                    // Withdrawn when dropped (the wait ended first).
+                    let mut timer = None;
+                    std::future::poll_fn(|cx| {
+                        if let Some(at) = lease_end {
+                            let now = Instant::now();
+                            if now >= at {
+                                return std::task::Poll::Ready(());
+                            }
+                            if timer.is_none() {
+                                timer = Some(memq_core::Timer::wake_after_cancellable(
+                                    &memq_core::ThreadTimer::global(),
+                                    at - now,
+                                    cx.waker().clone(),
+                                ));
+                            }
+                        }
+                        topic.poll_news(&ticket, cx)
+                    })
+                    .await;
+                    drop(timer);
+                }
+            }
+        }
+    }
+
+    /// Reads a claimed message and hands it over; on failure puts it back to be claimed
+    /// again.
+    fn hand_over(
+        &mut self,
+        p: u32,
+        o: u64,
+        deliveries: u32,
+    ) -> Result<(DurableMessage, u32), DurableRecvError> {
+        match self.read(p, o) {
+            Ok(m) => Ok((m, deliveries)),
+            Err(e) => {
+                let mut s = self.shared.lock();
+                if s.in_flight.remove(&(p, o)).is_some() {
+                    s.again.push_front((p, o, deliveries - 1));
+                }
+                if self.last == Some((p, o)) {
+                    self.last = None;
+                }
+                Err(e)
             }
         }
     }

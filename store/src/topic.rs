@@ -172,6 +172,8 @@ pub(crate) struct Inner {
     overflow: Overflow,
     sync: SyncPolicy,
     pub(crate) dir: PathBuf,
+    /// Messages the in-memory cache holds per partition.
+    capacity: usize,
     /// The next partition of an unkeyed publish.
     next_partition: AtomicU64,
     /// The durable groups open in this process, by name.
@@ -181,6 +183,8 @@ pub(crate) struct Inner {
     news: Mutex<u64>,
     news_changed: Condvar,
     news_waiters: AtomicUsize,
+    /// Async members waiting for news.
+    news_wakers: Mutex<Vec<Waker>>,
 }
 
 /// A member's registration to wait for news (see [`Inner::news_ticket`]).
@@ -230,11 +234,28 @@ impl Inner {
         }
     }
 
+    /// Ready once news came after `ticket` was taken; else registers `cx`'s waker.
+    pub(crate) fn poll_news(&self, ticket: &NewsTicket<'_>, cx: &mut Context<'_>) -> Poll<()> {
+        let g = self.news.lock().unwrap_or_else(|e| e.into_inner());
+        if *g != ticket.generation {
+            return Poll::Ready(());
+        }
+        let mut wakers = self.news_wakers.lock().unwrap_or_else(|e| e.into_inner());
+        if !wakers.iter().any(|w| w.will_wake(cx.waker())) {
+            wakers.push(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+
     /// Wakes members waiting for news.
     pub(crate) fn notify_news(&self) {
-        let mut g = self.news.lock().unwrap_or_else(|e| e.into_inner());
-        *g += 1;
-        self.news_changed.notify_all();
+        let wakers = {
+            let mut g = self.news.lock().unwrap_or_else(|e| e.into_inner());
+            *g += 1;
+            self.news_changed.notify_all();
+            std::mem::take(&mut *self.news_wakers.lock().unwrap_or_else(|e| e.into_inner()))
+        };
+        wakers.into_iter().for_each(Waker::wake);
     }
 
     /// After a publish to a partition: wakes waiting members, if any.
@@ -363,6 +384,7 @@ impl DurableTopic {
             part.published.store(n, Ordering::SeqCst);
         }
         let overflow = config.get_overflow();
+        let capacity = config.get_capacity();
         let cache = config.overflow(Overflow::DropOldest).next_offsets(next);
         let topic = Topic::new(cache).map_err(|e| OpenError::Config(e.to_string()))?;
         let inner = Arc::new(Inner {
@@ -371,11 +393,13 @@ impl DurableTopic {
             overflow,
             sync: durable.sync,
             dir,
+            capacity,
             next_partition: AtomicU64::new(0),
             groups: Mutex::new(HashMap::new()),
             news: Mutex::new(0),
             news_changed: Condvar::new(),
             news_waiters: AtomicUsize::new(0),
+            news_wakers: Mutex::new(Vec::new()),
         });
         Ok(DurableTopic {
             _handle: Arc::new(Handle(inner.clone())),
@@ -651,6 +675,136 @@ impl DurableTopic {
         }
     }
 
+    /// Appends a batch (all of it or none) and publishes it into the in-memory topic in
+    /// order, under the log lock; returns its offsets.
+    fn append_batch(
+        &self,
+        p: u32,
+        key: Option<Bytes>,
+        batch: Vec<Bytes>,
+    ) -> Result<std::ops::Range<u64>, DurablePublishError<Vec<Bytes>>> {
+        let Some(part) = self.inner.parts.get(p as usize) else {
+            return Err(DurablePublishError::InvalidPartition(batch));
+        };
+        if self.inner.topic.is_closed() {
+            return Err(DurablePublishError::Closed(batch));
+        }
+        let now = now_ms();
+        let mut log = write_log(part);
+        if self.inner.overflow != Overflow::DropOldest {
+            log.set_floor(part.floor());
+        }
+        if let Err(e) = log.enforce_retention(now) {
+            return Err(DurablePublishError::Store(e, batch));
+        }
+        let appended = log.append_batch(
+            batch
+                .iter()
+                .map(|v| (Some(now), key.as_deref(), v.as_ref())),
+        );
+        let offsets = match appended {
+            Ok(r) => r,
+            Err(StoreError::Full) => return Err(DurablePublishError::Full(batch)),
+            Err(e) => return Err(DurablePublishError::Store(e, batch)),
+        };
+        // The cache takes at most its capacity at once; a larger batch goes in parts
+        // (the cache evicts, and readers behind it read the rest from disk).
+        let mut values = batch.into_iter().map(|payload| Stored {
+            key: key.clone(),
+            payload,
+            timestamp: now,
+        });
+        let mut at = offsets.start;
+        while at < offsets.end {
+            let part_len = ((offsets.end - at) as usize).min(self.inner.capacity);
+            let chunk: Vec<Stored> = values.by_ref().take(part_len).collect();
+            match self.inner.topic.try_publish_batch_to(p, chunk) {
+                Ok(r) => debug_assert_eq!(r.offset, at, "the cache and the log disagree"),
+                Err(memq_core::PublishError::Closed(_)) => return Ok(offsets),
+                Err(e) => unreachable_publish_batch(&e),
+            }
+            at += part_len as u64;
+        }
+        part.published.store(offsets.end, Ordering::SeqCst);
+        drop(log);
+        self.inner.published();
+        Ok(offsets)
+    }
+
+    /// Publishes `batch` to the next partition in one write, all of it or none, waiting
+    /// for room under `Overflow::Block` and, under [`SyncPolicy::Always`], for one sync
+    /// of the whole batch.
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableTopic::publish_blocking`]; the batch is handed back.
+    pub fn publish_batch_blocking(
+        &self,
+        batch: Vec<Bytes>,
+    ) -> Result<DurableReceipt, DurablePublishError<Vec<Bytes>>> {
+        let p = self.round_robin();
+        self.publish_batch_inner(p, None, batch)
+    }
+
+    /// [`DurableTopic::publish_batch_blocking`] with one key for every message, to the
+    /// key's partition.
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableTopic::publish_batch_blocking`].
+    pub fn publish_batch_keyed_blocking(
+        &self,
+        key: impl Into<Bytes>,
+        batch: Vec<Bytes>,
+    ) -> Result<DurableReceipt, DurablePublishError<Vec<Bytes>>> {
+        let key = key.into();
+        let p = memq_core::key_partition(&key, self.partitions());
+        self.publish_batch_inner(p, Some(key), batch)
+    }
+
+    /// [`DurableTopic::publish_batch_blocking`] to `partition`.
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableTopic::publish_batch_blocking`], and `InvalidPartition`.
+    pub fn publish_batch_to_blocking(
+        &self,
+        partition: u32,
+        batch: Vec<Bytes>,
+    ) -> Result<DurableReceipt, DurablePublishError<Vec<Bytes>>> {
+        self.publish_batch_inner(partition, None, batch)
+    }
+
+    fn publish_batch_inner(
+        &self,
+        p: u32,
+        key: Option<Bytes>,
+        batch: Vec<Bytes>,
+    ) -> Result<DurableReceipt, DurablePublishError<Vec<Bytes>>> {
+        let mut batch = batch;
+        let offsets = loop {
+            match self.append_batch(p, key.clone(), batch) {
+                Err(DurablePublishError::Full(back)) if self.inner.overflow == Overflow::Block => {
+                    batch = back;
+                    self.wait_for_room_blocking(p);
+                }
+                other => break other?,
+            }
+        };
+        let durable = self.inner.sync == SyncPolicy::Always;
+        if durable && !offsets.is_empty() {
+            let d = read_log(&self.inner.parts[p as usize]).durability().clone();
+            d.wait_synced(offsets.end - 1)
+                .map_err(|e| DurablePublishError::Store(e, Vec::new()))?;
+        }
+        Ok(DurableReceipt {
+            partition: p,
+            offset: offsets.start,
+            count: u32::try_from(offsets.end - offsets.start).unwrap_or(u32::MAX),
+            durable,
+        })
+    }
+
     /// Sleeps until a reader of `p` moves on (or the topic closes), unless one did since
     /// the failed append. The caller appends again and finds out.
     fn wait_for_room_blocking(&self, p: u32) {
@@ -696,6 +850,10 @@ impl DurableTopic {
 }
 
 fn unreachable_publish(e: &memq_core::PublishError<Stored>) {
+    debug_assert!(false, "in-memory publish of a durable topic failed: {e}");
+}
+
+fn unreachable_publish_batch(e: &memq_core::PublishError<Vec<Stored>>) {
     debug_assert!(false, "in-memory publish of a durable topic failed: {e}");
 }
 

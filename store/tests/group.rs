@@ -244,3 +244,67 @@ fn partitions_are_shared_out_among_members_and_move_when_one_leaves() {
     drop(a);
     assert_eq!(b.assignment(), vec![0, 1, 2, 3]);
 }
+
+#[test]
+fn async_members_wait_without_a_thread_and_leases_wake_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let topic = DurableTopic::open(dir.path(), TopicConfig::new(8), durable()).unwrap();
+    // Plain: two async members on threads of their own, fed after they started waiting.
+    let handles: Vec<_> = (0..2)
+        .map(|_| {
+            let mut c = topic
+                .group("async", StartAt::Earliest, GroupConfig::default())
+                .unwrap();
+            std::thread::spawn(move || {
+                futures_executor::block_on(async {
+                    let mut got = Vec::new();
+                    loop {
+                        match c.recv().await {
+                            Ok(m) => got.push(m.offset),
+                            Err(DurableRecvError::Closed) => return got,
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                })
+            })
+        })
+        .collect();
+    for i in 0..500 {
+        topic.publish_blocking(body(i)).unwrap();
+    }
+    topic.close();
+    let mut all: Vec<u64> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    all.sort_unstable();
+    assert_eq!(all, (0..500).collect::<Vec<_>>());
+
+    // Explicit acks: a lease that ends wakes a member waiting in recv_delivery.
+    let dir = tempfile::tempdir().unwrap();
+    let topic = DurableTopic::open(dir.path(), TopicConfig::new(8), durable()).unwrap();
+    topic.publish_blocking("once").unwrap();
+    let mut c = topic
+        .group(
+            "leases",
+            StartAt::Earliest,
+            GroupConfig::acked(Duration::from_millis(30)),
+        )
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        futures_executor::block_on(async {
+            let first = c.recv_delivery().await.unwrap();
+            let offset = first.message().offset;
+            drop(first); // not acked: its lease ends
+            let again = c.recv_delivery().await.unwrap();
+            tx.send((offset, again.message().offset, again.deliveries()))
+                .unwrap();
+        })
+    });
+    // A bound far from the lease: only a wake-up that never comes reaches it.
+    let got = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the lease's end woke the member");
+    assert_eq!(got, (0, 0, 2));
+}

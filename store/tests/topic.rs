@@ -297,3 +297,68 @@ fn dropping_the_last_topic_handle_ends_its_subscribers() {
     assert_eq!(sub.recv_blocking().unwrap().payload.as_ref(), b"one");
     assert!(matches!(sub.recv_blocking(), Err(DurableRecvError::Closed)));
 }
+
+#[test]
+fn batches_are_written_at_once_and_read_like_single_messages() {
+    use bytes::Bytes;
+    let dir = tempfile::tempdir().unwrap();
+    let topic = DurableTopic::open(
+        dir.path(),
+        TopicConfig::new(8).partitions(2),
+        DurableConfig::new(SyncPolicy::Always).segment_bytes(4096),
+    )
+    .unwrap();
+    let mut sub = topic.subscribe(StartAt::Latest).unwrap();
+    // Larger than the in-memory cache, and than a segment.
+    let batch: Vec<Bytes> = (0..1000).map(|i| Bytes::from(body(i))).collect();
+    let r = topic.publish_batch_to_blocking(1, batch).unwrap();
+    assert_eq!(
+        (r.partition, r.offset, r.count, r.durable),
+        (1, 0, 1000, true)
+    );
+    let r = topic
+        .publish_batch_keyed_blocking(
+            "k",
+            vec![Bytes::from_static(b"a"), Bytes::from_static(b"b")],
+        )
+        .unwrap();
+    let kp = memq_core::key_partition("k", 2);
+    assert_eq!((r.partition, r.count), (kp, 2));
+    let empty = topic.publish_batch_to_blocking(0, Vec::new()).unwrap();
+    assert_eq!(empty.count, 0);
+    let mut got = Vec::new();
+    while let Ok(m) = sub.try_recv() {
+        got.push((m.partition, m.offset, m.payload, m.key));
+    }
+    assert_eq!(got.len(), 1002);
+    let p1: Vec<u64> = got.iter().filter(|m| m.0 == 1).map(|m| m.1).collect();
+    let first_keyed = if kp == 1 { 1000 } else { 0 };
+    assert_eq!(p1.len(), if kp == 1 { 1002 } else { 1000 });
+    assert!(p1.windows(2).all(|w| w[1] == w[0] + 1));
+    let keyed: Vec<_> = got
+        .iter()
+        .filter(|m| m.3.as_deref() == Some(&b"k"[..]))
+        .collect();
+    assert_eq!(keyed.len(), 2);
+    assert_eq!(keyed[0].1, first_keyed);
+    // A batch with one record too large is refused whole, and handed back.
+    let dir2 = tempfile::tempdir().unwrap();
+    let small = DurableTopic::open(
+        dir2.path(),
+        TopicConfig::new(8),
+        DurableConfig::new(SyncPolicy::Never).max_record_bytes(100),
+    )
+    .unwrap();
+    let err = small
+        .publish_batch_blocking(vec![Bytes::from_static(b"ok"), Bytes::from(vec![0u8; 200])])
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            DurablePublishError::Store(memq_store::StoreError::TooLarge { .. }, _)
+        ),
+        "{err}"
+    );
+    assert_eq!(err.into_inner().len(), 2);
+    assert_eq!(small.next_offset(0), Some(0));
+}
