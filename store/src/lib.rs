@@ -52,4 +52,7 @@ pub use group::{Delivery, DurableConsumer, DurableGroupStats, GroupConfig};
 pub use log::{ReadBatch, Recovery, SegmentLog, Truncation};
 pub use record::Record;
 pub use subscriber::{DurableMessage, DurableRecvError, DurableSubscriber};
-pub use topic::{DurablePublishError, DurableReceipt, DurableTopic, OpenError};
+pub use topic::{
+    DurablePartitionStats, DurablePublishError, DurableReceipt, DurableStats, DurableTopic,
+    OpenError,
+};

@@ -61,7 +61,7 @@ pub struct SegmentLog {
     /// Oldest first; the last one is written to.
     segments: VecDeque<Segment>,
     /// Holds the directory's lock for as long as the log is open.
-    _lock: File,
+    _lock: DirLock,
     durability: Arc<Durability>,
     sync_thread: Option<JoinHandle<()>>,
     /// Set when a failed write could not be cut back: no more appends to that segment.
@@ -450,8 +450,53 @@ impl Drop for SegmentLog {
     }
 }
 
-/// Takes the directory's lock file, held until the returned file is closed.
-fn lock_dir(dir: &Path) -> Result<File, StoreError> {
+/// Directories opened by a log of this process, by canonical path: a second open here
+/// is refused at once, without waiting on the lock file.
+static OPEN_DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// How long an open waits for a lock file that another process holds: a child forked by
+/// any thread of this process holds copies of its open files (the lock among them) until
+/// it calls `exec`, which closes them; such a hold is over in microseconds. A real owner
+/// holds it for as long as it runs, and the open is refused after this.
+const LOCK_WAIT: Duration = Duration::from_secs(1);
+
+/// The directory's lock: its `LOCK` file held with `flock`, and its place in
+/// [`OPEN_DIRS`]; both let go of when dropped.
+#[derive(Debug)]
+struct DirLock {
+    _file: File,
+    canonical: PathBuf,
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        let mut open = OPEN_DIRS.lock().unwrap_or_else(|e| e.into_inner());
+        open.retain(|d| *d != self.canonical);
+    }
+}
+
+/// Takes the directory's lock, held until the returned value is dropped.
+fn lock_dir(dir: &Path) -> Result<DirLock, StoreError> {
+    let canonical = dir
+        .canonicalize()
+        .map_err(|e| StoreError::io("resolve", dir, e))?;
+    {
+        let mut open = OPEN_DIRS.lock().unwrap_or_else(|e| e.into_inner());
+        if open.contains(&canonical) {
+            return Err(StoreError::Locked {
+                dir: dir.to_path_buf(),
+            });
+        }
+        open.push(canonical.clone());
+    }
+    // From here on, an error must give the place in OPEN_DIRS back.
+    let release = |e| {
+        OPEN_DIRS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|d| *d != canonical);
+        e
+    };
     let path = dir.join("LOCK");
     let file = OpenOptions::new()
         .read(true)
@@ -459,15 +504,29 @@ fn lock_dir(dir: &Path) -> Result<File, StoreError> {
         .create(true)
         .truncate(false)
         .open(&path)
-        .map_err(|e| StoreError::io("open", &path, e))?;
-    // `flock`: per open file, so a second open in this process is refused as well as
-    // one in another process; released by the OS when the process dies.
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Locked {
-            dir: dir.to_path_buf(),
-        }),
-        Err(std::fs::TryLockError::Error(e)) => Err(StoreError::io("lock", &path, e)),
+        .map_err(|e| release(StoreError::io("open", &path, e)))?;
+    // `flock`: released by the OS when the process dies, however it dies.
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => {
+                return Ok(DirLock {
+                    _file: file,
+                    canonical,
+                })
+            }
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(release(StoreError::Locked {
+                    dir: dir.to_path_buf(),
+                }))
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(release(StoreError::io("lock", &path, e)))
+            }
+        }
     }
 }
 

@@ -37,6 +37,34 @@ pub struct DurableReceipt {
     pub durable: bool,
 }
 
+/// A snapshot of a durable topic (see [`DurableTopic::stats`]).
+#[derive(Clone, Debug)]
+pub struct DurableStats {
+    /// Each partition's log.
+    pub partitions: Vec<DurablePartitionStats>,
+    /// The in-memory cache (its `low..high` is what memory holds).
+    pub memory: memq_core::TopicStats,
+}
+
+/// One partition's log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DurablePartitionStats {
+    /// The partition.
+    pub partition: u32,
+    /// The oldest offset kept on disk.
+    pub start: u64,
+    /// The offset the next message gets.
+    pub next: u64,
+    /// Bytes of its segment files.
+    pub bytes: u64,
+    /// Its segment files.
+    pub segments: usize,
+    /// The offset after the last message known to be on the disk.
+    pub synced: u64,
+    /// `fdatasync` calls made since it was opened.
+    pub syncs: u64,
+}
+
 /// Why a publish to a durable topic failed. Every variant hands the message back.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -427,6 +455,32 @@ impl DurableTopic {
     pub fn start_offset(&self, partition: u32) -> Option<u64> {
         let part = self.inner.parts.get(partition as usize)?;
         Some(read_log(part).start())
+    }
+
+    /// A snapshot of each partition's log, and of the in-memory cache.
+    pub fn stats(&self) -> DurableStats {
+        let partitions = self
+            .inner
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(p, part)| {
+                let log = read_log(part);
+                DurablePartitionStats {
+                    partition: p as u32,
+                    start: log.start(),
+                    next: log.next_offset(),
+                    bytes: log.bytes(),
+                    segments: log.segment_count(),
+                    synced: log.durability().synced(),
+                    syncs: log.durability().syncs(),
+                }
+            })
+            .collect();
+        DurableStats {
+            partitions,
+            memory: self.inner.topic.stats(),
+        }
     }
 
     /// Closes the topic: publishes fail with `Closed`; subscribers read what was

@@ -196,7 +196,7 @@ fn crash_loop(policy: &str, rounds: usize, budget: Duration) {
 
 #[test]
 fn sigkill_loses_no_record_acknowledged_under_always() {
-    if std::env::var(CHILD_ENV).is_ok() {
+    if std::env::var(CHILD_ENV).is_ok() || std::env::var(HOLD_ENV).is_ok() {
         return;
     }
     crash_loop("always", 200, Duration::from_secs(60));
@@ -204,7 +204,7 @@ fn sigkill_loses_no_record_acknowledged_under_always() {
 
 #[test]
 fn sigkill_loses_no_record_written_under_never() {
-    if std::env::var(CHILD_ENV).is_ok() {
+    if std::env::var(CHILD_ENV).is_ok() || std::env::var(HOLD_ENV).is_ok() {
         return;
     }
     // The page cache outlives the process: what was written survives a kill.
@@ -213,7 +213,7 @@ fn sigkill_loses_no_record_written_under_never() {
 
 #[test]
 fn concurrent_appenders_share_fsyncs() {
-    if std::env::var(CHILD_ENV).is_ok() {
+    if std::env::var(CHILD_ENV).is_ok() || std::env::var(HOLD_ENV).is_ok() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -252,4 +252,51 @@ fn concurrent_appenders_share_fsyncs() {
     eprintln!("{appends} appends waited for {syncs} fsyncs");
     assert_eq!(syncs, rounds, "one fsync per round of {threads} appends");
     assert_eq!(durability.synced(), appends);
+}
+
+const HOLD_ENV: &str = "MEMQ_STORE_HOLD_CHILD";
+
+/// A child that opens the log in the directory it is given, says so, and holds it until
+/// killed.
+#[test]
+fn hold_child() {
+    let Ok(dir) = std::env::var(HOLD_ENV) else {
+        return;
+    };
+    let _log = SegmentLog::open(&dir, config("never")).unwrap();
+    println!("held");
+    std::io::stdout().flush().unwrap();
+    loop {
+        std::thread::park();
+    }
+}
+
+#[test]
+fn another_process_holding_the_directory_is_refused_until_it_dies() {
+    if std::env::var(CHILD_ENV).is_ok() || std::env::var(HOLD_ENV).is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "hold_child", "--nocapture", "--test-threads=1"])
+        .env(HOLD_ENV, dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("held") {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the child ended");
+    }
+    let err = SegmentLog::open(dir.path(), config("never")).unwrap_err();
+    assert!(
+        matches!(err, memq_store::StoreError::Locked { .. }),
+        "{err}"
+    );
+    // The OS lets go of the lock when its holder dies, however it dies.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    SegmentLog::open(dir.path(), config("never")).unwrap();
 }

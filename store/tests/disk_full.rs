@@ -140,3 +140,42 @@ fn a_read_only_directory_is_a_clear_error() {
     let log = SegmentLog::open(&dir, config()).unwrap();
     assert_eq!(log.read(0, 10).unwrap().records[0].payload, b"kept");
 }
+
+#[test]
+fn a_durable_topic_hands_the_message_back_on_a_full_disk_and_goes_on_when_space_is_freed() {
+    use memq_core::{StartAt, TopicConfig};
+    use memq_store::{DurablePublishError, DurableTopic};
+
+    let Some(fs) = Tmpfs::mount("512k") else {
+        return;
+    };
+    let filler = fs.path().join("filler");
+    std::fs::write(&filler, vec![0u8; 128 << 10]).unwrap();
+    let topic = DurableTopic::open(fs.path().join("topic"), TopicConfig::new(8), config()).unwrap();
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    let payload = |i: u64| vec![(i % 200) as u8; 1500];
+    let mut n = 0u64;
+    let (err, back) = loop {
+        match topic.publish_blocking(payload(n)) {
+            Ok(r) => {
+                assert_eq!(r.offset, n);
+                n += 1;
+            }
+            Err(DurablePublishError::Store(e, back)) => break (e, back),
+            Err(e) => panic!("{e}"),
+        }
+        assert!(n < 10_000);
+    };
+    assert!(err.is_disk_full(), "{err}");
+    assert_eq!(back.as_ref(), &payload(n)[..], "the message is handed back");
+    // Readers see exactly what was published, nothing of the failed one.
+    for i in 0..n {
+        assert_eq!(sub.try_recv().unwrap().offset, i);
+    }
+    assert!(sub.try_recv().is_err());
+    std::fs::remove_file(&filler).unwrap();
+    let r = topic.publish_blocking(back).unwrap();
+    assert_eq!(r.offset, n);
+    assert_eq!(sub.try_recv().unwrap().payload.as_ref(), &payload(n)[..]);
+    assert_eq!(topic.stats().partitions[0].next, n + 1);
+}
