@@ -69,6 +69,8 @@ pub struct SegmentLog {
     /// Lowest offset retention must keep (what readers under `Block` still need).
     floor: Option<u64>,
     scratch: Vec<u8>,
+    /// Each record of an append: offset, position in `scratch`, timestamp.
+    placed: Vec<(u64, u64, Option<u64>)>,
     recovery: Recovery,
 }
 
@@ -124,6 +126,7 @@ impl SegmentLog {
             broken: None,
             floor: None,
             scratch: Vec::new(),
+            placed: Vec::new(),
             recovery,
         })
     }
@@ -181,6 +184,13 @@ impl SegmentLog {
         self.config.sync == SyncPolicy::Always
     }
 
+    /// Whether retention limits the log's size or segment count (only then does a floor
+    /// matter).
+    pub fn has_size_limits(&self) -> bool {
+        let r = self.config.retention;
+        r.max_bytes.is_some() || r.max_segments.is_some()
+    }
+
     /// Sets the lowest offset that retention by size or count must keep (`None`: it
     /// may delete anything but the segment being written). Under `Overflow::Block` this
     /// is the slowest reader's position; an append that would go over the size or count
@@ -225,26 +235,36 @@ impl SegmentLog {
         let first = self.next_offset();
         let mut bytes = core::mem::take(&mut self.scratch);
         bytes.clear();
-        let mut placed = Vec::new();
+        let mut placed = core::mem::take(&mut self.placed);
+        placed.clear();
         let max = self.config.max_record_bytes as u64;
         for (ts, key, payload) in records {
             let size = record::encoded_len(key, payload);
             if size > max || key.is_some_and(|k| k.len() >= u32::MAX as usize) {
-                self.scratch = bytes;
+                (self.scratch, self.placed) = (bytes, placed);
                 return Err(StoreError::TooLarge { size, max });
             }
             let offset = first + placed.len() as u64;
             placed.push((offset, bytes.len() as u64, ts));
             record::encode(&mut bytes, offset, ts, key, payload);
         }
+        let end = first + placed.len() as u64;
         if placed.is_empty() {
-            self.scratch = bytes;
+            (self.scratch, self.placed) = (bytes, placed);
             return Ok(first..first);
         }
+        if bytes.len() as u64 > u32::MAX as u64 - FILE_HEADER {
+            // A segment's positions are 32-bit: no one write may be larger.
+            let size = bytes.len() as u64;
+            (self.scratch, self.placed) = (bytes, placed);
+            return Err(StoreError::TooLarge {
+                size,
+                max: u32::MAX as u64 - FILE_HEADER,
+            });
+        }
         let result = self.write(&bytes, &placed);
-        self.scratch = bytes;
+        (self.scratch, self.placed) = (bytes, placed);
         result?;
-        let end = first + placed.len() as u64;
         self.durability.note_written(end);
         Ok(first..end)
     }

@@ -692,7 +692,7 @@ impl DurableTopic {
         }
         let now = now_ms();
         let mut log = write_log(part);
-        if self.inner.overflow != Overflow::DropOldest {
+        if self.inner.overflow != Overflow::DropOldest && log.has_size_limits() {
             log.set_floor(part.floor());
         }
         // Age limits are applied as the log grows (whole old segments go).
@@ -745,7 +745,7 @@ impl DurableTopic {
         }
         let now = now_ms();
         let mut log = write_log(part);
-        if self.inner.overflow != Overflow::DropOldest {
+        if self.inner.overflow != Overflow::DropOldest && log.has_size_limits() {
             log.set_floor(part.floor());
         }
         if let Err(e) = log.enforce_retention(now) {
