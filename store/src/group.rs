@@ -15,7 +15,7 @@
 //! goes on from there: what was delivered and not settled by the last write is delivered
 //! again (at least once across crashes); what was settled by it never comes back.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -94,6 +94,71 @@ pub struct DurableGroupStats {
     pub dead_lettered: u64,
 }
 
+/// Offsets settled at or above their partition's committed offset, as runs of
+/// consecutive offsets: a group whose oldest message stays unsettled while the others
+/// are acked in order keeps one run, not one entry per message.
+#[derive(Debug, Default)]
+struct Settled {
+    /// `(partition, start)` to the end of the run (exclusive).
+    runs: BTreeMap<(u32, u64), u64>,
+}
+
+impl Settled {
+    fn run_at(&self, p: u32, o: u64) -> Option<(u64, u64)> {
+        let (&(q, start), &end) = self.runs.range(..=(p, o)).next_back()?;
+        (q == p && o < end).then_some((start, end))
+    }
+
+    fn contains(&self, p: u32, o: u64) -> bool {
+        self.run_at(p, o).is_some()
+    }
+
+    fn insert(&mut self, p: u32, o: u64) {
+        if !self.contains(p, o) {
+            self.insert_run(p, o, o + 1);
+        }
+    }
+
+    /// Adds `start..end` (not overlapping what is there), joining the runs it touches.
+    fn insert_run(&mut self, p: u32, start: u64, end: u64) {
+        let (mut start, mut end) = (start, end);
+        if let Some((&(q, s), &e)) = self.runs.range(..(p, start)).next_back() {
+            if q == p && e >= start {
+                start = s;
+                end = end.max(e);
+                self.runs.remove(&(q, s));
+            }
+        }
+        while let Some((&(q, s), &e)) = self.runs.range((p, start)..).next() {
+            if q != p || s > end {
+                break;
+            }
+            end = end.max(e);
+            self.runs.remove(&(q, s));
+        }
+        self.runs.insert((p, start), end);
+    }
+
+    /// Forgets what is below `committed` in partition `p`.
+    fn trim(&mut self, p: u32, committed: u64) {
+        let below: Vec<(u64, u64)> = self
+            .runs
+            .range((p, 0)..(p, committed))
+            .map(|(&(_, s), &e)| (s, e))
+            .collect();
+        for (s, e) in below {
+            self.runs.remove(&(p, s));
+            if e > committed {
+                self.runs.insert((p, committed), e);
+            }
+        }
+    }
+
+    fn runs(&self) -> impl Iterator<Item = (u32, u64, u64)> + '_ {
+        self.runs.iter().map(|(&(p, s), &e)| (p, s, e))
+    }
+}
+
 #[derive(Debug)]
 struct Lease {
     member: u64,
@@ -111,7 +176,7 @@ struct State {
     /// Delivered before, not settled, to be handed out again (with its count so far).
     again: VecDeque<(u32, u64, u32)>,
     /// Settled offsets at or above their partition's committed offset.
-    settled_above: BTreeSet<(u32, u64)>,
+    settled_above: Settled,
     since_write: u32,
     on_disk: Vec<u64>,
     redelivered: u64,
@@ -134,11 +199,10 @@ impl State {
 
     /// Drops settled offsets that the committed offsets passed.
     fn trim(&mut self) {
-        let committed: Vec<u64> = (0..self.next.len() as u32)
-            .map(|p| self.committed(p))
-            .collect();
-        self.settled_above
-            .retain(|&(p, o)| o >= committed[p as usize]);
+        for p in 0..self.next.len() as u32 {
+            let c = self.committed(p);
+            self.settled_above.trim(p, c);
+        }
     }
 
     /// The partitions `member` reads: all of them for a topic of one partition (members
@@ -180,8 +244,8 @@ impl GroupShared {
         for (p, c) in committed.iter().enumerate() {
             text.push_str(&format!("committed {p} {c}\n"));
         }
-        for &(p, o) in &s.settled_above {
-            text.push_str(&format!("settled {p} {o}\n"));
+        for (p, start, end) in s.settled_above.runs() {
+            text.push_str(&format!("settled {p} {start} {end}\n"));
         }
         let crc = crc32c::crc32c(text.as_bytes());
         text.push_str(&format!("crc {crc}\n"));
@@ -202,7 +266,7 @@ impl GroupShared {
 
     fn settle(&self, s: &mut State, p: u32, o: u64) {
         if s.in_flight.remove(&(p, o)).is_some() {
-            s.settled_above.insert((p, o));
+            s.settled_above.insert(p, o);
         }
     }
 }
@@ -291,7 +355,7 @@ fn open_group(
                     StartAt::Offset(o) => o,
                 });
             }
-            (next, BTreeSet::new())
+            (next, Settled::default())
         }
         Err(e) => return Err(StoreError::io("read", &path, e)),
     };
@@ -322,7 +386,7 @@ fn open_group(
     Ok(shared)
 }
 
-type Parsed = (Vec<u64>, BTreeSet<(u32, u64)>);
+type Parsed = (Vec<u64>, Settled);
 
 fn parse_state(path: &Path, bytes: &[u8], n: usize) -> Result<Parsed, StoreError> {
     let bad = |why: &str| StoreError::Format {
@@ -340,7 +404,7 @@ fn parse_state(path: &Path, bytes: &[u8], n: usize) -> Result<Parsed, StoreError
         return Err(bad("checksum mismatch"));
     }
     let mut next = vec![0u64; n];
-    let mut settled = BTreeSet::new();
+    let mut settled = Settled::default();
     let mut lines = body.lines();
     if lines.next() != Some("memq-group 1") {
         return Err(bad("unknown version"));
@@ -350,20 +414,24 @@ fn parse_state(path: &Path, bytes: &[u8], n: usize) -> Result<Parsed, StoreError
     }
     for line in lines {
         let f: Vec<&str> = line.split(' ').collect();
-        let (p, o) = match f[..] {
-            [_, p, o] => (
-                p.parse::<u32>().map_err(|_| bad(line))?,
-                o.parse::<u64>().map_err(|_| bad(line))?,
-            ),
-            _ => return Err(bad(line)),
+        let num = |i: usize| {
+            f.get(i)
+                .and_then(|v| v.parse::<u64>().ok())
+                .ok_or_else(|| bad(line))
         };
-        if p as usize >= n {
+        let p = num(1)?;
+        if p >= n as u64 {
             return Err(bad(line));
         }
-        match f[0] {
-            "committed" => next[p as usize] = o,
-            "settled" => {
-                settled.insert((p, o));
+        let p = p as u32;
+        match (f[0], f.len()) {
+            ("committed", 3) => next[p as usize] = num(2)?,
+            ("settled", 4) => {
+                let (start, end) = (num(2)?, num(3)?);
+                if start >= end {
+                    return Err(bad(line));
+                }
+                settled.insert_run(p, start, end);
             }
             _ => return Err(bad(line)),
         }
@@ -719,7 +787,7 @@ impl DurableConsumer {
             let (p, o, n) = s.again.remove(i).expect("found");
             if max.is_some_and(|m| n >= m) {
                 s.dead_lettered += 1;
-                s.settled_above.insert((p, o));
+                s.settled_above.insert(p, o);
                 shared.settled(&mut s).map_err(DurableRecvError::Store)?;
                 continue;
             }
@@ -734,7 +802,7 @@ impl DurableConsumer {
             while s.next[p as usize] < high {
                 let o = s.next[p as usize];
                 s.next[p as usize] += 1;
-                if s.settled_above.contains(&(p, o)) {
+                if s.settled_above.contains(p, o) {
                     // Settled before a restart: never again.
                     continue;
                 }
@@ -843,5 +911,37 @@ impl Drop for DurableConsumer {
         }
         drop(s);
         shared.topic.notify_news();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Settled;
+
+    #[test]
+    fn settled_offsets_join_into_runs_and_trim_at_the_committed_offset() {
+        let mut s = Settled::default();
+        for o in [5, 7, 6, 9, 3, 4] {
+            s.insert(0, o);
+        }
+        s.insert(1, 5);
+        s.insert(0, 6); // again: nothing changes
+        assert_eq!(
+            s.runs().collect::<Vec<_>>(),
+            vec![(0, 3, 8), (0, 9, 10), (1, 5, 6)]
+        );
+        assert!(s.contains(0, 3) && s.contains(0, 7) && s.contains(0, 9));
+        assert!(!s.contains(0, 8) && !s.contains(0, 2) && !s.contains(1, 4));
+        s.insert(0, 8);
+        assert_eq!(s.runs().collect::<Vec<_>>(), vec![(0, 3, 10), (1, 5, 6)]);
+        s.trim(0, 6);
+        assert_eq!(s.runs().collect::<Vec<_>>(), vec![(0, 6, 10), (1, 5, 6)]);
+        s.trim(0, 10);
+        s.trim(1, 5);
+        assert_eq!(s.runs().collect::<Vec<_>>(), vec![(1, 5, 6)]);
+        // A run read back from a file joins its neighbours too.
+        s.insert_run(1, 6, 9);
+        s.insert_run(1, 1, 5);
+        assert_eq!(s.runs().collect::<Vec<_>>(), vec![(1, 1, 9)]);
     }
 }

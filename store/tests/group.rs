@@ -308,3 +308,30 @@ fn async_members_wait_without_a_thread_and_leases_wake_them() {
         .expect("the lease's end woke the member");
     assert_eq!(got, (0, 0, 2));
 }
+
+#[test]
+fn a_stuck_delivery_keeps_the_groups_state_small() {
+    let dir = tempfile::tempdir().unwrap();
+    let topic = DurableTopic::open(dir.path(), TopicConfig::new(8), durable()).unwrap();
+    for i in 0..2000 {
+        topic.publish_blocking(body(i)).unwrap();
+    }
+    let cfg = GroupConfig::acked(Duration::from_secs(3600)).commit_every(1);
+    let mut c = topic.group("stuck", StartAt::Earliest, cfg).unwrap();
+    let stuck = c.recv_delivery_blocking().unwrap();
+    for _ in 1..2000 {
+        c.recv_delivery_blocking().unwrap().ack().unwrap();
+    }
+    assert_eq!(c.stats().committed, vec![0]);
+    let file = std::fs::read_dir(dir.path().join("groups"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "group"))
+        .unwrap();
+    // One run of 1999 settled offsets, not 1999 lines.
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("settled 0 1 2000"), "{text}");
+    assert!(text.len() < 200, "{} bytes", text.len());
+    stuck.ack().unwrap();
+    assert_eq!(c.stats().committed, vec![2000]);
+}
