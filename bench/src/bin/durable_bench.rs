@@ -58,6 +58,7 @@ usage: durable_bench [options]
   --csv            print CSV rows and target lines instead of tables
   --no-python      skip the Python peers
   --venv DIR       the Python venv (default: TARGET/durable-peers-venv, made if missing)
+  --only A|B|...   only the cells whose name (printed on stderr as they run) holds A or B...
   -h, --help       this text";
 
 /// Bytes of a record besides its payload: len, crc, offset, timestamp, key_len.
@@ -77,6 +78,7 @@ struct Opts {
     csv: bool,
     python: bool,
     venv: Option<PathBuf>,
+    only: Option<String>,
 }
 
 fn parse_args() -> Result<Option<Opts>, String> {
@@ -94,6 +96,7 @@ fn parse_args() -> Result<Option<Opts>, String> {
         csv: false,
         python: true,
         venv: None,
+        only: None,
     };
     let mut it = all.into_iter();
     while let Some(arg) = it.next() {
@@ -104,6 +107,7 @@ fn parse_args() -> Result<Option<Opts>, String> {
             "--no-python" => o.python = false,
             "--dir" => o.dir = Some(PathBuf::from(value("--dir")?)),
             "--venv" => o.venv = Some(PathBuf::from(value("--venv")?)),
+            "--only" => o.only = Some(value("--only")?),
             "--seconds" => o.seconds = num(&value("--seconds")?)?,
             "--rounds" => o.rounds = num(&value("--rounds")?)?,
             "--threads" => o.threads = num(&value("--threads")?)?,
@@ -632,6 +636,12 @@ fn settle() {
     let _ = Command::new("sync").status();
 }
 
+/// Deletes a cell's directory and lets the disk settle before the next cell.
+fn clean(dir: &Path) {
+    let _ = fs::remove_dir_all(dir);
+    settle();
+}
+
 /// Drops the page cache (root only); whether it did.
 fn drop_caches() -> bool {
     settle();
@@ -1007,6 +1017,29 @@ fn main() -> ExitCode {
     }
 }
 
+/// Names the cells as they run, and gives each a fresh directory (`None`: left out by
+/// `--only`).
+struct Cells {
+    dir: PathBuf,
+    count: usize,
+    only: Option<String>,
+}
+
+impl Cells {
+    fn next(&mut self, name: &str) -> Option<PathBuf> {
+        if self
+            .only
+            .as_ref()
+            .is_some_and(|only| !only.split('|').any(|o| name.contains(o)))
+        {
+            return None;
+        }
+        self.count += 1;
+        eprintln!("durable_bench: {name}");
+        Some(self.dir.join(format!("cell-{}", self.count)))
+    }
+}
+
 fn run(o: &Opts) -> Res<()> {
     // target/<profile>/durable_bench -> target
     let exe = std::env::current_exe()?;
@@ -1092,96 +1125,72 @@ fn run(o: &Opts) -> Res<()> {
     let cap = if o.quick { 64 << 20 } else { 1 << 30 };
     let many_s = many(o);
     let batch_s = batch(o);
-    let mut cell_no = 0;
-    let mut cell = |name: &str| -> PathBuf {
-        cell_no += 1;
-        eprintln!("durable_bench: {name}");
-        dir.join(format!("cell-{cell_no}"))
-    };
-    let clean = |p: &Path| {
-        let _ = fs::remove_dir_all(p);
-        settle();
+    let mut cells = Cells {
+        dir: dir.clone(),
+        count: 0,
+        only: o.only.clone(),
     };
     for round in 0..o.rounds {
         eprintln!("durable_bench: round {}/{}", round + 1, o.rounds);
-        let d = cell("raw sequential");
-        fs::create_dir_all(&d)?;
-        res.add(DISK_SEQ, RAW, 0, disk_sequential(&d, o.seconds, cap)?);
-        clean(&d);
-        for &p in &o.payloads {
-            let d = cell(&format!("raw fsync loop, {p} B"));
+        if let Some(d) = cells.next("raw sequential") {
             fs::create_dir_all(&d)?;
-            res.add(DISK_FSYNC, RAW, p, disk_fsync_loop(&d, p, o.seconds)?);
+            res.add(DISK_SEQ, RAW, 0, disk_sequential(&d, o.seconds, cap)?);
             clean(&d);
+        }
+        for &p in &o.payloads {
+            if let Some(d) = cells.next(&format!("raw fsync loop, {p} B")) {
+                fs::create_dir_all(&d)?;
+                res.add(DISK_FSYNC, RAW, p, disk_fsync_loop(&d, p, o.seconds)?);
+                clean(&d);
+            }
             for mode in Mode::ALL {
-                let d = cell(&format!("{}, 1 publisher, {p} B", mode.memq()));
-                res.add(
-                    ONE,
-                    mode.memq(),
-                    p,
-                    memq_publishers(&d, mode, p, 1, o.seconds)?,
-                );
-                clean(&d);
-                let d = cell(&format!("{}, {many_s}, {p} B", mode.memq()));
-                res.add(
-                    &many_s,
-                    mode.memq(),
-                    p,
-                    memq_publishers(&d, mode, p, o.threads, o.seconds)?,
-                );
-                clean(&d);
-                let d = cell(&format!("{}, {batch_s}, {p} B", mode.memq()));
-                res.add(
-                    &batch_s,
-                    mode.memq(),
-                    p,
-                    memq_batches(&d, mode, p, o.batch, o.seconds)?,
-                );
-                clean(&d);
-                let d = cell(&format!("{}, 1 connection, {p} B", mode.sqlite()));
-                res.add(
-                    ONE,
-                    mode.sqlite(),
-                    p,
-                    sqlite_run(&d, mode, p, 1, 1, o.seconds)?,
-                );
-                clean(&d);
-                let d = cell(&format!(
-                    "{}, {} connections, {p} B",
-                    mode.sqlite(),
-                    o.threads
-                ));
-                res.add(
-                    &many_s,
-                    mode.sqlite(),
-                    p,
-                    sqlite_run(&d, mode, p, o.threads, 1, o.seconds)?,
-                );
-                clean(&d);
-                let d = cell(&format!("{}, {batch_s}, {p} B", mode.sqlite()));
-                res.add(
-                    &batch_s,
-                    mode.sqlite(),
-                    p,
-                    sqlite_run(&d, mode, p, 1, o.batch, o.seconds)?,
-                );
-                clean(&d);
+                let (memq, sqlite) = (mode.memq(), mode.sqlite());
+                if let Some(d) = cells.next(&format!("{memq}, 1 publisher, {p} B")) {
+                    let s = memq_publishers(&d, mode, p, 1, o.seconds)?;
+                    res.add(ONE, memq, p, s);
+                    clean(&d);
+                }
+                if let Some(d) = cells.next(&format!("{memq}, {many_s}, {p} B")) {
+                    let s = memq_publishers(&d, mode, p, o.threads, o.seconds)?;
+                    res.add(&many_s, memq, p, s);
+                    clean(&d);
+                }
+                if let Some(d) = cells.next(&format!("{memq}, {batch_s}, {p} B")) {
+                    let s = memq_batches(&d, mode, p, o.batch, o.seconds)?;
+                    res.add(&batch_s, memq, p, s);
+                    clean(&d);
+                }
+                if let Some(d) = cells.next(&format!("{sqlite}, 1 publisher, {p} B")) {
+                    let s = sqlite_run(&d, mode, p, 1, 1, o.seconds)?;
+                    res.add(ONE, sqlite, p, s);
+                    clean(&d);
+                }
+                if let Some(d) = cells.next(&format!("{sqlite}, {many_s}, {p} B")) {
+                    let s = sqlite_run(&d, mode, p, o.threads, 1, o.seconds)?;
+                    res.add(&many_s, sqlite, p, s);
+                    clean(&d);
+                }
+                if let Some(d) = cells.next(&format!("{sqlite}, {batch_s}, {p} B")) {
+                    let s = sqlite_run(&d, mode, p, 1, o.batch, o.seconds)?;
+                    res.add(&batch_s, sqlite, p, s);
+                    clean(&d);
+                }
             }
         }
         if let Some(py) = &python {
-            let d = cell("Python peers");
-            python_round(py, &d, o, &mut res)?;
-            clean(&d);
+            if let Some(d) = cells.next("Python peers") {
+                python_round(py, &d, o, &mut res)?;
+                clean(&d);
+            }
         }
     }
     let mut recs = Vec::new();
     for &p in &o.payloads {
-        let d = cell(&format!(
-            "recovery and replay of a {} MiB log, {p} B",
-            o.log_mib
-        ));
-        recs.push(recovery(&d, p, o.log_mib << 20)?);
-        clean(&d);
+        let name = format!("recovery and replay of a {} MiB log, {p} B", o.log_mib);
+        if let Some(d) = cells.next(&name) {
+            recs.push(recovery(&d, p, o.log_mib << 20)?);
+            clean(&d);
+        }
     }
     let _ = fs::remove_dir(&dir);
 
