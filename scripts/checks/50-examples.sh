@@ -12,6 +12,10 @@ bounded 300 "$bin/large_object_test"
 # perf_runner fails if a memq row loses, duplicates or reorders a message, or hangs. It runs
 # each cell in a child process of its own binary, so this also checks that it finds itself.
 bounded 600 "$bin/perf_runner" --quick
+# durable_bench's smoke run (0.3 s a cell, a 16 MiB log): it fails on a wrong count (a
+# message lost or read twice, in the log, the SQLite table or the replay), never on a
+# performance target; the Python peers are skipped, loudly, where pip cannot install them.
+bounded 600 "$bin/durable_bench" --quick
 # The criterion benches, each run once as a test (`--test`): they build and measure what
 # they should, without taking the time of a measurement.
 bounded 900 cargo bench -p memq-bench --profile "$MEMQ_PROFILE" -- --test
