@@ -158,6 +158,8 @@ if ensure_apt python3 python3; then
         examples/python/build/layout | python3 examples/python/check_layout.py
     fi
     bounded 300 python3 examples/python/demo.py
+    # A durable topic across a restart: acks kept, unacked orders again, replay from disk.
+    bounded 300 python3 examples/python/durable_demo.py
     # The binding's edges: argument checks, leases, and the Pool when handlers misbehave.
     bounded 300 python3 examples/python/test_memq.py
     # Installed with pip (setup.py copies the library MEMQ_LIB names into the wheel): the
