@@ -1469,3 +1469,81 @@ pub unsafe extern "C" fn memq_durable_delivery_free(delivery: *mut memq_durable_
     // `memq_durable_consumer_recv_delivery`, and gives it up.
     guard_void(|| unsafe { release(delivery) });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The store's errors map to the statuses the header promises, with its words.
+    #[test]
+    fn store_errors_map_to_their_statuses() {
+        let io = |code| StoreError::Io {
+            op: "write",
+            path: PathBuf::from("/x/partition-0/00000000000000000000.log"),
+            source: std::io::Error::from_raw_os_error(code),
+        };
+        // ENOSPC and EDQUOT (Linux's numbers) are a full disk; EIO another I/O error.
+        assert_eq!(memq_status::from(io(28)), memq_status::DiskFull);
+        #[cfg(target_os = "linux")]
+        assert_eq!(memq_status::from(io(122)), memq_status::DiskFull);
+        assert_eq!(memq_status::from(io(5)), memq_status::Io);
+        let locked = StoreError::Locked {
+            dir: PathBuf::from("/x"),
+        };
+        assert_eq!(memq_status::from(locked), memq_status::Locked);
+        let corrupt = StoreError::Corrupt {
+            file: PathBuf::from("/x/a.log"),
+            position: 16,
+            offset: 0,
+            reason: "bad crc",
+        };
+        assert_eq!(memq_status::from(corrupt), memq_status::Corrupt);
+        let format = StoreError::Format {
+            file: PathBuf::from("/x/b.log"),
+            reason: "foreign header".into(),
+        };
+        assert_eq!(memq_status::from(format), memq_status::Corrupt);
+        assert_eq!(memq_status::from(StoreError::Full), memq_status::Full);
+        let large = StoreError::TooLarge { size: 10, max: 5 };
+        assert_eq!(memq_status::from(large), memq_status::InvalidArgument);
+        let open = OpenError::Config("a TTL".into());
+        assert_eq!(memq_status::from(open), memq_status::InvalidArgument);
+        let publish: DurablePublishError<()> = DurablePublishError::Store(io(28), ());
+        assert_eq!(memq_status::from(publish), memq_status::DiskFull);
+        // SAFETY: NULL `lagged_out` is allowed.
+        let read = unsafe { recv_failed(DurableRecvError::Store(io(5)), core::ptr::null_mut()) };
+        assert_eq!(read, memq_status::Io);
+        let mut lagged = 0;
+        // SAFETY: a valid `lagged_out`.
+        let lag = unsafe { recv_failed(DurableRecvError::Lagged(3), &mut lagged) };
+        assert_eq!((lag, lagged), (memq_status::Lagged, 3));
+    }
+
+    /// A handle whose lock a panic poisoned answers `MEMQ_STATUS_PANIC`, and can be freed.
+    #[test]
+    fn a_poisoned_durable_handle_reports_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let topic = DurableTopic::open(
+            dir.path(),
+            memq_core::TopicConfig::new(4),
+            DurableConfig::new(SyncPolicy::Never),
+        )
+        .unwrap();
+        let sub = into_handle(memq_durable_subscriber {
+            sub: Mutex::new(topic.subscribe(memq_core::StartAt::Earliest).unwrap()),
+        });
+        // SAFETY: `sub` is live until the free below.
+        let held = unsafe { &*sub };
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _guard = held.sub.lock().unwrap();
+            panic!("deliberate panic, poisoning a durable subscriber");
+        }));
+        let mut m = core::ptr::null_mut();
+        // SAFETY: a live handle and valid out-pointers.
+        let st = unsafe { memq_durable_subscriber_recv(sub, 0, &mut m, core::ptr::null_mut()) };
+        assert_eq!(st, memq_status::Panic);
+        assert!(m.is_null());
+        // SAFETY: freed once.
+        unsafe { memq_durable_subscriber_free(sub) };
+    }
+}
