@@ -55,6 +55,18 @@
 #define MEMQ_TOPIC_RELEASE_ON_READ 2
 
 /**
+ * `memq_durable_config.flags`: on open, check every record of every segment, not only
+ * those of the last segment (which is always checked: a crash can only tear the end).
+ */
+#define MEMQ_DURABLE_VERIFY_ON_OPEN 1
+
+/**
+ * `memq_durable_config.flags`: on open, truncate a log damaged in the middle at its last
+ * good record (deleting later segments) instead of failing with `MEMQ_STATUS_CORRUPT`.
+ */
+#define MEMQ_DURABLE_REPAIR 2
+
+/**
  * What a call did. Returned by every function except `memq_version`, `memq_status_str`,
  * `memq_last_error_message` and the `_free` functions. In C it is a `uint32_t`; compare
  * it with the constants. `memq_last_error_message` says more about the last one that was
@@ -77,6 +89,11 @@
  * | unknown topic / topic exists / unknown group | `Error::UnknownTopic`, `TopicExists`, `UnknownGroup` | `UNKNOWN_TOPIC`, `TOPIC_EXISTS`, `UNKNOWN_GROUP` | `MemqError` |
  * | the group has the other ack mode | `Error::GroupModeMismatch` | `GROUP_MODE_MISMATCH` | `MemqError` |
  * | a lease ran out or was settled already | `AckError::LeaseExpired` | `LEASE_EXPIRED` | `LeaseExpired` |
+ * | a durable topic's directory is open already | `StoreError::Locked` | `LOCKED` | `Locked` |
+ * | a durable log damaged in the middle, a foreign file | `StoreError::Corrupt`, `Format` | `CORRUPT` | `Corrupt` |
+ * | the disk is full | `StoreError::Io` (`is_disk_full`) | `DISK_FULL` | `DiskFull` (also an `OSError`) |
+ * | another I/O error of a durable topic | `StoreError::Io` | `IO` | `StoreIOError` (also an `OSError`) |
+ * | a group has the other mode (durable: plain or explicit acks) | (one type for both) | `GROUP_MODE_MISMATCH` | `MemqError` |
  * | a receive buffer is too small | (Rust hands out the message) | `BUFFER_TOO_SMALL` (length in `len_out`) | (cannot happen) |
  *
  * `memq_last_error_message` words each case as the Rust error's `Display` does (for
@@ -172,6 +189,28 @@ enum memq_status
      * explicit-ack group, or `memq_ack_consumer_new` on an automatic-commit one.
      */
     MEMQ_STATUS_GROUP_MODE_MISMATCH = 17,
+    /**
+     * A durable topic's directory is open already: by another process, or elsewhere in
+     * this one (a `memq_durable_topic`, or a subscriber, consumer or delivery of one, not
+     * yet freed). One owner per directory.
+     */
+    MEMQ_STATUS_LOCKED = 18,
+    /**
+     * A durable topic's log is damaged beyond a torn tail (a bad record with sound
+     * records after it), or a file in its directory is not one the store wrote.
+     * `memq_last_error_message` names the file, the byte position and the offset.
+     * Nothing on disk was changed (`MEMQ_DURABLE_REPAIR` truncates at the damage).
+     */
+    MEMQ_STATUS_CORRUPT = 19,
+    /**
+     * The disk (or the user's quota) is full: the durable record was not written.
+     */
+    MEMQ_STATUS_DISK_FULL = 20,
+    /**
+     * Another I/O error of a durable topic (creating its directory, a write, a sync);
+     * `memq_last_error_message` says which call failed on which file, and the OS error.
+     */
+    MEMQ_STATUS_IO = 21,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -320,6 +359,41 @@ typedef uint32_t memq_dead_letter_reason;
 #endif // __cplusplus
 
 /**
+ * When a durable topic's records are forced to the disk (`memq_durable_config.sync`, a
+ * `uint32_t`; other values are `MEMQ_STATUS_INVALID_ARGUMENT`). Under every policy a
+ * record is in the file (the OS page cache) before its publish returns or any reader sees
+ * it, so a crash of the process alone loses nothing.
+ */
+enum memq_sync
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * A publish returns once its record is on the disk (`fdatasync`); publishers waiting
+     * at the same time share one sync. A power loss loses nothing that was acknowledged.
+     * Receipts say `durable == true`.
+     */
+    MEMQ_SYNC_ALWAYS = 0,
+    /**
+     * A background thread syncs every `sync_interval_ms` (which must be > 0); a power
+     * loss loses up to that much of acknowledged messages.
+     */
+    MEMQ_SYNC_INTERVAL = 1,
+    /**
+     * The OS syncs when it likes; a power loss loses what it had not written back.
+     */
+    MEMQ_SYNC_NEVER = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum memq_sync memq_sync;
+#else
+typedef uint32_t memq_sync;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * A member of an explicit-ack group: receives each message of the group's partitions
  * that no other member holds, as a `memq_delivery` to settle.
  *
@@ -402,6 +476,55 @@ typedef struct memq_dead_letter_topic memq_dead_letter_topic;
  * `memq_delivery_nack` does. A delivery may outlive its consumer and its topic.
  */
 typedef struct memq_delivery memq_delivery;
+
+/**
+ * A member of a durable consumer group: each message goes to exactly one member, and the
+ * group's committed offsets survive a restart. Free it with
+ * `memq_durable_consumer_free`, which leaves the group (a plain member's last message is
+ * settled; an explicit-ack member's unacked deliveries go back to the group).
+ */
+typedef struct memq_durable_consumer memq_durable_consumer;
+
+/**
+ * A message of a durable group with explicit acks, leased to one member.
+ *
+ * Ownership: handed out by `memq_durable_consumer_recv_delivery` and released by
+ * `memq_durable_delivery_free`, exactly once, settled or not. `memq_durable_delivery_ack`
+ * and `memq_durable_delivery_nack` end the lease, not the handle: its payload and
+ * metadata stay readable until it is freed. At most one of them succeeds; later ones
+ * return `MEMQ_STATUS_LEASE_EXPIRED`. A delivery freed unsettled is delivered again
+ * once its lease (`ack_wait_ms`) runs out. A delivery keeps its topic's directory locked
+ * until it is freed.
+ */
+typedef struct memq_durable_delivery memq_durable_delivery;
+
+/**
+ * A received durable message: payload, key and metadata. Free it with
+ * `memq_durable_message_free`; the pointers from `memq_durable_message_data` and
+ * `memq_durable_message_key` stay valid until then. It does not hold its topic open.
+ */
+typedef struct memq_durable_message memq_durable_message;
+
+/**
+ * A subscriber of a durable topic: reads every message of every partition, from memory
+ * while it keeps up and from disk for what memory no longer (or never) held, so it can
+ * replay everything retention kept. Free it with `memq_durable_subscriber_free`.
+ *
+ * Under `MEMQ_OVERFLOW_BLOCK` with a retention limit, its position holds back retention:
+ * free subscribers you no longer read.
+ */
+typedef struct memq_durable_subscriber memq_durable_subscriber;
+
+/**
+ * A durable topic: a memq topic with a segment log per partition in a directory. Also a
+ * publishing handle.
+ *
+ * Ownership: made by `memq_durable_open`, released by `memq_durable_topic_free`. The
+ * directory stays locked (a second `memq_durable_open` of it, in this process or
+ * another, returns `MEMQ_STATUS_LOCKED`) until the topic and every subscriber, consumer
+ * and delivery made from it are freed; then each partition's log is synced and closed.
+ */
+typedef struct memq_durable_topic memq_durable_topic;
 
 /**
  * A received message: its payload (shared with the log and other readers, never copied)
@@ -803,6 +926,152 @@ typedef struct memq_dead_letter_info {
      */
     uint32_t reason;
 } memq_dead_letter_info;
+
+/**
+ * How a durable topic keeps its log. Fill it with `memq_durable_config_init`, then change
+ * fields. A limit of 0 means "no limit".
+ */
+typedef struct memq_durable_config {
+    /**
+     * A `memq_sync` value.
+     */
+    uint32_t sync;
+    /**
+     * For `MEMQ_SYNC_INTERVAL`: sync at least this often, in milliseconds (> 0). Not read
+     * for the other policies.
+     */
+    uint64_t sync_interval_ms;
+    /**
+     * A segment file is closed and a new one started at this many bytes (at least 4096,
+     * below 4 GiB).
+     */
+    uint64_t segment_bytes;
+    /**
+     * Retention: keep at most about this many bytes of segments per partition; 0: no
+     * limit. Under `MEMQ_OVERFLOW_BLOCK` a segment a subscriber still needs is kept and
+     * publishers wait (or get `MEMQ_STATUS_FULL` with `timeout_ms == 0`); under
+     * `MEMQ_OVERFLOW_REJECT` they get `MEMQ_STATUS_FULL`; under
+     * `MEMQ_OVERFLOW_DROP_OLDEST` the oldest segments are deleted and a subscriber that had
+     * not read them gets `MEMQ_STATUS_LAGGED`.
+     */
+    uint64_t retention_max_bytes;
+    /**
+     * Retention: delete a segment once its newest record is older than this many
+     * milliseconds (under every overflow policy); 0: no limit.
+     */
+    uint64_t retention_max_age_ms;
+    /**
+     * Retention: keep at most this many segment files per partition (as
+     * `retention_max_bytes`); 0: no limit.
+     */
+    size_t retention_max_segments;
+    /**
+     * `MEMQ_DURABLE_*` flags, or 0.
+     */
+    uint32_t flags;
+} memq_durable_config;
+
+/**
+ * Where a publish to a durable topic landed.
+ */
+typedef struct memq_durable_receipt {
+    /**
+     * The message's offset in its partition. Offsets go on across restarts.
+     */
+    uint64_t offset;
+    /**
+     * The partition.
+     */
+    uint32_t partition;
+    /**
+     * How many messages were published (1).
+     */
+    uint32_t count;
+    /**
+     * Whether the message was on the disk when the publish returned: always under
+     * `MEMQ_SYNC_ALWAYS`, never under the other policies (the record is in the OS page
+     * cache, safe from a crash of the process but not from a power loss, until synced).
+     */
+    bool durable;
+} memq_durable_receipt;
+
+/**
+ * How a durable group settles its messages. Fill it with
+ * `memq_durable_group_config_init`, then change fields.
+ */
+typedef struct memq_durable_group_config {
+    /**
+     * 0: a plain group, read with `memq_durable_consumer_recv`: a member's next receive
+     * settles its previous message (as does freeing the member). Otherwise explicit
+     * acks, read with `memq_durable_consumer_recv_delivery`: a delivery not acked within
+     * this many milliseconds is delivered again, to any member.
+     */
+    uint64_t ack_wait_ms;
+    /**
+     * With explicit acks: a message delivered this many times and still not acked is
+     * dead-lettered (settled, never delivered again, counted in
+     * `memq_durable_group_stats.dead_lettered`). 0: delivered until acked. Must be 0 in a
+     * plain group.
+     */
+    uint32_t max_deliveries;
+    /**
+     * Write the group's committed offsets to disk after this many settlements (1: after
+     * every one, an fsync each); at least 1.
+     */
+    uint32_t commit_every;
+} memq_durable_group_config;
+
+/**
+ * A snapshot of a durable group's counters.
+ */
+typedef struct memq_durable_group_stats {
+    /**
+     * Members now (in this process).
+     */
+    size_t members;
+    /**
+     * Deliveries handed out and not settled.
+     */
+    size_t in_flight;
+    /**
+     * Deliveries made again (after a nack, an expired lease or a restart).
+     */
+    uint64_t redelivered;
+    /**
+     * Messages given up on after `max_deliveries`.
+     */
+    uint64_t dead_lettered;
+} memq_durable_group_stats;
+
+/**
+ * A durable message's metadata.
+ */
+typedef struct memq_durable_meta {
+    /**
+     * Its offset in its partition.
+     */
+    uint64_t offset;
+    /**
+     * When it was published, in milliseconds since the UNIX epoch (the system clock).
+     */
+    uint64_t timestamp_ms;
+    /**
+     * The payload's length in bytes.
+     */
+    size_t len;
+    /**
+     * The key's length in bytes (0 without a key).
+     */
+    size_t key_len;
+    /**
+     * Its partition.
+     */
+    uint32_t partition;
+    /**
+     * Whether it was published with a key (`memq_durable_publish_keyed`).
+     */
+    bool has_key;
+} memq_durable_meta;
 
 #ifdef __cplusplus
 extern "C" {
@@ -2207,6 +2476,588 @@ memq_status memq_dead_letter_get_info(const struct memq_dead_letter *letter,
  * `letter` is NULL or a live dead-letter handle, not used again afterwards.
  */
 void memq_dead_letter_free(struct memq_dead_letter *letter);
+
+/**
+ * Fills `config` with the defaults: `MEMQ_SYNC_ALWAYS`, 64 MiB segments, no retention
+ * limit (everything is kept), no flags.
+ *
+ * Returns `MEMQ_STATUS_NULL_POINTER` if `config` is NULL.
+ *
+ * Thread safety: may be called from any thread.
+ *
+ * # Safety
+ *
+ * `config` is NULL or valid for writing a `memq_durable_config`.
+ */
+memq_status memq_durable_config_init(struct memq_durable_config *config);
+
+/**
+ * Opens the durable topic in directory `dir` (created if missing) and writes its handle
+ * to `*topic_out`; free it with `memq_durable_topic_free`. Offsets, group positions and
+ * acks go on from what the directory holds; a torn last record (a crash) is cut off.
+ *
+ * `topic` sets the in-memory part, as for `memq_topic_new`: `capacity` is how many
+ * messages per partition are cached in memory (subscribers read older ones from disk),
+ * `partitions` is fixed when the directory is created, and `overflow` applies to the
+ * log's retention limit (see `memq_durable_config.retention_max_bytes`). `ttl_ms` must
+ * be 0 (use `retention_max_age_ms`) and `MEMQ_TOPIC_RELEASE_ON_READ` is not supported.
+ * `durable` sets the sync policy and retention (see `memq_durable_config_init`).
+ *
+ * Returns `MEMQ_STATUS_LOCKED` if the directory is open already (in this process or
+ * another); `MEMQ_STATUS_CORRUPT` if a record in the middle of a log is damaged (with
+ * sound records after it; nothing on disk was changed: `MEMQ_DURABLE_REPAIR` truncates
+ * there) or a file in the directory is not one the store wrote;
+ * `MEMQ_STATUS_DISK_FULL`, `MEMQ_STATUS_IO` (the directory cannot be created or read:
+ * `memq_last_error_message` names the file and the OS error);
+ * `MEMQ_STATUS_INVALID_ARGUMENT` for a capacity or partition count of 0, a partition
+ * count other than the directory's, a TTL, release on read, an unknown overflow, sync
+ * policy or flag, an interval of 0 under `MEMQ_SYNC_INTERVAL`, a segment size outside
+ * [4096, 4 GiB), or an empty `dir`; `MEMQ_STATUS_NULL_POINTER` if a pointer is NULL.
+ * On Unix `dir` is any NUL-terminated bytes (it need not be UTF-8).
+ *
+ * Thread safety: may be called from any thread.
+ *
+ * # Safety
+ *
+ * `dir` is NULL or a NUL-terminated string; `topic` is NULL or points to a
+ * `memq_topic_config`; `durable` is NULL or points to a `memq_durable_config`;
+ * `topic_out` is NULL or valid for writing a pointer.
+ */
+memq_status memq_durable_open(const char *dir,
+                              const struct memq_topic_config *topic,
+                              const struct memq_durable_config *durable,
+                              struct memq_durable_topic **topic_out);
+
+/**
+ * Frees a durable topic handle. The topic closes (readers drain what was published,
+ * then get `MEMQ_STATUS_CLOSED`); once its subscribers, consumers and deliveries are
+ * freed too, its logs are synced and the directory unlocked. NULL does nothing.
+ *
+ * Thread safety: no other call may use this handle during or after this one.
+ *
+ * # Safety
+ *
+ * `topic` is NULL or a live durable topic handle, not used again afterwards.
+ */
+void memq_durable_topic_free(struct memq_durable_topic *topic);
+
+/**
+ * Closes the topic: publishing returns `MEMQ_STATUS_CLOSED` from now on; readers drain
+ * what was published and then get `MEMQ_STATUS_CLOSED`. Every waiting call is woken.
+ * What is on disk stays; closing a closed topic does nothing.
+ *
+ * Returns `MEMQ_STATUS_NULL_POINTER` if `topic` is NULL.
+ *
+ * Thread safety: may be called from any thread, concurrently with any call on `topic`
+ * except `memq_durable_topic_free(topic)`.
+ *
+ * # Safety
+ *
+ * `topic` is NULL or a live durable topic handle.
+ */
+memq_status memq_durable_topic_close(const struct memq_durable_topic *topic);
+
+/**
+ * Writes the offset the next message of `partition` gets to `*offset_out` (after a
+ * restart: one past the last message kept).
+ *
+ * Returns `MEMQ_STATUS_OUT_OF_RANGE` if there is no such partition,
+ * `MEMQ_STATUS_NULL_POINTER` if a pointer is NULL.
+ *
+ * Thread safety: may be called from any thread, concurrently with any call on `topic`
+ * except `memq_durable_topic_free(topic)`.
+ *
+ * # Safety
+ *
+ * `topic` is NULL or a live durable topic handle; `offset_out` is NULL or valid for
+ * writing a `uint64_t`.
+ */
+memq_status memq_durable_topic_next_offset(const struct memq_durable_topic *topic,
+                                           uint32_t partition,
+                                           uint64_t *offset_out);
+
+/**
+ * Writes the oldest offset `partition` keeps on disk to `*offset_out` (what
+ * `MEMQ_START_EARLIEST` reads first).
+ *
+ * Returns as `memq_durable_topic_next_offset`.
+ *
+ * Thread safety: as `memq_durable_topic_next_offset`.
+ *
+ * # Safety
+ *
+ * As `memq_durable_topic_next_offset`.
+ */
+memq_status memq_durable_topic_start_offset(const struct memq_durable_topic *topic,
+                                            uint32_t partition,
+                                            uint64_t *offset_out);
+
+/**
+ * Publishes a copy of `len` bytes at `data` (NULL with `len == 0` is the empty payload)
+ * to the next partition in turn, and writes where it landed to `*receipt_out`. The
+ * record is written to the file before this returns; under `MEMQ_SYNC_ALWAYS` this also
+ * waits for the disk (`receipt_out->durable` is then true).
+ *
+ * `timeout_ms` is about room under a retention limit with `MEMQ_OVERFLOW_BLOCK`: 0
+ * does not wait (`MEMQ_STATUS_FULL` if the log is full), a negative value waits until a
+ * subscriber moves on. A positive value is `MEMQ_STATUS_INVALID_ARGUMENT`: a time limit
+ * is not supported yet. Without a retention limit a durable topic is never full.
+ *
+ * Returns `MEMQ_STATUS_FULL` (no room: `MEMQ_OVERFLOW_REJECT`, or `BLOCK` with
+ * `timeout_ms == 0`), `MEMQ_STATUS_CLOSED`, `MEMQ_STATUS_DISK_FULL` or `MEMQ_STATUS_IO`
+ * (nothing was published; after a failed sync, which the receipt cannot take back,
+ * nothing more is published until the topic is reopened),
+ * `MEMQ_STATUS_INVALID_ARGUMENT` (a record larger than 64 MiB, a positive `timeout_ms`),
+ * `MEMQ_STATUS_NULL_POINTER`.
+ *
+ * Thread safety: may be called from any thread, concurrently with any call on `topic`
+ * except `memq_durable_topic_free(topic)`; publishers under `MEMQ_SYNC_ALWAYS` share
+ * syncs.
+ *
+ * # Safety
+ *
+ * `topic` is NULL or a live durable topic handle; `data` is NULL or points to `len`
+ * readable bytes; `receipt_out` is NULL or valid for writing a `memq_durable_receipt`.
+ */
+memq_status memq_durable_publish(const struct memq_durable_topic *topic,
+                                 const uint8_t *data,
+                                 size_t len,
+                                 int64_t timeout_ms,
+                                 struct memq_durable_receipt *receipt_out);
+
+/**
+ * `memq_durable_publish` with a key of `key_len` bytes, stored with the message: the
+ * partition is memq's hash of the key (`memq_key_partition`, the same as for an
+ * in-memory topic).
+ *
+ * Returns as `memq_durable_publish`.
+ *
+ * Thread safety: as `memq_durable_publish`.
+ *
+ * # Safety
+ *
+ * As `memq_durable_publish`; `key` is NULL or points to `key_len` readable bytes.
+ */
+memq_status memq_durable_publish_keyed(const struct memq_durable_topic *topic,
+                                       const uint8_t *key,
+                                       size_t key_len,
+                                       const uint8_t *data,
+                                       size_t len,
+                                       int64_t timeout_ms,
+                                       struct memq_durable_receipt *receipt_out);
+
+/**
+ * `memq_durable_publish` to partition `partition`.
+ *
+ * Returns as `memq_durable_publish`, and `MEMQ_STATUS_OUT_OF_RANGE` if there is no such
+ * partition.
+ *
+ * Thread safety: as `memq_durable_publish`.
+ *
+ * # Safety
+ *
+ * As `memq_durable_publish`.
+ */
+memq_status memq_durable_publish_to(const struct memq_durable_topic *topic,
+                                    uint32_t partition,
+                                    const uint8_t *data,
+                                    size_t len,
+                                    int64_t timeout_ms,
+                                    struct memq_durable_receipt *receipt_out);
+
+/**
+ * Subscribes to every partition of `topic` from `start` (a `memq_start`; `offset` is
+ * read only for `MEMQ_START_OFFSET`) and writes the subscriber to `*subscriber_out`.
+ * `MEMQ_START_EARLIEST` is the oldest message kept on disk, however far beyond the
+ * in-memory capacity.
+ *
+ * Returns `MEMQ_STATUS_INVALID_ARGUMENT` for an unknown `start`,
+ * `MEMQ_STATUS_OUT_OF_RANGE` for an offset past the end of a partition,
+ * `MEMQ_STATUS_NULL_POINTER` if a pointer is NULL.
+ *
+ * Thread safety: may be called from any thread, concurrently with any call on `topic`
+ * except `memq_durable_topic_free(topic)`.
+ *
+ * # Safety
+ *
+ * `topic` is NULL or a live durable topic handle; `subscriber_out` is NULL or valid for
+ * writing a pointer.
+ */
+memq_status memq_durable_subscriber_new(const struct memq_durable_topic *topic,
+                                        uint32_t start,
+                                        uint64_t offset,
+                                        struct memq_durable_subscriber **subscriber_out);
+
+/**
+ * Frees a durable subscriber (its hold on retention is released). NULL does nothing.
+ *
+ * Thread safety: no other call may use this subscriber during or after this one.
+ *
+ * # Safety
+ *
+ * `subscriber` is NULL or a live durable subscriber handle, not used again afterwards.
+ */
+void memq_durable_subscriber_free(struct memq_durable_subscriber *subscriber);
+
+/**
+ * Receives the next message (per partition in offset order) and writes its handle to
+ * `*message_out` (free it with `memq_durable_message_free`). Waits up to `timeout_ms`: 0
+ * does not wait, a negative value waits as long as it takes.
+ *
+ * Returns `MEMQ_STATUS_EMPTY` (nothing now, `timeout_ms == 0`), `MEMQ_STATUS_TIMEOUT`,
+ * `MEMQ_STATUS_CLOSED` (closed and everything read), `MEMQ_STATUS_LAGGED` (retention
+ * deleted messages before they were read, under `MEMQ_OVERFLOW_DROP_OLDEST`; their
+ * number goes to `*lagged_out` unless it is NULL; the next receive goes on with the
+ * oldest message kept), `MEMQ_STATUS_CORRUPT` or `MEMQ_STATUS_IO` (reading the log
+ * failed; the subscriber stays where it was), `MEMQ_STATUS_NULL_POINTER`.
+ *
+ * Thread safety: calls on one subscriber are serialised (a second thread waits for the
+ * first call to finish). A receive waiting forever returns once a message comes or the
+ * topic is closed.
+ *
+ * # Safety
+ *
+ * `subscriber` is NULL or a live durable subscriber handle; `message_out` is NULL or
+ * valid for writing a pointer; `lagged_out` is NULL or valid for writing a `uint64_t`.
+ */
+memq_status memq_durable_subscriber_recv(const struct memq_durable_subscriber *subscriber,
+                                         int64_t timeout_ms,
+                                         struct memq_durable_message **message_out,
+                                         uint64_t *lagged_out);
+
+/**
+ * Fills `config` with the defaults: a plain group (`ack_wait_ms` 0), no delivery limit,
+ * the committed offsets written every 256 settlements.
+ *
+ * Returns `MEMQ_STATUS_NULL_POINTER` if `config` is NULL.
+ *
+ * Thread safety: may be called from any thread.
+ *
+ * # Safety
+ *
+ * `config` is NULL or valid for writing a `memq_durable_group_config`.
+ */
+memq_status memq_durable_group_config_init(struct memq_durable_group_config *config);
+
+/**
+ * Joins the durable group `group` of `topic` and writes the member to `*consumer_out`;
+ * free it with `memq_durable_consumer_free`. A group never committed in this directory
+ * starts at `start` (a `memq_start`; `offset` is read only for `MEMQ_START_OFFSET`);
+ * otherwise it goes on from its committed offsets and `start` is not used. After a
+ * restart, what was delivered and not settled by the group's last write is delivered
+ * again; what was settled (acked, or dead-lettered) never comes back.
+ *
+ * `config->ack_wait_ms` of 0 makes a plain group (read with
+ * `memq_durable_consumer_recv`), otherwise one with explicit acks (read with
+ * `memq_durable_consumer_recv_delivery`).
+ *
+ * Returns `MEMQ_STATUS_INVALID_ARGUMENT` for an unknown `start`, a `group` that is not
+ * UTF-8, a `commit_every` of 0, a `max_deliveries` in a plain group, or a group open in
+ * this process with another configuration; `MEMQ_STATUS_CORRUPT` if the group's file is
+ * damaged; `MEMQ_STATUS_IO`; `MEMQ_STATUS_NULL_POINTER` if a pointer is NULL.
+ *
+ * Thread safety: may be called from any thread, concurrently with any call on `topic`
+ * except `memq_durable_topic_free(topic)`.
+ *
+ * # Safety
+ *
+ * `topic` is NULL or a live durable topic handle; `group` is NULL or a NUL-terminated
+ * string; `config` is NULL or points to a `memq_durable_group_config`; `consumer_out` is
+ * NULL or valid for writing a pointer.
+ */
+memq_status memq_durable_consumer_new(const struct memq_durable_topic *topic,
+                                      const char *group,
+                                      uint32_t start,
+                                      uint64_t offset,
+                                      const struct memq_durable_group_config *config,
+                                      struct memq_durable_consumer **consumer_out);
+
+/**
+ * Frees a durable consumer: it leaves its group. A plain member's last message counts as
+ * processed; an explicit-ack member's unacked deliveries go back to the group at once.
+ * When the last member in this process leaves, the group's committed offsets are
+ * written. NULL does nothing.
+ *
+ * Thread safety: no other call may use this consumer during or after this one. Its
+ * deliveries may still be used and freed.
+ *
+ * # Safety
+ *
+ * `consumer` is NULL or a live durable consumer handle, not used again afterwards.
+ */
+void memq_durable_consumer_free(struct memq_durable_consumer *consumer);
+
+/**
+ * Receives the next message of a plain group and writes its handle to `*message_out`
+ * (free it with `memq_durable_message_free`); settles this member's previous message.
+ * Waits up to `timeout_ms`: 0 does not wait, a negative value waits as long as it takes.
+ *
+ * Returns `MEMQ_STATUS_GROUP_MODE_MISMATCH` on a group with explicit acks;
+ * `MEMQ_STATUS_EMPTY`, `MEMQ_STATUS_TIMEOUT`, `MEMQ_STATUS_CLOSED` (closed and everything
+ * handed out), `MEMQ_STATUS_LAGGED` (retention deleted the message before the group read
+ * it; the count goes to `*lagged_out` unless it is NULL), `MEMQ_STATUS_CORRUPT`,
+ * `MEMQ_STATUS_IO`, `MEMQ_STATUS_NULL_POINTER`.
+ *
+ * Thread safety: calls on one consumer are serialised (a second thread waits for the
+ * first call to finish, `memq_durable_consumer_commit` and `_get_stats` too); use one
+ * consumer per thread for competing workers.
+ *
+ * # Safety
+ *
+ * `consumer` is NULL or a live durable consumer handle; `message_out` is NULL or valid
+ * for writing a pointer; `lagged_out` is NULL or valid for writing a `uint64_t`.
+ */
+memq_status memq_durable_consumer_recv(const struct memq_durable_consumer *consumer,
+                                       int64_t timeout_ms,
+                                       struct memq_durable_message **message_out,
+                                       uint64_t *lagged_out);
+
+/**
+ * Receives the next delivery of a group with explicit acks (a message due again first)
+ * and writes its handle to `*delivery_out`; free it with `memq_durable_delivery_free`
+ * whatever is done with it. Waits up to `timeout_ms`: 0 does not wait, a negative value
+ * waits as long as it takes; leases that run out wake it.
+ *
+ * Returns `MEMQ_STATUS_GROUP_MODE_MISMATCH` on a plain group; otherwise as
+ * `memq_durable_consumer_recv` (`MEMQ_STATUS_CLOSED` once the topic is closed and every
+ * message was acked or dead-lettered).
+ *
+ * Thread safety: as `memq_durable_consumer_recv`.
+ *
+ * # Safety
+ *
+ * `consumer` is NULL or a live durable consumer handle; `delivery_out` is NULL or valid
+ * for writing a pointer; `lagged_out` is NULL or valid for writing a `uint64_t`.
+ */
+memq_status memq_durable_consumer_recv_delivery(const struct memq_durable_consumer *consumer,
+                                                int64_t timeout_ms,
+                                                struct memq_durable_delivery **delivery_out,
+                                                uint64_t *lagged_out);
+
+/**
+ * Writes the group's committed offsets (and the offsets settled above them) to disk now,
+ * with an fsync; a plain member's last message is settled first. Without it they are
+ * written every `commit_every` settlements and when the last member leaves.
+ *
+ * Returns `MEMQ_STATUS_DISK_FULL` or `MEMQ_STATUS_IO` if the write failed (the
+ * settlements are kept in memory and written with the next write),
+ * `MEMQ_STATUS_NULL_POINTER`.
+ *
+ * Thread safety: as `memq_durable_consumer_recv`.
+ *
+ * # Safety
+ *
+ * `consumer` is NULL or a live durable consumer handle.
+ */
+memq_status memq_durable_consumer_commit(const struct memq_durable_consumer *consumer);
+
+/**
+ * Writes a snapshot of the group's counters to `*stats_out`.
+ *
+ * Returns `MEMQ_STATUS_NULL_POINTER` if a pointer is NULL.
+ *
+ * Thread safety: as `memq_durable_consumer_recv`.
+ *
+ * # Safety
+ *
+ * `consumer` is NULL or a live durable consumer handle; `stats_out` is NULL or valid for
+ * writing a `memq_durable_group_stats`.
+ */
+memq_status memq_durable_consumer_get_stats(const struct memq_durable_consumer *consumer,
+                                            struct memq_durable_group_stats *stats_out);
+
+/**
+ * Writes the group's committed offset in `partition` (its oldest offset not settled) to
+ * `*committed_out`, and the one last written to disk (what a restart goes on from) to
+ * `*on_disk_out` unless it is NULL.
+ *
+ * Returns `MEMQ_STATUS_OUT_OF_RANGE` if there is no such partition,
+ * `MEMQ_STATUS_NULL_POINTER` if `consumer` or `committed_out` is NULL.
+ *
+ * Thread safety: as `memq_durable_consumer_recv`.
+ *
+ * # Safety
+ *
+ * `consumer` is NULL or a live durable consumer handle; `committed_out` and
+ * `on_disk_out` are NULL or valid for writing a `uint64_t`.
+ */
+memq_status memq_durable_consumer_committed(const struct memq_durable_consumer *consumer,
+                                            uint32_t partition,
+                                            uint64_t *committed_out,
+                                            uint64_t *on_disk_out);
+
+/**
+ * Writes a pointer to the message's payload (`meta.len` bytes) to `*data_out`. The
+ * bytes stay valid and unchanged until the message is freed; with a length of 0 the
+ * pointer must not be read.
+ *
+ * Returns `MEMQ_STATUS_NULL_POINTER` if a pointer is NULL.
+ *
+ * Thread safety: a message may be read from any number of threads at once; it must not
+ * be freed while another call uses it.
+ *
+ * # Safety
+ *
+ * `message` is NULL or a live durable message handle; `data_out` is NULL or valid for
+ * writing a pointer.
+ */
+memq_status memq_durable_message_data(const struct memq_durable_message *message,
+                                      const uint8_t **data_out);
+
+/**
+ * Writes a pointer to the message's key (`meta.key_len` bytes) to `*key_out`, or NULL if
+ * it was published without one. Valid as `memq_durable_message_data`'s pointer.
+ *
+ * Returns `MEMQ_STATUS_NULL_POINTER` if a pointer is NULL.
+ *
+ * Thread safety: as `memq_durable_message_data`.
+ *
+ * # Safety
+ *
+ * `message` is NULL or a live durable message handle; `key_out` is NULL or valid for
+ * writing a pointer.
+ */
+memq_status memq_durable_message_key(const struct memq_durable_message *message,
+                                     const uint8_t **key_out);
+
+/**
+ * Writes the message's metadata (offset, partition, timestamp, payload and key lengths)
+ * to `*meta_out`.
+ *
+ * Returns `MEMQ_STATUS_NULL_POINTER` if a pointer is NULL.
+ *
+ * Thread safety: as `memq_durable_message_data`.
+ *
+ * # Safety
+ *
+ * `message` is NULL or a live durable message handle; `meta_out` is NULL or valid for
+ * writing a `memq_durable_meta`.
+ */
+memq_status memq_durable_message_get_meta(const struct memq_durable_message *message,
+                                          struct memq_durable_meta *meta_out);
+
+/**
+ * Frees a durable message. NULL does nothing.
+ *
+ * Thread safety: no other call may use this message during or after this one.
+ *
+ * # Safety
+ *
+ * `message` is NULL or a live durable message handle, not used again afterwards.
+ */
+void memq_durable_message_free(struct memq_durable_message *message);
+
+/**
+ * `memq_durable_message_data` for a delivery.
+ *
+ * Returns `MEMQ_STATUS_NULL_POINTER` if a pointer is NULL.
+ *
+ * Thread safety: as `memq_durable_message_data`; also while it is being settled.
+ *
+ * # Safety
+ *
+ * `delivery` is NULL or a live durable delivery handle; `data_out` is NULL or valid for
+ * writing a pointer.
+ */
+memq_status memq_durable_delivery_data(const struct memq_durable_delivery *delivery,
+                                       const uint8_t **data_out);
+
+/**
+ * `memq_durable_message_key` for a delivery.
+ *
+ * Returns `MEMQ_STATUS_NULL_POINTER` if a pointer is NULL.
+ *
+ * Thread safety: as `memq_durable_delivery_data`.
+ *
+ * # Safety
+ *
+ * `delivery` is NULL or a live durable delivery handle; `key_out` is NULL or valid for
+ * writing a pointer.
+ */
+memq_status memq_durable_delivery_key(const struct memq_durable_delivery *delivery,
+                                      const uint8_t **key_out);
+
+/**
+ * `memq_durable_message_get_meta` for a delivery.
+ *
+ * Returns `MEMQ_STATUS_NULL_POINTER` if a pointer is NULL.
+ *
+ * Thread safety: as `memq_durable_delivery_data`.
+ *
+ * # Safety
+ *
+ * `delivery` is NULL or a live durable delivery handle; `meta_out` is NULL or valid for
+ * writing a `memq_durable_meta`.
+ */
+memq_status memq_durable_delivery_get_meta(const struct memq_durable_delivery *delivery,
+                                           struct memq_durable_meta *meta_out);
+
+/**
+ * Writes how many times the message has been delivered, this time included, to
+ * `*deliveries_out` (1 the first time; deliveries before a restart count).
+ *
+ * Returns `MEMQ_STATUS_NULL_POINTER` if a pointer is NULL.
+ *
+ * Thread safety: as `memq_durable_delivery_data`.
+ *
+ * # Safety
+ *
+ * `delivery` is NULL or a live durable delivery handle; `deliveries_out` is NULL or
+ * valid for writing a `uint32_t`.
+ */
+memq_status memq_durable_delivery_deliveries(const struct memq_durable_delivery *delivery,
+                                             uint32_t *deliveries_out);
+
+/**
+ * Acknowledges the message: it is settled and never delivered again, across restarts
+ * too once the group's state is written (every `commit_every` settlements,
+ * `memq_durable_consumer_commit`, or when the last member leaves). Ends the lease; the
+ * handle stays valid (free it with `memq_durable_delivery_free`).
+ *
+ * Returns `MEMQ_STATUS_LEASE_EXPIRED` if this delivery was acked or nacked already;
+ * `MEMQ_STATUS_DISK_FULL` or `MEMQ_STATUS_IO` if writing the group's state failed (the
+ * ack is kept in memory and written with the next write); `MEMQ_STATUS_NULL_POINTER`.
+ * An ack that comes after the lease ran out, while the message waits to be delivered
+ * again, still settles it.
+ *
+ * Thread safety: `memq_durable_delivery_ack` and `_nack` on one delivery may come from
+ * any thread, also after its consumer was freed; at most one succeeds. The delivery must
+ * not be freed while another call uses it.
+ *
+ * # Safety
+ *
+ * `delivery` is NULL or a live durable delivery handle.
+ */
+memq_status memq_durable_delivery_ack(const struct memq_durable_delivery *delivery);
+
+/**
+ * Hands the message back to the group, to be delivered again at once (to any member);
+ * after `max_deliveries` deliveries it is dead-lettered instead. Ends the lease; the
+ * handle stays valid (free it with `memq_durable_delivery_free`).
+ *
+ * Returns `MEMQ_STATUS_LEASE_EXPIRED` if this delivery was acked or nacked already,
+ * `MEMQ_STATUS_NULL_POINTER`.
+ *
+ * Thread safety: as `memq_durable_delivery_ack`.
+ *
+ * # Safety
+ *
+ * `delivery` is NULL or a live durable delivery handle.
+ */
+memq_status memq_durable_delivery_nack(const struct memq_durable_delivery *delivery);
+
+/**
+ * Frees a delivery, settled or not. One still unsettled is delivered again once its
+ * lease runs out. NULL does nothing.
+ *
+ * Thread safety: no other call may use this delivery during or after this one. It may
+ * be freed on any thread, before or after its consumer.
+ *
+ * # Safety
+ *
+ * `delivery` is NULL or a live durable delivery handle, not used again afterwards.
+ */
+void memq_durable_delivery_free(struct memq_durable_delivery *delivery);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -19,6 +19,11 @@ MIRRORS = {
     "memq_topic_stats": memq._TopicStats,
     "memq_ack_config": memq._AckConfig,
     "memq_ack_group_stats": memq._AckGroupStats,
+    "memq_durable_config": memq._DurableConfig,
+    "memq_durable_group_config": memq._DurableGroupConfig,
+    "memq_durable_receipt": memq._DurableReceipt,
+    "memq_durable_meta": memq._DurableMeta,
+    "memq_durable_group_stats": memq._DurableGroupStats,
 }
 
 

@@ -73,6 +73,10 @@ ALLOC_FAILED = 14
 PANIC = 15
 LEASE_EXPIRED = 16
 GROUP_MODE_MISMATCH = 17
+LOCKED = 18
+CORRUPT = 19
+DISK_FULL = 20
+IO = 21
 
 # ---- enums and flags --------------------------------------------------------------------
 OVERFLOW = {"block": 0, "drop_oldest": 1, "reject": 2}
@@ -80,6 +84,9 @@ START = {"earliest": 0, "latest": 1, "offset": 2}
 BACKOFF = {"none": 0, "fixed": 1, "exponential": 2}
 TOPIC_TIMESTAMPS = 1
 TOPIC_RELEASE_ON_READ = 2
+SYNC = {"always": 0, "interval": 1, "never": 2}
+DURABLE_VERIFY_ON_OPEN = 1
+DURABLE_REPAIR = 2
 
 
 class MemqError(Exception):
@@ -140,6 +147,26 @@ class Lagged(MemqError):
         self.missed = missed
 
 
+class Locked(MemqError):
+    """A durable topic's directory is open already: in another process, or in this one
+    (a ``DurableTopic``, or a subscriber, consumer or delivery of one, not yet closed)."""
+
+
+class Corrupt(MemqError):
+    """A durable log is damaged beyond a torn tail, or its directory holds a file the
+    store did not write; ``detail`` names the file, the byte and the offset. Nothing was
+    changed on disk (``repair=True`` truncates at the damage)."""
+
+
+class DiskFull(MemqError, OSError):
+    """The disk (or the quota) is full: the durable record was not written."""
+
+
+class StoreIOError(MemqError, OSError):
+    """Another I/O error of a durable topic; ``detail`` names the call, the file and the
+    OS error."""
+
+
 # The exception of each C status (others are MemqError). The same situation has the same
 # name in Rust, C and Python: see the table in memq.h (memq_status) and the README.
 _ERRORS = {
@@ -150,6 +177,10 @@ _ERRORS = {
     INVALID_ARGUMENT: InvalidArgument,
     OUT_OF_RANGE: OutOfRange,
     ALLOC_FAILED: AllocFailed,
+    LOCKED: Locked,
+    CORRUPT: Corrupt,
+    DISK_FULL: DiskFull,
+    IO: StoreIOError,
 }
 
 
@@ -224,6 +255,55 @@ class _AckGroupStats(Structure):
         ("dead_lettered", c_uint64),
         ("evicted_unacked", c_uint64),
         ("lagged", c_uint64),
+    ]
+
+
+class _DurableConfig(Structure):
+    _fields_ = [
+        ("sync", c_uint32),
+        ("sync_interval_ms", c_uint64),
+        ("segment_bytes", c_uint64),
+        ("retention_max_bytes", c_uint64),
+        ("retention_max_age_ms", c_uint64),
+        ("retention_max_segments", c_size_t),
+        ("flags", c_uint32),
+    ]
+
+
+class _DurableGroupConfig(Structure):
+    _fields_ = [
+        ("ack_wait_ms", c_uint64),
+        ("max_deliveries", c_uint32),
+        ("commit_every", c_uint32),
+    ]
+
+
+class _DurableReceipt(Structure):
+    _fields_ = [
+        ("offset", c_uint64),
+        ("partition", c_uint32),
+        ("count", c_uint32),
+        ("durable", c_bool),
+    ]
+
+
+class _DurableMeta(Structure):
+    _fields_ = [
+        ("offset", c_uint64),
+        ("timestamp_ms", c_uint64),
+        ("len", c_size_t),
+        ("key_len", c_size_t),
+        ("partition", c_uint32),
+        ("has_key", c_bool),
+    ]
+
+
+class _DurableGroupStats(Structure):
+    _fields_ = [
+        ("members", c_size_t),
+        ("in_flight", c_size_t),
+        ("redelivered", c_uint64),
+        ("dead_lettered", c_uint64),
     ]
 
 
@@ -341,6 +421,66 @@ def _load():
         "memq_delivery_touch": (c_uint32, [handle]),
         "memq_delivery_free": (None, [handle]),
         "memq_last_error_message": (c_char_p, []),
+        "memq_durable_config_init": (c_uint32, [POINTER(_DurableConfig)]),
+        "memq_durable_open": (
+            c_uint32,
+            [c_char_p, POINTER(_TopicConfig), POINTER(_DurableConfig), out],
+        ),
+        "memq_durable_topic_free": (None, [handle]),
+        "memq_durable_topic_close": (c_uint32, [handle]),
+        "memq_durable_topic_next_offset": (c_uint32, [handle, c_uint32, POINTER(c_uint64)]),
+        "memq_durable_topic_start_offset": (c_uint32, [handle, c_uint32, POINTER(c_uint64)]),
+        "memq_durable_publish": (
+            c_uint32,
+            [handle, POINTER(c_uint8), c_size_t, c_int64, POINTER(_DurableReceipt)],
+        ),
+        "memq_durable_publish_keyed": (
+            c_uint32,
+            [
+                handle,
+                POINTER(c_uint8),
+                c_size_t,
+                POINTER(c_uint8),
+                c_size_t,
+                c_int64,
+                POINTER(_DurableReceipt),
+            ],
+        ),
+        "memq_durable_publish_to": (
+            c_uint32,
+            [handle, c_uint32, POINTER(c_uint8), c_size_t, c_int64, POINTER(_DurableReceipt)],
+        ),
+        "memq_durable_subscriber_new": (c_uint32, [handle, c_uint32, c_uint64, out]),
+        "memq_durable_subscriber_free": (None, [handle]),
+        "memq_durable_subscriber_recv": (c_uint32, [handle, c_int64, out, POINTER(c_uint64)]),
+        "memq_durable_group_config_init": (c_uint32, [POINTER(_DurableGroupConfig)]),
+        "memq_durable_consumer_new": (
+            c_uint32,
+            [handle, c_char_p, c_uint32, c_uint64, POINTER(_DurableGroupConfig), out],
+        ),
+        "memq_durable_consumer_free": (None, [handle]),
+        "memq_durable_consumer_recv": (c_uint32, [handle, c_int64, out, POINTER(c_uint64)]),
+        "memq_durable_consumer_recv_delivery": (
+            c_uint32,
+            [handle, c_int64, out, POINTER(c_uint64)],
+        ),
+        "memq_durable_consumer_commit": (c_uint32, [handle]),
+        "memq_durable_consumer_get_stats": (c_uint32, [handle, POINTER(_DurableGroupStats)]),
+        "memq_durable_consumer_committed": (
+            c_uint32,
+            [handle, c_uint32, POINTER(c_uint64), POINTER(c_uint64)],
+        ),
+        "memq_durable_message_data": (c_uint32, [handle, POINTER(POINTER(c_uint8))]),
+        "memq_durable_message_key": (c_uint32, [handle, POINTER(POINTER(c_uint8))]),
+        "memq_durable_message_get_meta": (c_uint32, [handle, POINTER(_DurableMeta)]),
+        "memq_durable_message_free": (None, [handle]),
+        "memq_durable_delivery_data": (c_uint32, [handle, POINTER(POINTER(c_uint8))]),
+        "memq_durable_delivery_key": (c_uint32, [handle, POINTER(POINTER(c_uint8))]),
+        "memq_durable_delivery_get_meta": (c_uint32, [handle, POINTER(_DurableMeta)]),
+        "memq_durable_delivery_deliveries": (c_uint32, [handle, POINTER(c_uint32)]),
+        "memq_durable_delivery_ack": (c_uint32, [handle]),
+        "memq_durable_delivery_nack": (c_uint32, [handle]),
+        "memq_durable_delivery_free": (None, [handle]),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)
@@ -851,6 +991,387 @@ class AckConsumer(_Reader):
             "ack consumer",
         )
         self._h = out
+
+
+# ---- durable topics ----------------------------------------------------------------------
+
+DurableReceipt = namedtuple("DurableReceipt", "partition offset count durable")
+DurableReceipt.__doc__ = (
+    "Where a durable publish landed; ``durable``: the record was on the disk when the "
+    "publish returned (always under sync='always', never under the others)."
+)
+
+DurableMessage = namedtuple("DurableMessage", "data key offset partition timestamp_ms")
+DurableMessage.__doc__ = (
+    "A message of a durable topic: its bytes, its key (bytes, or None), offset, "
+    "partition, and when it was published (ms since the UNIX epoch)."
+)
+
+
+def _durable_fields(meta_fn, data_fn, key_fn, handle):
+    """(meta, data, key) of a durable message or delivery handle (copied out)."""
+    meta = _meta_of_durable(meta_fn, handle)
+    data = _data_of(data_fn, handle, meta.len)
+    key = None
+    if meta.has_key:
+        key = _data_of(key_fn, handle, meta.key_len)
+    return meta, data, key
+
+
+def _meta_of_durable(getter, handle):
+    meta = _DurableMeta()
+    _check(getter(handle, byref(meta)), "meta")
+    return meta
+
+
+def _take_durable_message(handle):
+    try:
+        meta, data, key = _durable_fields(
+            _lib.memq_durable_message_get_meta,
+            _lib.memq_durable_message_data,
+            _lib.memq_durable_message_key,
+            handle,
+        )
+    finally:
+        _lib.memq_durable_message_free(handle)
+    return DurableMessage(data, key, meta.offset, meta.partition, meta.timestamp_ms)
+
+
+def _path_arg(path):
+    """A directory path as bytes for C (``str``, ``bytes`` or ``os.PathLike``)."""
+    try:
+        path = os.fsencode(path)
+    except TypeError:
+        raise TypeError(f"a path is a str, bytes or os.PathLike, not {type(path).__name__}") from None
+    if b"\0" in path:
+        raise InvalidArgument(detail="a path cannot contain NUL")
+    return path
+
+
+def _optional_limit(value, name, high, scale=None):
+    """A retention limit: None (no limit) or a positive number (of ``scale``d units)."""
+    if value is None:
+        return 0
+    if scale is not None:
+        return _duration_ms(value, name)
+    return _int_arg(value, name, 1, high)
+
+
+class DurableTopic:
+    """A durable topic: a topic whose messages, offsets, group positions and acks live in
+    directory ``path``, and survive a restart of the process (docs/DURABILITY.md).
+
+    ``capacity`` messages per partition are cached in memory; subscribers read older ones
+    from disk. ``partitions`` is fixed when the directory is created. ``sync`` is
+    ``"always"`` (a publish returns once on the disk), ``"interval"`` (synced every
+    ``sync_interval`` seconds) or ``"never"`` (the OS decides). Retention (none by
+    default): ``max_bytes`` and ``max_segments`` per partition, under ``overflow``
+    (``"block"``: publishers wait for subscribers, ``"reject"``: ``Full``,
+    ``"drop_oldest"``: the oldest segments go), and ``max_age`` seconds.
+
+    One owner per directory: ``Locked`` while another ``DurableTopic`` (or a reader of
+    one) has it open. ``close()`` (or leaving a ``with`` block) closes the topic and
+    releases this handle; the directory is free again once its readers are closed too::
+
+        with memq.DurableTopic("/var/lib/app/orders") as topic:
+            topic.publish(b"order 1", key=b"customer-7")
+            with topic.group("billing", ack_wait=30) as billing:
+                delivery = billing.recv(timeout=1)
+                delivery.ack()
+    """
+
+    def __init__(
+        self,
+        path,
+        capacity=1024,
+        partitions=1,
+        overflow="block",
+        sync="always",
+        sync_interval=None,
+        segment_bytes=None,
+        max_bytes=None,
+        max_age=None,
+        max_segments=None,
+        verify_on_open=False,
+        repair=False,
+    ):
+        self._h = None
+        config = _TopicConfig()
+        _check(_lib.memq_topic_config_init(byref(config)), "topic config")
+        config.capacity = _int_arg(capacity, "capacity", 1, _SIZE_MAX)
+        config.partitions = _int_arg(partitions, "partitions", 1, _U32_MAX)
+        if overflow not in OVERFLOW:
+            raise InvalidArgument(detail=f"overflow must be one of {sorted(OVERFLOW)}")
+        config.overflow = OVERFLOW[overflow]
+        durable = _DurableConfig()
+        _check(_lib.memq_durable_config_init(byref(durable)), "durable config")
+        if sync not in SYNC:
+            raise InvalidArgument(detail=f"sync must be one of {sorted(SYNC)}")
+        durable.sync = SYNC[sync]
+        if sync == "interval":
+            if sync_interval is None:
+                raise InvalidArgument(detail="sync='interval' needs a sync_interval in seconds")
+            durable.sync_interval_ms = _duration_ms(sync_interval, "sync_interval")
+        elif sync_interval is not None:
+            raise InvalidArgument(detail="sync_interval is only for sync='interval'")
+        if segment_bytes is not None:
+            durable.segment_bytes = _int_arg(segment_bytes, "segment_bytes", 1, _U64_MAX)
+        durable.retention_max_bytes = _optional_limit(max_bytes, "max_bytes", _U64_MAX)
+        durable.retention_max_age_ms = _optional_limit(max_age, "max_age", _U64_MAX, "s")
+        durable.retention_max_segments = _optional_limit(max_segments, "max_segments", _SIZE_MAX)
+        durable.flags = (DURABLE_VERIFY_ON_OPEN if verify_on_open else 0) | (
+            DURABLE_REPAIR if repair else 0
+        )
+        out = c_void_p()
+        _check(
+            _lib.memq_durable_open(_path_arg(path), byref(config), byref(durable), byref(out)),
+            "durable topic",
+        )
+        self._h = out
+        self.path = path
+        self.partitions = config.partitions
+
+    def __del__(self):
+        self.close()
+
+    def _handle(self):
+        if not self._h:
+            raise Closed(CLOSED, "durable topic", "this DurableTopic was closed")
+        return self._h
+
+    def close(self):
+        """Closes the topic (publishing raises ``Closed``; readers drain what was
+        published, then see ``Closed``) and releases this handle. What is on disk stays."""
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            _lib.memq_durable_topic_close(h)
+            _lib.memq_durable_topic_free(h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def publish(self, data, key=None, partition=None, wait=True):
+        """Publishes ``data`` (bytes-like): with ``key`` (routed by memq's key hash, kept
+        with the message) or to ``partition``, else to the next partition in turn.
+        Returns a ``DurableReceipt``. ``wait=False`` does not wait for room under a
+        retention limit with overflow "block" (``Full`` instead); either way, under
+        sync="always" it waits for the disk."""
+        if key is not None and partition is not None:
+            raise InvalidArgument(detail="give a key or a partition, not both")
+        buf, n, _keep = _bytes_arg(data)
+        timeout = 0 if not wait else -1
+        receipt = _DurableReceipt()
+        h = self._handle()
+        if key is not None:
+            kbuf, kn, _kkeep = _bytes_arg(key)
+            status = _lib.memq_durable_publish_keyed(h, kbuf, kn, buf, n, timeout, byref(receipt))
+        elif partition is not None:
+            p = _int_arg(partition, "partition", 0, _U32_MAX)
+            status = _lib.memq_durable_publish_to(h, p, buf, n, timeout, byref(receipt))
+        else:
+            status = _lib.memq_durable_publish(h, buf, n, timeout, byref(receipt))
+        _check(status, "publish")
+        return DurableReceipt(receipt.partition, receipt.offset, receipt.count, receipt.durable)
+
+    def next_offset(self, partition=0):
+        """The offset the next message of ``partition`` gets."""
+        out = c_uint64()
+        p = _int_arg(partition, "partition", 0, _U32_MAX)
+        _check(_lib.memq_durable_topic_next_offset(self._handle(), p, byref(out)), "next_offset")
+        return out.value
+
+    def start_offset(self, partition=0):
+        """The oldest offset ``partition`` keeps on disk."""
+        out = c_uint64()
+        p = _int_arg(partition, "partition", 0, _U32_MAX)
+        _check(_lib.memq_durable_topic_start_offset(self._handle(), p, byref(out)), "start_offset")
+        return out.value
+
+    def subscribe(self, start="earliest", offset=0):
+        """A subscriber reading every message from ``start`` (``"earliest"``: the oldest
+        kept on disk, however much more than memory holds)."""
+        return DurableSubscriber(self, start, offset)
+
+    def group(self, name, start="earliest", offset=0, ack_wait=None, max_deliveries=None, commit_every=None):
+        """A member of durable group ``name``. Without ``ack_wait`` a plain group (a
+        member's next receive settles its previous message); with it, explicit acks:
+        ``recv`` returns ``DurableDelivery`` objects to ``ack`` or ``nack``, and one not
+        acked within ``ack_wait`` seconds comes again. The group's committed offsets are
+        written every ``commit_every`` settlements (default 256), on ``commit()`` and
+        when its last member closes; after a restart, what was settled never comes back
+        and what was not comes again."""
+        return DurableConsumer(self, name, start, offset, ack_wait, max_deliveries, commit_every)
+
+
+class _DurableReader:
+    _free_fn = None
+
+    def __del__(self):
+        self.close()
+
+    def close(self):
+        """Frees the handle now (a group member leaves its group; the directory is
+        released once the topic and its readers are closed). Only when no other thread
+        uses this reader."""
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            type(self)._free_fn(h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def _recv(self, fn, timeout, what):
+        if not self._h:
+            raise Closed(CLOSED, what, "this reader was closed")
+        return _recv(fn, self._h, timeout, what)
+
+    def __iter__(self):
+        """Every message until the topic is closed and drained (lags are skipped)."""
+        while True:
+            try:
+                item = self.recv()
+            except Lagged:
+                continue
+            except Closed:
+                return
+            yield item
+
+
+class DurableSubscriber(_DurableReader):
+    """A subscriber of a durable topic (``DurableTopic.subscribe``)."""
+
+    _free_fn = _lib.memq_durable_subscriber_free
+
+    def __init__(self, topic, start, offset):
+        self._h = None
+        out = c_void_p()
+        _check(
+            _lib.memq_durable_subscriber_new(
+                topic._handle(), _start(start), _offset(offset), byref(out)
+            ),
+            "subscribe",
+        )
+        self._h = out
+
+    def recv(self, timeout=None):
+        """The next ``DurableMessage``, or ``None`` if none came within ``timeout``
+        seconds (``None``: wait as long as it takes). ``Closed`` once the topic is closed
+        and everything was read; ``Lagged`` if retention deleted messages first."""
+        h = self._recv(_lib.memq_durable_subscriber_recv, timeout, "recv")
+        return None if h is None else _take_durable_message(h)
+
+
+class DurableDelivery:
+    """A message of a durable group with explicit acks; settle it with ``ack`` or
+    ``nack``. Dropped unsettled, it comes again once its lease (``ack_wait``) ends."""
+
+    def __init__(self, handle):
+        self._h = handle
+        try:
+            meta, self.data, self.key = _durable_fields(
+                _lib.memq_durable_delivery_get_meta,
+                _lib.memq_durable_delivery_data,
+                _lib.memq_durable_delivery_key,
+                handle,
+            )
+            n = c_uint32()
+            _check(_lib.memq_durable_delivery_deliveries(handle, byref(n)), "deliveries")
+        except BaseException:
+            _lib.memq_durable_delivery_free(handle)
+            self._h = None
+            raise
+        self.offset = meta.offset
+        self.partition = meta.partition
+        self.timestamp_ms = meta.timestamp_ms
+        #: How many times this message has been delivered, this time included.
+        self.deliveries = n.value
+
+    def ack(self):
+        """Done: never delivered again, across restarts too once the group's state is
+        written. ``LeaseExpired`` if it was acked or nacked already."""
+        _check(_lib.memq_durable_delivery_ack(self._h), "ack")
+
+    def nack(self):
+        """Not done: delivered again at once, to any member (dead-lettered after
+        ``max_deliveries``)."""
+        _check(_lib.memq_durable_delivery_nack(self._h), "nack")
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            _lib.memq_durable_delivery_free(self._h)
+            self._h = None
+
+
+class DurableConsumer(_DurableReader):
+    """A member of a durable group (``DurableTopic.group``)."""
+
+    _free_fn = _lib.memq_durable_consumer_free
+
+    def __init__(self, topic, name, start, offset, ack_wait, max_deliveries, commit_every):
+        self._h = None
+        config = _DurableGroupConfig()
+        _check(_lib.memq_durable_group_config_init(byref(config)), "group config")
+        self.acked = ack_wait is not None
+        if self.acked:
+            config.ack_wait_ms = _duration_ms(ack_wait, "ack_wait")
+        if max_deliveries is not None:
+            if not self.acked:
+                raise InvalidArgument(detail="max_deliveries needs explicit acks (an ack_wait)")
+            config.max_deliveries = _int_arg(max_deliveries, "max_deliveries", 1, _U32_MAX)
+        if commit_every is not None:
+            config.commit_every = _int_arg(commit_every, "commit_every", 1, _U32_MAX)
+        out = c_void_p()
+        _check(
+            _lib.memq_durable_consumer_new(
+                topic._handle(),
+                _group_name(name),
+                _start(start),
+                _offset(offset),
+                byref(config),
+                byref(out),
+            ),
+            "group",
+        )
+        self._h = out
+        self.name = name
+        self._partitions = topic.partitions
+
+    def recv(self, timeout=None):
+        """The next item: a ``DurableMessage`` in a plain group, a ``DurableDelivery``
+        with explicit acks; ``None`` if none came within ``timeout`` seconds (``None``:
+        wait as long as it takes). ``Closed`` once the topic is closed and the group
+        drained."""
+        if self.acked:
+            h = self._recv(_lib.memq_durable_consumer_recv_delivery, timeout, "recv")
+            return None if h is None else DurableDelivery(h)
+        h = self._recv(_lib.memq_durable_consumer_recv, timeout, "recv")
+        return None if h is None else _take_durable_message(h)
+
+    def commit(self):
+        """Writes the group's committed offsets to disk now (an fsync)."""
+        _check(_lib.memq_durable_consumer_commit(self._h), "commit")
+
+    def committed(self, partition=0):
+        """``(committed, on_disk)`` of ``partition``: the oldest offset not settled, and
+        the committed offset last written to disk (where a restart goes on)."""
+        c, d = c_uint64(), c_uint64()
+        p = _int_arg(partition, "partition", 0, _U32_MAX)
+        _check(_lib.memq_durable_consumer_committed(self._h, p, byref(c), byref(d)), "committed")
+        return c.value, d.value
+
+    def stats(self):
+        """The group's counters, as a dict."""
+        s = _DurableGroupStats()
+        _check(_lib.memq_durable_consumer_get_stats(self._h, byref(s)), "stats")
+        return {name: getattr(s, name) for name, _ in s._fields_}
 
 
 class Pool:

@@ -11,6 +11,7 @@ import ctypes
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -537,6 +538,168 @@ class LeaseRenewalSchedule(unittest.TestCase):
         expired, settled, log = self.run_batch([self.ACK * 2.5, 1.0, 1.0])
         self.assertEqual((expired, settled), (3, [None, None, None]))
         self.assertEqual(log[0], ("expired", 0, "ack"))
+
+
+class Durable(unittest.TestCase):
+    """Durable topics: restarts, acks across restarts, replay beyond memory, and the
+    errors a directory can give."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.dir = os.path.join(self._tmp.name, "topic")
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def open(self, **kwargs):
+        kwargs.setdefault("capacity", 8)
+        kwargs.setdefault("sync", "never")
+        kwargs.setdefault("segment_bytes", 4096)
+        return memq.DurableTopic(self.dir, **kwargs)
+
+    def test_offsets_go_on_and_a_subscriber_replays_beyond_memory(self):
+        with self.open(partitions=2) as topic:
+            receipts = [topic.publish(b"m%03d" % i, key=b"k%d" % (i % 5)) for i in range(300)]
+            self.assertFalse(any(r.durable for r in receipts))
+            for i, r in enumerate(receipts):
+                self.assertEqual(r.partition, memq.key_partition(b"k%d" % (i % 5), 2))
+        with self.open(partitions=2) as topic:
+            self.assertEqual(topic.next_offset(0) + topic.next_offset(1), 300)
+            with topic.subscribe() as sub:
+                got = [sub.recv(timeout=1) for _ in range(300)]
+                self.assertIsNone(sub.recv(timeout=0))
+            self.assertEqual(sorted(m.data for m in got), [b"m%03d" % i for i in range(300)])
+            for m in got:
+                i = int(m.data[1:])
+                self.assertEqual(m.key, b"k%d" % (i % 5))
+                self.assertEqual(m.partition, memq.key_partition(m.key, 2))
+                self.assertGreater(m.timestamp_ms, 1_600_000_000_000)
+            r = topic.publish(b"late", partition=1)
+            self.assertEqual((r.partition, r.offset), (1, topic.next_offset(1) - 1))
+            with self.assertRaises(memq.OutOfRange):
+                topic.publish(b"x", partition=2)
+        with self.assertRaises(memq.Closed):
+            topic.publish(b"after close")
+
+    def test_receipts_are_durable_under_sync_always(self):
+        with self.open(sync="always") as topic:
+            self.assertTrue(topic.publish(b"x").durable)
+
+    def test_acked_messages_never_come_back_unacked_ones_do(self):
+        with self.open() as topic:
+            for i in range(20):
+                topic.publish(b"job %d" % i)
+            with topic.group("workers", ack_wait=60) as workers:
+                kept = []
+                for i in range(20):
+                    d = workers.recv(timeout=1)
+                    self.assertEqual((d.data, d.deliveries), (b"job %d" % i, 1))
+                    if i % 4 == 0:
+                        kept.append(d)  # unacked, and never will be
+                    else:
+                        d.ack()
+                        with self.assertRaises(memq.LeaseExpired):
+                            d.ack()
+                workers.commit()
+                self.assertEqual(workers.stats()["in_flight"], 5)
+                self.assertEqual(workers.committed(0), (0, 0))
+                del kept
+        with self.open() as topic, topic.group("workers", ack_wait=60) as workers:
+            again = []
+            while (d := workers.recv(timeout=0.2)) is not None:
+                again.append(d.data)
+                d.ack()
+            self.assertEqual(again, [b"job %d" % i for i in range(0, 20, 4)])
+            workers.commit()
+            self.assertEqual(workers.committed(0), (20, 20))
+
+    def test_a_plain_group_goes_on_from_its_commit(self):
+        with self.open() as topic:
+            for i in range(10):
+                topic.publish(b"%d" % i)
+            with topic.group("audit") as audit:
+                self.assertEqual([audit.recv(timeout=1).data for _ in range(4)], [b"0", b"1", b"2", b"3"])
+                audit.commit()
+        with self.open() as topic, topic.group("audit") as audit:
+            self.assertEqual(audit.recv(timeout=1).data, b"4")
+            with self.assertRaises(memq.InvalidArgument):
+                topic.group("audit", ack_wait=1)  # open here with the other configuration
+
+    def test_a_locked_directory(self):
+        topic = self.open()
+        sub = topic.subscribe()
+        with self.assertRaises(memq.Locked) as caught:
+            self.open()
+        self.assertIn("already open", caught.exception.detail)
+        topic.close()
+        with self.assertRaises(memq.Locked):
+            self.open()  # the subscriber still holds it
+        sub.close()
+        self.open().close()
+
+    def test_directory_errors_are_exceptions(self):
+        path = os.path.join(self._tmp.name, "a-file")
+        with open(path, "wb"):
+            pass
+        with self.assertRaises(memq.StoreIOError) as caught:
+            memq.DurableTopic(path)
+        self.assertIsInstance(caught.exception, OSError)
+        with self.open() as topic:
+            for i in range(400):
+                topic.publish(b"payload %d" % i)
+        seg = os.path.join(self.dir, "partition-0", "0" * 20 + ".log")
+        with open(seg, "r+b") as f:
+            f.seek(16 + 36)
+            byte = f.read(1)
+            f.seek(16 + 36)
+            f.write(bytes([byte[0] ^ 0xFF]))
+        with self.assertRaises(memq.Corrupt):
+            self.open(verify_on_open=True)
+        with self.open(verify_on_open=True, repair=True) as topic:
+            self.assertEqual(topic.next_offset(0), 0)
+
+    def test_arguments(self):
+        for kwargs in (
+            {"sync": "sometimes"},
+            {"sync": "interval"},
+            {"sync": "always", "sync_interval": 1},
+            {"overflow": "spill"},
+            {"capacity": 0},
+            {"segment_bytes": 100},
+            {"max_age": 0},
+        ):
+            with self.assertRaises(memq.InvalidArgument, msg=repr(kwargs)):
+                self.open(**kwargs)
+        with self.assertRaises(TypeError):
+            memq.DurableTopic(3)
+        with self.assertRaises(memq.InvalidArgument):
+            memq.DurableTopic("a\0b")
+        with self.open(sync="interval", sync_interval=0.01) as topic:
+            with self.assertRaises(memq.InvalidArgument):
+                topic.publish(b"x", key=b"k", partition=0)
+            with self.assertRaises(TypeError):
+                topic.publish("text")
+            with self.assertRaises(memq.InvalidArgument):
+                topic.group("g", max_deliveries=3)
+            with self.assertRaises(memq.OutOfRange):
+                topic.subscribe(start="offset", offset=5)
+
+    def test_wait_false_is_full_at_a_retention_limit(self):
+        with self.open(max_segments=1) as topic, topic.subscribe() as sub:
+            with self.assertRaises(memq.Full):
+                for i in range(10_000):
+                    topic.publish(b"x" * 64, wait=False)
+            self.assertIsNotNone(sub.recv(timeout=0))
+
+    def test_nack_and_dead_letters(self):
+        with self.open() as topic, topic.group("g", ack_wait=60, max_deliveries=2) as g:
+            topic.publish(b"poison")
+            for attempt in (1, 2):
+                d = g.recv(timeout=1)
+                self.assertEqual(d.deliveries, attempt)
+                d.nack()
+            self.assertIsNone(g.recv(timeout=0))
+            self.assertEqual(g.stats()["dead_lettered"], 1)
 
 
 if __name__ == "__main__":

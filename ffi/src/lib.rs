@@ -49,6 +49,8 @@ mod ack;
 
 mod dead_letter;
 
+mod durable;
+
 // Helpers.
 mod boundary;
 mod wait;
@@ -56,6 +58,7 @@ mod wait;
 pub use ack::*;
 pub use broker::*;
 pub use dead_letter::*;
+pub use durable::*;
 pub use message::*;
 pub use reader::*;
 pub use status::*;

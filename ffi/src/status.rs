@@ -32,6 +32,11 @@ use memq_core::{AckError, Error, PublishError, RecvError, RecvTimeoutError, TryR
 /// | unknown topic / topic exists / unknown group | `Error::UnknownTopic`, `TopicExists`, `UnknownGroup` | `UNKNOWN_TOPIC`, `TOPIC_EXISTS`, `UNKNOWN_GROUP` | `MemqError` |
 /// | the group has the other ack mode | `Error::GroupModeMismatch` | `GROUP_MODE_MISMATCH` | `MemqError` |
 /// | a lease ran out or was settled already | `AckError::LeaseExpired` | `LEASE_EXPIRED` | `LeaseExpired` |
+/// | a durable topic's directory is open already | `StoreError::Locked` | `LOCKED` | `Locked` |
+/// | a durable log damaged in the middle, a foreign file | `StoreError::Corrupt`, `Format` | `CORRUPT` | `Corrupt` |
+/// | the disk is full | `StoreError::Io` (`is_disk_full`) | `DISK_FULL` | `DiskFull` (also an `OSError`) |
+/// | another I/O error of a durable topic | `StoreError::Io` | `IO` | `StoreIOError` (also an `OSError`) |
+/// | a group has the other mode (durable: plain or explicit acks) | (one type for both) | `GROUP_MODE_MISMATCH` | `MemqError` |
 /// | a receive buffer is too small | (Rust hands out the message) | `BUFFER_TOO_SMALL` (length in `len_out`) | (cannot happen) |
 ///
 /// `memq_last_error_message` words each case as the Rust error's `Display` does (for
@@ -88,12 +93,26 @@ pub enum memq_status {
     /// The group exists with the other acknowledgement mode: `memq_consumer_new` on an
     /// explicit-ack group, or `memq_ack_consumer_new` on an automatic-commit one.
     GroupModeMismatch = 17,
+    /// A durable topic's directory is open already: by another process, or elsewhere in
+    /// this one (a `memq_durable_topic`, or a subscriber, consumer or delivery of one, not
+    /// yet freed). One owner per directory.
+    Locked = 18,
+    /// A durable topic's log is damaged beyond a torn tail (a bad record with sound
+    /// records after it), or a file in its directory is not one the store wrote.
+    /// `memq_last_error_message` names the file, the byte position and the offset.
+    /// Nothing on disk was changed (`MEMQ_DURABLE_REPAIR` truncates at the damage).
+    Corrupt = 19,
+    /// The disk (or the user's quota) is full: the durable record was not written.
+    DiskFull = 20,
+    /// Another I/O error of a durable topic (creating its directory, a write, a sync);
+    /// `memq_last_error_message` says which call failed on which file, and the OS error.
+    Io = 21,
 }
 
 impl memq_status {
     /// Every status, in code order (not exported: cbindgen would turn a public one into a
     /// broken macro).
-    const ALL: [memq_status; 18] = [
+    const ALL: [memq_status; 22] = [
         Self::Ok,
         Self::Empty,
         Self::Timeout,
@@ -112,6 +131,10 @@ impl memq_status {
         Self::Panic,
         Self::LeaseExpired,
         Self::GroupModeMismatch,
+        Self::Locked,
+        Self::Corrupt,
+        Self::DiskFull,
+        Self::Io,
     ];
 
     /// The status whose code is `code`, as read back from C; `None` for any other value.
@@ -139,6 +162,10 @@ impl memq_status {
             Self::Panic => c"internal panic caught at the library boundary",
             Self::LeaseExpired => c"lease expired or already settled",
             Self::GroupModeMismatch => c"group exists with the other acknowledgement mode",
+            Self::Locked => c"durable topic directory is already open",
+            Self::Corrupt => c"durable log is corrupt",
+            Self::DiskFull => c"disk full",
+            Self::Io => c"i/o error",
         }
     }
 }

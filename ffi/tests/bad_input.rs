@@ -294,14 +294,16 @@ fn status_strings() {
         let s = unsafe { CStr::from_ptr(memq_status_str(code as u32)) };
         assert!(!s.is_empty() && s != c"unknown status");
     }
-    assert_eq!(count, 18);
+    assert_eq!(count, 22);
     assert_eq!(memq_status::from_code(15), Some(memq_status::Panic));
     assert_eq!(memq_status::from_code(16), Some(memq_status::LeaseExpired));
     assert_eq!(
         memq_status::from_code(17),
         Some(memq_status::GroupModeMismatch)
     );
-    for bad in [18, 1000, u32::MAX] {
+    assert_eq!(memq_status::from_code(18), Some(memq_status::Locked));
+    assert_eq!(memq_status::from_code(21), Some(memq_status::Io));
+    for bad in [22, 1000, u32::MAX] {
         assert_eq!(memq_status::from_code(bad), None);
         // SAFETY: as above.
         let s = unsafe { CStr::from_ptr(memq_status_str(bad)) };

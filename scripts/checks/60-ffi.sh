@@ -1,8 +1,9 @@
 # The C ABI (memq-ffi): include/memq.h is exactly what the pinned cbindgen makes of
-# ffi/src; the C examples (pub/sub and groups; explicit acks and dead letters) and the C++
+# ffi/src; the C examples (pub/sub and groups; explicit acks and dead letters; a durable
+# topic across a restart) and the C++
 # one build without a warning against it and libmemq, check every message they receive,
 # and do so again under valgrind (or AddressSanitizer) with no error and no leak; the Python
-# example (ctypes over libmemq.so) runs the same kinds of checks from Python threads.
+# examples (ctypes over libmemq.so) run the same kinds of checks from Python threads.
 
 # The one cbindgen version that generates include/memq.h. To move to another: change it
 # here, regenerate the header with it (see ffi/cbindgen.toml) and commit both.
@@ -62,7 +63,7 @@ ffi_cpp=(g++ -std=c++17 -g -Wall -Wextra -Werror -Iinclude examples/cpp/demo.cpp
     -L"$ffi_lib_abs" -lmemq -Wl,-rpath,"$(cd examples/cpp/build/lib && pwd)" -pthread)
 # Each run is bounded: a lost wake-up shows as a failed stage, not a hung CI.
 if [ $ffi_has_c = 1 ]; then
-    for ffi_example in pubsub acks; do
+    for ffi_example in pubsub acks durable; do
         run "${ffi_c[@]}" -O2 "examples/c/$ffi_example.c" "${ffi_c_libs[@]}" \
             -o "examples/c/build/$ffi_example"
         bounded 120 "examples/c/build/$ffi_example"
@@ -157,6 +158,8 @@ if ensure_apt python3 python3; then
         examples/python/build/layout | python3 examples/python/check_layout.py
     fi
     bounded 300 python3 examples/python/demo.py
+    # A durable topic across a restart: acks kept, unacked orders again, replay from disk.
+    bounded 300 python3 examples/python/durable_demo.py
     # The binding's edges: argument checks, leases, and the Pool when handlers misbehave.
     bounded 300 python3 examples/python/test_memq.py
     # Installed with pip (setup.py copies the library MEMQ_LIB names into the wheel): the
@@ -188,6 +191,7 @@ fi
 
 # Under a memory checker, with fewer messages (valgrind runs code ~50x slower).
 ffi_checked=20000
+ffi_durable_checked=1000
 if [ $ffi_has_c = 0 ] && [ $ffi_has_cpp = 0 ]; then
     : # nothing built, nothing to check (both skips are listed already)
 elif ensure_apt valgrind valgrind; then
@@ -197,6 +201,7 @@ elif ensure_apt valgrind valgrind; then
     if [ $ffi_has_c = 1 ]; then
         bounded 600 "${ffi_vg[@]}" examples/c/build/pubsub "$ffi_checked"
         bounded 600 "${ffi_vg[@]}" examples/c/build/acks "$ffi_checked"
+        bounded 600 "${ffi_vg[@]}" examples/c/build/durable "$ffi_durable_checked"
     fi
     if [ $ffi_has_cpp = 1 ]; then
         bounded 600 "${ffi_vg[@]}" examples/cpp/build/demo
@@ -208,11 +213,13 @@ elif echo 'int main(void){return 0;}' |
         "valgrind cannot be installed: AddressSanitizer (with LeakSanitizer) runs them instead"
     ffi_asan=(-O1 -fsanitize=address -fno-omit-frame-pointer)
     if [ $ffi_has_c = 1 ]; then
-        for ffi_example in pubsub acks; do
+        for ffi_example in pubsub acks durable; do
             run "${ffi_c[@]}" "${ffi_asan[@]}" "examples/c/$ffi_example.c" "${ffi_c_libs[@]}" \
                 -o "examples/c/build/$ffi_example-asan"
+            ffi_n=$ffi_checked
+            [ "$ffi_example" = durable ] && ffi_n=$ffi_durable_checked
             ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-                bounded 600 "examples/c/build/$ffi_example-asan" "$ffi_checked"
+                bounded 600 "examples/c/build/$ffi_example-asan" "$ffi_n"
         done
     fi
     if [ $ffi_has_cpp = 1 ]; then

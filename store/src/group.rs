@@ -593,6 +593,24 @@ impl DurableConsumer {
         Ok(m)
     }
 
+    /// [`DurableConsumer::recv_blocking`], giving up after `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableConsumer::recv_blocking`], and `Timeout`.
+    pub fn recv_blocking_timeout(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<DurableMessage, DurableRecvError> {
+        let (m, _) = self
+            .next_blocking(Some(Instant::now() + timeout))
+            .map_err(|e| match e {
+                DurableRecvError::Empty => DurableRecvError::Timeout,
+                e => e,
+            })?;
+        Ok(m)
+    }
+
     /// Receives the next delivery of a group with explicit acks, on this thread.
     ///
     /// # Errors

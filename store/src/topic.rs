@@ -563,6 +563,38 @@ impl DurableTopic {
         self.finish_blocking(p, offset)
     }
 
+    /// [`DurableTopic::publish_keyed_blocking`] if there is room now: never waits for
+    /// room, as [`DurableTopic::try_publish`].
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableTopic::publish_blocking`].
+    pub fn try_publish_keyed(
+        &self,
+        key: impl Into<Bytes>,
+        payload: impl Into<Bytes>,
+    ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
+        let key = key.into();
+        let p = memq_core::key_partition(&key, self.partitions());
+        let offset = self.append(p, Some(key), payload.into())?;
+        self.finish_blocking(p, offset)
+    }
+
+    /// [`DurableTopic::publish_to_blocking`] if there is room now: never waits for room,
+    /// as [`DurableTopic::try_publish`].
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableTopic::publish_blocking`], and `InvalidPartition`.
+    pub fn try_publish_to(
+        &self,
+        partition: u32,
+        payload: impl Into<Bytes>,
+    ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
+        let offset = self.append(partition, None, payload.into())?;
+        self.finish_blocking(partition, offset)
+    }
+
     /// The async [`DurableTopic::publish_blocking`]: waits for room and for the disk
     /// without blocking the thread (the log's sync thread syncs and wakes it). Writing
     /// the record to the file is a system call made in the poll.

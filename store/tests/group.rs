@@ -334,4 +334,25 @@ fn a_stuck_delivery_keeps_the_groups_state_small() {
     assert!(text.len() < 200, "{} bytes", text.len());
     stuck.ack().unwrap();
     assert_eq!(c.stats().committed, vec![2000]);
+
+fn a_plain_member_waits_a_limited_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let topic = DurableTopic::open(dir.path(), TopicConfig::new(8), durable()).unwrap();
+    let mut c = topic
+        .group("g", StartAt::Earliest, GroupConfig::default())
+        .unwrap();
+    let started = std::time::Instant::now();
+    assert!(matches!(
+        c.recv_blocking_timeout(Duration::from_millis(50)),
+        Err(DurableRecvError::Timeout)
+    ));
+    assert!(started.elapsed() >= Duration::from_millis(50));
+    topic.publish_blocking(body(0)).unwrap();
+    let m = c.recv_blocking_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!((m.offset, &m.payload[..]), (0, &body(0)[..]));
+    topic.close();
+    assert!(matches!(
+        c.recv_blocking_timeout(Duration::from_secs(5)),
+        Err(DurableRecvError::Closed)
+    ));
 }

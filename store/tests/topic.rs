@@ -361,4 +361,35 @@ fn batches_are_written_at_once_and_read_like_single_messages() {
     );
     assert_eq!(err.into_inner().len(), 2);
     assert_eq!(small.next_offset(0), Some(0));
+
+fn try_publish_keyed_and_to_never_wait_for_room() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = TopicConfig::new(8).partitions(2).overflow(Overflow::Block);
+    let retention = Retention {
+        max_segments: Some(1),
+        ..Retention::default()
+    };
+    let topic = DurableTopic::open(dir.path(), config, durable().retention(retention)).unwrap();
+    let key = b"user-7".to_vec();
+    let p = memq_core::key_partition(&key, 2);
+    let r = topic.try_publish_keyed(key.clone(), body(0)).unwrap();
+    assert_eq!((r.partition, r.offset, r.count), (p, 0, 1));
+    let r = topic.try_publish_to(1 - p, body(1)).unwrap();
+    assert_eq!((r.partition, r.offset), (1 - p, 0));
+    assert!(matches!(
+        topic.try_publish_to(2, body(2)),
+        Err(DurablePublishError::InvalidPartition(_))
+    ));
+    // A subscriber at the start holds the only segment: a full log is `Full`, at once.
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    let full = (0..10_000).find_map(|i| topic.try_publish_to(p, body(i)).err());
+    assert!(
+        matches!(full, Some(DurablePublishError::Full(_))),
+        "{full:?}"
+    );
+    // The keyed message kept its key.
+    let keyed = std::iter::from_fn(|| sub.try_recv().ok())
+        .find(|m| (m.partition, m.offset) == (p, 0))
+        .unwrap();
+    assert_eq!(keyed.key.as_deref(), Some(&key[..]));
 }
