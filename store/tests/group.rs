@@ -334,7 +334,9 @@ fn a_stuck_delivery_keeps_the_groups_state_small() {
     assert!(text.len() < 200, "{} bytes", text.len());
     stuck.ack().unwrap();
     assert_eq!(c.stats().committed, vec![2000]);
+}
 
+#[test]
 fn a_plain_member_waits_a_limited_time() {
     let dir = tempfile::tempdir().unwrap();
     let topic = DurableTopic::open(dir.path(), TopicConfig::new(8), durable()).unwrap();

@@ -361,7 +361,9 @@ fn batches_are_written_at_once_and_read_like_single_messages() {
     );
     assert_eq!(err.into_inner().len(), 2);
     assert_eq!(small.next_offset(0), Some(0));
+}
 
+#[test]
 fn try_publish_keyed_and_to_never_wait_for_room() {
     let dir = tempfile::tempdir().unwrap();
     let config = TopicConfig::new(8).partitions(2).overflow(Overflow::Block);
