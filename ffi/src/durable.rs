@@ -277,6 +277,7 @@ impl memq_status {
             StoreError::Corrupt { .. } | StoreError::Format { .. } => Self::Corrupt,
             e if e.is_disk_full() => Self::DiskFull,
             StoreError::Full => Self::Full,
+            StoreError::LeaseExpired => Self::LeaseExpired,
             StoreError::TooLarge { .. } | StoreError::InvalidConfig(_) => Self::InvalidArgument,
             // StoreError::Io, and whatever the store adds.
             _ => Self::Io,

@@ -24,7 +24,9 @@ pub enum SyncPolicy {
     /// Records are synced at least this often (by a background thread), and acknowledged
     /// once written.
     Interval(Duration),
-    /// Records are acknowledged once written; the OS syncs when it likes.
+    /// Records are acknowledged once written; the OS syncs when it likes, and the log
+    /// when it closes a segment (so that only the segment being written can be torn by
+    /// a power loss).
     Never,
 }
 

@@ -99,6 +99,13 @@ impl Durability {
         self.wake(&mut s);
     }
 
+    /// Makes every later wait fail (a sync elsewhere failed: see the module's docs).
+    pub(crate) fn mark_failed(&self, why: &str) {
+        let mut s = self.lock();
+        s.failed.get_or_insert_with(|| why.to_string());
+        self.wake(&mut s);
+    }
+
     /// Offset after the last record known to be on disk.
     pub fn synced(&self) -> u64 {
         self.lock().synced

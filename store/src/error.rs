@@ -59,6 +59,10 @@ pub enum StoreError {
     Full,
     /// A configuration value that cannot work.
     InvalidConfig(&'static str),
+    /// An ack of a durable group's delivery whose lease ran out and whose message was
+    /// delivered again since (or dead-lettered, or deleted by retention): the ack settled
+    /// nothing.
+    LeaseExpired,
 }
 
 impl StoreError {
@@ -124,6 +128,9 @@ impl fmt::Display for StoreError {
                  being read",
             ),
             StoreError::InvalidConfig(why) => write!(f, "invalid durable configuration: {why}"),
+            StoreError::LeaseExpired => f.write_str(
+                "the delivery's lease ran out and its message was delivered again since",
+            ),
         }
     }
 }

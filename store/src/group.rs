@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -139,6 +139,24 @@ impl Settled {
         self.runs.insert((p, start), end);
     }
 
+    /// Forgets what is at or past `end` in partition `p`; returns whether there was any.
+    fn cut_from(&mut self, p: u32, end: u64) -> bool {
+        let past: Vec<(u64, u64)> = self
+            .runs
+            .range((p, 0)..(p, u64::MAX))
+            .map(|(&(_, s), &e)| (s, e))
+            .filter(|&(_, e)| e > end)
+            .collect();
+        let cut = !past.is_empty();
+        for (s, _) in past {
+            self.runs.remove(&(p, s));
+            if s < end {
+                self.runs.insert((p, s), end);
+            }
+        }
+        cut
+    }
+
     /// Forgets what is below `committed` in partition `p`.
     fn trim(&mut self, p: u32, committed: u64) {
         let below: Vec<(u64, u64)> = self
@@ -229,6 +247,22 @@ pub(crate) struct GroupShared {
     topic: Arc<Inner>,
     config: GroupConfig,
     state: Mutex<State>,
+    /// Per partition: the committed offset, in the partition's `readers` (the retention
+    /// floor under `Overflow::Block`) for as long as the group has members here.
+    positions: Vec<Arc<AtomicU64>>,
+}
+
+impl Drop for GroupShared {
+    fn drop(&mut self) {
+        for (p, at) in self.positions.iter().enumerate() {
+            let part = &self.topic.parts[p];
+            part.readers
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|r| !Arc::ptr_eq(r, at));
+            part.reader_moved();
+        }
+    }
 }
 
 impl GroupShared {
@@ -240,16 +274,7 @@ impl GroupShared {
     fn write(&self, s: &mut State) -> Result<(), StoreError> {
         s.trim();
         let committed: Vec<u64> = (0..s.next.len() as u32).map(|p| s.committed(p)).collect();
-        let mut text = format!("memq-group 1\npartitions {}\n", committed.len());
-        for (p, c) in committed.iter().enumerate() {
-            text.push_str(&format!("committed {p} {c}\n"));
-        }
-        for (p, start, end) in s.settled_above.runs() {
-            text.push_str(&format!("settled {p} {start} {end}\n"));
-        }
-        let crc = crc32c::crc32c(text.as_bytes());
-        text.push_str(&format!("crc {crc}\n"));
-        write_atomically(&self.path, text.as_bytes())?;
+        write_atomically(&self.path, &render_state(&committed, &s.settled_above))?;
         s.on_disk = committed;
         s.since_write = 0;
         Ok(())
@@ -264,9 +289,48 @@ impl GroupShared {
         Ok(())
     }
 
+    /// Stores each partition's committed offset where the topic's retention floor sees
+    /// it (under `Overflow::Block`, publishers wait rather than delete what the group has
+    /// not settled), and wakes publishers waiting for room if it moved.
+    fn publish_positions(&self, s: &State) {
+        for (p, at) in self.positions.iter().enumerate() {
+            let c = s.committed(p as u32);
+            if at.swap(c, Ordering::SeqCst) != c {
+                self.topic.parts[p].reader_moved();
+            }
+        }
+    }
+
+    /// Moves the claim positions past what retention deleted, dropping deliveries due
+    /// again that are gone; returns how many messages the group lost so.
+    fn skip_deleted(&self, s: &mut State) -> u64 {
+        let mut lost = 0;
+        for (p, part) in self.topic.parts.iter().enumerate() {
+            let start = part.start.load(Ordering::SeqCst);
+            if s.next[p] < start {
+                lost += start - s.next[p];
+                s.next[p] = start;
+            }
+        }
+        let before = s.again.len();
+        let parts = &self.topic.parts;
+        s.again
+            .retain(|&(p, o, _)| o >= parts[p as usize].start.load(Ordering::SeqCst));
+        lost += (before - s.again.len()) as u64;
+        if lost > 0 {
+            for p in 0..s.next.len() as u32 {
+                let start = parts[p as usize].start.load(Ordering::SeqCst);
+                s.settled_above.trim(p, start);
+            }
+            self.publish_positions(s);
+        }
+        lost
+    }
+
     fn settle(&self, s: &mut State, p: u32, o: u64) {
         if s.in_flight.remove(&(p, o)).is_some() {
             s.settled_above.insert(p, o);
+            self.publish_positions(s);
         }
     }
 }
@@ -339,6 +403,7 @@ fn open_group(
     let path = group_path(&inner.dir, name);
     let n = inner.parts.len();
     let (next, settled_above) = match std::fs::read(&path) {
+        // Within the log's end: see `fit_groups_to_log`, run when the topic opened.
         Ok(bytes) => parse_state(&path, &bytes, n)?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let mut next = Vec::with_capacity(n);
@@ -374,19 +439,82 @@ fn open_group(
     // Offsets settled above the committed ones are skipped when reached; the committed
     // ones themselves are where the claim positions start.
     state.trim();
+    let positions: Vec<Arc<AtomicU64>> = (0..n as u32)
+        .map(|p| Arc::new(AtomicU64::new(state.committed(p))))
+        .collect();
+    for (part, at) in inner.parts.iter().zip(&positions) {
+        part.readers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(at.clone());
+    }
     let shared = GroupShared {
         name: name.to_string(),
         path,
         topic: inner.clone(),
         config,
         state: Mutex::new(state),
+        positions,
     };
-    // Written at once, so that a new group's start is fixed from now on.
+    // Written at once, so that a new group's start is fixed from now on (and a clamped
+    // one is corrected on disk).
     shared.write(&mut shared.lock())?;
     Ok(shared)
 }
 
 type Parsed = (Vec<u64>, Settled);
+
+/// A group's state file: its committed offsets and the runs settled above them, with a
+/// CRC-32C of the whole.
+fn render_state(committed: &[u64], settled: &Settled) -> Vec<u8> {
+    let mut text = format!("memq-group 1\npartitions {}\n", committed.len());
+    for (p, c) in committed.iter().enumerate() {
+        text.push_str(&format!("committed {p} {c}\n"));
+    }
+    for (p, start, end) in settled.runs() {
+        text.push_str(&format!("settled {p} {start} {end}\n"));
+    }
+    let crc = crc32c::crc32c(text.as_bytes());
+    text.push_str(&format!("crc {crc}\n"));
+    text.into_bytes()
+}
+
+/// When a durable topic opens: every group's state is brought within the log's end,
+/// `ends` (one per partition). The log may end before what a group committed: a power
+/// loss took records that were never synced while the group's file was, or a repair cut
+/// the log. The offsets from the log's end on will be new messages, which the group must
+/// not skip; so its committed offsets and settled runs are cut there, and the file is
+/// written again.
+pub(crate) fn fit_groups_to_log(dir: &Path, ends: &[u64]) -> Result<(), StoreError> {
+    let groups = dir.join("groups");
+    let entries = match std::fs::read_dir(&groups) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(StoreError::io("read", &groups, e)),
+    };
+    for entry in entries {
+        let path = entry
+            .map_err(|e| StoreError::io("read", &groups, e))?
+            .path();
+        if path.extension().is_none_or(|e| e != "group") {
+            continue;
+        }
+        let bytes = std::fs::read(&path).map_err(|e| StoreError::io("read", &path, e))?;
+        let (mut committed, mut settled) = parse_state(&path, &bytes, ends.len())?;
+        let mut changed = false;
+        for (p, &end) in ends.iter().enumerate() {
+            if committed[p] > end {
+                committed[p] = end;
+                changed = true;
+            }
+            changed |= settled.cut_from(p as u32, end);
+        }
+        if changed {
+            write_atomically(&path, &render_state(&committed, &settled))?;
+        }
+    }
+    Ok(())
+}
 
 fn parse_state(path: &Path, bytes: &[u8], n: usize) -> Result<Parsed, StoreError> {
     let bad = |why: &str| StoreError::Format {
@@ -441,9 +569,9 @@ fn parse_state(path: &Path, bytes: &[u8], n: usize) -> Result<Parsed, StoreError
 
 /// Writes `bytes` to `path` so that a crash leaves the old file or the new, never a mix:
 /// a new file, synced, renamed over the old, and the directory synced.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let dir = path.parent().expect("a file in a directory");
-    std::fs::create_dir_all(dir).map_err(|e| StoreError::io("create", dir, e))?;
+    crate::log::create_dir_durably(dir)?;
     let tmp = path.with_extension("tmp");
     let file = std::fs::File::create(&tmp).map_err(|e| StoreError::io("create", &tmp, e))?;
     use std::io::Write;
@@ -477,6 +605,8 @@ pub struct DurableConsumer {
 pub struct Delivery {
     message: DurableMessage,
     deliveries: u32,
+    /// The member it was delivered to.
+    member: u64,
     shared: Arc<GroupShared>,
 }
 
@@ -500,22 +630,46 @@ impl Delivery {
     /// and written with the next write).
     pub fn ack(self) -> Result<(), StoreError> {
         let shared = self.shared.clone();
+        let (p, o) = (self.message.partition, self.message.offset);
         let mut s = shared.lock();
-        if s.in_flight
-            .contains_key(&(self.message.partition, self.message.offset))
-        {
-            shared.settle(&mut s, self.message.partition, self.message.offset);
-            return shared.settled(&mut s);
+        match s.in_flight.get(&(p, o)) {
+            Some(l) if self.holds(l) => shared.settle(&mut s, p, o),
+            _ => {
+                // Its lease ran out (or its member left) and it waits to be delivered
+                // again: the ack still settles it. Anything else (delivered to another
+                // member since, or dead-lettered) it cannot.
+                let i = s
+                    .again
+                    .iter()
+                    .position(|&(q, x, n)| (q, x) == (p, o) && n == self.deliveries)
+                    .ok_or(StoreError::LeaseExpired)?;
+                s.again.remove(i);
+                s.settled_above.insert(p, o);
+                shared.publish_positions(&s);
+            }
         }
-        Ok(())
+        let written = shared.settled(&mut s);
+        drop(s);
+        if shared.topic.topic.is_closed() {
+            // Members waiting for the group to drain look again.
+            shared.topic.notify_news();
+        }
+        written
     }
 
-    /// Hands it back to be delivered again, to any member, at once.
+    /// Whether `lease` is this delivery's (not a later delivery of the same message).
+    fn holds(&self, lease: &Lease) -> bool {
+        lease.member == self.member && lease.deliveries == self.deliveries
+    }
+
+    /// Hands it back to be delivered again, to any member, at once. Does nothing if its
+    /// lease ran out already.
     pub fn nack(self) {
         let shared = self.shared.clone();
         let key = (self.message.partition, self.message.offset);
         let mut s = shared.lock();
-        if let Some(l) = s.in_flight.remove(&key) {
+        if s.in_flight.get(&key).is_some_and(|l| self.holds(l)) {
+            let l = s.in_flight.remove(&key).expect("looked up");
             s.again.push_back((key.0, key.1, l.deliveries));
         }
         drop(s);
@@ -525,6 +679,8 @@ impl Delivery {
 
 enum Claim {
     Got(u32, u64, u32),
+    /// Retention deleted this many messages the group had not read.
+    Lagged(u64),
     /// Nothing now; with explicit acks, a lease ends at this instant.
     Wait(Option<Instant>),
 }
@@ -644,6 +800,7 @@ impl DurableConsumer {
         Ok(Delivery {
             message,
             deliveries,
+            member: self.id,
             shared: self.shared.clone(),
         })
     }
@@ -660,6 +817,7 @@ impl DurableConsumer {
             let ticket = topic.news_ticket();
             match self.claim()? {
                 Claim::Got(p, o, deliveries) => return self.hand_over(p, o, deliveries),
+                Claim::Lagged(n) => return Err(DurableRecvError::Lagged(n)),
                 Claim::Wait(lease_end) => {
                     if topic.topic.is_closed() && self.drained() {
                         return Err(DurableRecvError::Closed);
@@ -699,6 +857,7 @@ impl DurableConsumer {
         Ok(Delivery {
             message,
             deliveries,
+            member: self.id,
             shared: self.shared.clone(),
         })
     }
@@ -709,6 +868,7 @@ impl DurableConsumer {
             let ticket = topic.news_ticket();
             match self.claim()? {
                 Claim::Got(p, o, deliveries) => return self.hand_over(p, o, deliveries),
+                Claim::Lagged(n) => return Err(DurableRecvError::Lagged(n)),
                 Claim::Wait(lease_end) => {
                     if topic.topic.is_closed() && self.drained() {
                         return Err(DurableRecvError::Closed);
@@ -749,13 +909,18 @@ impl DurableConsumer {
         match self.read(p, o) {
             Ok(m) => Ok((m, deliveries)),
             Err(e) => {
-                let mut s = self.shared.lock();
-                if s.in_flight.remove(&(p, o)).is_some() {
-                    s.again.push_front((p, o, deliveries - 1));
-                }
+                let shared = self.shared.clone();
+                let mut s = shared.lock();
                 if self.last == Some((p, o)) {
                     self.last = None;
                 }
+                let gone = matches!(e, DurableRecvError::Lagged(_));
+                if s.in_flight.remove(&(p, o)).is_some() && !gone {
+                    // Not handed over: it goes back to be claimed again. (Deleted by
+                    // retention between the claim and the read: gone, and said so.)
+                    s.again.push_front((p, o, deliveries - 1));
+                }
+                shared.publish_positions(&s);
                 Err(e)
             }
         }
@@ -781,10 +946,7 @@ impl DurableConsumer {
         let mut s = shared.lock();
         if self.last.is_some() {
             self.settle_last(&mut s);
-            if shared.topic.topic.is_closed() {
-                // Members waiting for the group to drain look again.
-                shared.topic.notify_news();
-            }
+            shared.settled(&mut s).map_err(DurableRecvError::Store)?;
         }
         let now = Instant::now();
         // Leases that ended: their messages are delivered again.
@@ -798,6 +960,11 @@ impl DurableConsumer {
             let l = s.in_flight.remove(&k).expect("listed");
             s.again.push_back((k.0, k.1, l.deliveries));
         }
+        // What retention deleted before the group read it: told once, then gone.
+        let lagged = shared.skip_deleted(&mut s);
+        if lagged > 0 {
+            return Ok(Claim::Lagged(lagged));
+        }
         let assigned = s.assigned(self.id);
         let max = shared.config.max_deliveries;
         // First what must be delivered again, of this member's partitions.
@@ -806,10 +973,14 @@ impl DurableConsumer {
             if max.is_some_and(|m| n >= m) {
                 s.dead_lettered += 1;
                 s.settled_above.insert(p, o);
+                shared.publish_positions(&s);
                 shared.settled(&mut s).map_err(DurableRecvError::Store)?;
                 continue;
             }
-            s.redelivered += 1;
+            // A count of 0: handed back before it was ever handed over (a failed read).
+            if n > 0 {
+                s.redelivered += 1;
+            }
             return Ok(self.lease(&mut s, p, o, n + 1, now));
         }
         for k in 0..assigned.len() {

@@ -89,7 +89,7 @@ impl SegmentLog {
     pub fn open(dir: impl AsRef<Path>, config: DurableConfig) -> Result<SegmentLog, StoreError> {
         config.validate()?;
         let dir = dir.as_ref().to_path_buf();
-        std::fs::create_dir_all(&dir).map_err(|e| StoreError::io("create", &dir, e))?;
+        create_dir_durably(&dir)?;
         let lock = lock_dir(&dir)?;
         let mut recovery = Recovery::default();
         let mut segments = open_segments(&dir, &config, &mut recovery)?;
@@ -98,6 +98,12 @@ impl SegmentLog {
             sync_dir(&dir)?;
         }
         let active = segments.back().expect("one segment");
+        // What a crashed process wrote and never synced is in the page cache: sync it,
+        // so that what the log holds from now on is on disk, as `Durability` assumes.
+        active
+            .file
+            .sync_data()
+            .map_err(|e| StoreError::io("fsync", &active.path, e))?;
         let durability =
             Durability::new(active.next, Arc::clone(&active.file), active.path.clone());
         let every = match config.sync {
@@ -297,26 +303,36 @@ impl SegmentLog {
     fn roll(&mut self) -> Result<(), StoreError> {
         let active = self.segments.back().expect("one segment");
         let next = active.next;
-        let synced_old = match self.config.sync {
-            SyncPolicy::Never => None,
-            _ => {
-                active
-                    .file
-                    .sync_data()
-                    .map_err(|e| StoreError::io("fsync", &active.path, e))?;
-                Some(next)
-            }
-        };
+        // The closed segment is synced under every policy (under `Never` too: once per
+        // segment costs nothing, and a closed segment is then whole after a power loss,
+        // where a torn one in the middle of the log could only be repaired by cutting
+        // everything after it). A failed sync is final, as any other (see `Durability`).
+        if let Err(e) = active.file.sync_data() {
+            let err = StoreError::io("fsync", &active.path, e);
+            self.fail(&err);
+            return Err(err);
+        }
         // Not synced: a lost index is rebuilt on open.
         active.write_index()?;
         let seg = Segment::create(&self.dir, next)?;
-        if self.config.sync != SyncPolicy::Never {
-            sync_dir(&self.dir)?;
-        }
-        self.durability
-            .switch_file(Arc::clone(&seg.file), seg.path.clone(), synced_old);
+        let (file, path) = (Arc::clone(&seg.file), seg.path.clone());
         self.segments.push_back(seg);
+        self.durability.switch_file(file, path, Some(next));
+        // The new file's name must be on disk before a record in it is acknowledged as
+        // durable: a failure here is final too.
+        if let Err(err) = sync_dir(&self.dir) {
+            self.fail(&err);
+            return Err(err);
+        }
         Ok(())
+    }
+
+    /// After a failed sync: nothing more is appended or acknowledged until the log is
+    /// reopened.
+    fn fail(&mut self, err: &StoreError) {
+        let why = format!("{err}; reopen the log to recover");
+        self.durability.mark_failed(&why);
+        self.broken = Some(why);
     }
 
     /// Deletes old segments to keep an append of `bytes` within the size and count
@@ -547,6 +563,19 @@ fn lock_dir(dir: &Path) -> Result<DirLock, StoreError> {
                 return Err(release(StoreError::io("lock", &path, e)))
             }
         }
+    }
+}
+
+/// Creates `dir` (and its parents) if missing, and makes its name durable in its parent:
+/// files created in it and synced are then found after a power loss.
+pub(crate) fn create_dir_durably(dir: &Path) -> Result<(), StoreError> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir).map_err(|e| StoreError::io("create", dir, e))?;
+    match dir.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => sync_dir(parent),
+        _ => Ok(()),
     }
 }
 

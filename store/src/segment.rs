@@ -186,16 +186,25 @@ impl Segment {
                 Parsed::Bad(reason) => reason,
             };
             let position = from + at as u64;
-            break if sound_record_after(&buf, at + 1, expected, max_record) {
-                ScanEnd::Corrupt {
+            break match sound_record_after(&buf, at + 1, expected, max_record) {
+                None => ScanEnd::Torn {
                     position,
                     reason: bad,
-                }
-            } else {
-                ScanEnd::Torn {
+                },
+                // Zeros up to the next sound record: pages that never reached the disk
+                // before a power loss, while later ones did (the OS writes dirty pages
+                // back in any order). Nothing from here on was ever synced (a sync
+                // writes every dirty page of the file), so nothing here was
+                // acknowledged under `Always`: a torn tail, however long.
+                Some(next) if buf[at..next].iter().all(|&b| b == 0) => ScanEnd::Torn {
+                    position,
+                    reason:
+                        "zero-filled gap (pages never written to disk), unsynced records after it",
+                },
+                Some(_) => ScanEnd::Corrupt {
                     position,
                     reason: bad,
-                }
+                },
             };
         };
         self.next = expected;
@@ -409,15 +418,15 @@ fn parse_at(buf: &[u8], at: usize, max_record: u32) -> Parsed {
     }
 }
 
-/// Whether a sound record with an offset past `expected` starts anywhere in `buf` from
-/// `from` on: then a bad record before it is damage in the middle of the log, not a
-/// torn tail. Looks at every byte position, so that a damaged length cannot hide what
+/// Where the first sound record with an offset past `expected` starts in `buf` from
+/// `from` on, if anywhere: then a bad record before it is damage in the middle of the log
+/// (unless only zeros lie between), not a torn tail. Looks at every byte position, so that a damaged length cannot hide what
 /// follows; the CRC is computed only where the offset field is plausible.
-fn sound_record_after(buf: &[u8], from: usize, expected: u64, max_record: u32) -> bool {
+fn sound_record_after(buf: &[u8], from: usize, expected: u64, max_record: u32) -> Option<usize> {
     let min = HEADER + record::BODY_FIXED;
     // Each record takes at least `min` bytes: no later offset can be further than this.
     let furthest = expected + (buf.len() / min) as u64 + 1;
-    (from..buf.len().saturating_sub(min - 1)).any(|at| {
+    (from..buf.len().saturating_sub(min - 1)).find(|&at| {
         let mut o = [0u8; 8];
         o.copy_from_slice(&buf[at + HEADER..at + HEADER + 8]);
         let offset = u64::from_le_bytes(o);

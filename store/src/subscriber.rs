@@ -117,9 +117,12 @@ impl DurableSubscriber {
         for (p, part) in inner.parts.iter().enumerate() {
             // Everything before the in-memory subscriber's start is in the log already.
             let pos = s.sub.position(p as u32).expect("reads every partition");
+            // The log lock (read) is held from reading where the log starts until this
+            // position holds retention back, so that no publish deletes it between.
+            let log = read_log(part);
             let from = match start {
                 StartAt::Latest => pos,
-                StartAt::Earliest => read_log(part).start(),
+                StartAt::Earliest => log.start(),
                 StartAt::Offset(o) if o > pos => {
                     return Err(memq_core::Error::OffsetOutOfRange {
                         offset: o,
@@ -143,6 +146,7 @@ impl DurableSubscriber {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push(at.clone());
+            drop(log);
             s.positions.push(at);
         }
         Ok(s)

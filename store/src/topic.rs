@@ -167,6 +167,9 @@ pub(crate) struct Part {
     /// The offset after the last message published into the in-memory topic: what
     /// readers may see. Stored (`SeqCst`) after each publish, under the log lock.
     pub(crate) published: AtomicU64,
+    /// The oldest offset the log keeps, stored (`SeqCst`) under the log lock whenever
+    /// retention deletes: groups move past what is gone without taking the log lock.
+    pub(crate) start: AtomicU64,
 }
 
 impl Part {
@@ -397,6 +400,7 @@ impl DurableTopic {
                 waiting: AtomicUsize::new(0),
                 wakers_pending: AtomicBool::new(false),
                 published: AtomicU64::new(0),
+                start: AtomicU64::new(0),
             });
         }
         let next: Vec<u64> = parts
@@ -408,8 +412,11 @@ impl DurableTopic {
                     .next_offset()
             })
             .collect();
+        crate::group::fit_groups_to_log(&dir, &next)?;
         for (part, &n) in parts.iter().zip(&next) {
             part.published.store(n, Ordering::SeqCst);
+            let start = part.log.read().unwrap_or_else(|e| e.into_inner()).start();
+            part.start.store(start, Ordering::SeqCst);
         }
         let overflow = config.get_overflow();
         let capacity = config.get_capacity();
@@ -731,7 +738,9 @@ impl DurableTopic {
         if let Err(e) = log.enforce_retention(now) {
             return Err(DurablePublishError::Store(e, payload));
         }
-        let offset = match log.append(Some(now), key.as_deref(), &payload) {
+        let appended = log.append(Some(now), key.as_deref(), &payload);
+        part.start.store(log.start(), Ordering::SeqCst);
+        let offset = match appended {
             Ok(o) => o,
             Err(StoreError::Full) => return Err(DurablePublishError::Full(payload)),
             Err(e) => return Err(DurablePublishError::Store(e, payload)),
@@ -788,6 +797,7 @@ impl DurableTopic {
                 .iter()
                 .map(|v| (Some(now), key.as_deref(), v.as_ref())),
         );
+        part.start.store(log.start(), Ordering::SeqCst);
         let offsets = match appended {
             Ok(r) => r,
             Err(StoreError::Full) => return Err(DurablePublishError::Full(batch)),
@@ -960,7 +970,7 @@ fn now_ms() -> u64 {
 /// Records the partition count in `dir/PARTITIONS` on first open, and refuses another
 /// count later (the keys' partitions would change).
 fn check_partition_count(dir: &Path, partitions: u32) -> Result<(), OpenError> {
-    std::fs::create_dir_all(dir).map_err(|e| StoreError::io("create", dir, e))?;
+    crate::log::create_dir_durably(dir)?;
     let path = dir.join("PARTITIONS");
     match std::fs::read_to_string(&path) {
         Ok(s) => match s.trim().parse::<u32>() {
@@ -975,10 +985,7 @@ fn check_partition_count(dir: &Path, partitions: u32) -> Result<(), OpenError> {
             })),
         },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let tmp = dir.join("PARTITIONS.tmp");
-            std::fs::write(&tmp, format!("{partitions}\n"))
-                .and_then(|()| std::fs::rename(&tmp, &path))
-                .map_err(|e| StoreError::io("write", &path, e))?;
+            crate::group::write_atomically(&path, format!("{partitions}\n").as_bytes())?;
             Ok(())
         }
         Err(e) => Err(OpenError::Store(StoreError::io("read", &path, e))),
