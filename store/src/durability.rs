@@ -6,6 +6,11 @@
 //! running, it waits for that one and, if its record was written after that sync began,
 //! for the next; otherwise it runs the sync itself, for everything written so far. So
 //! however many appenders wait at once, one `fdatasync` at a time covers them all.
+//!
+//! When a sync ends, only the waiters it covered are woken, each by its own unpark; of
+//! the others, one is woken to run the next sync for all of them (not every waiter at
+//! once, to find the lock taken and sleep again: with many publishers that herd cost
+//! more CPU than the appends).
 //! Async callers register a waker instead ([`Durability::poll_synced`]) and the log's
 //! sync thread does the work for them; under [`SyncPolicy::Interval`](crate::SyncPolicy)
 //! the same thread syncs on its timer.
@@ -16,8 +21,10 @@
 
 use std::fs::File;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::task::{Poll, Waker};
+use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use crate::StoreError;
@@ -26,14 +33,15 @@ use crate::StoreError;
 #[derive(Debug)]
 pub struct Durability {
     state: Mutex<State>,
+    /// Offset after the last record written to a file: moved by every append (under the
+    /// log's lock, without this one), read by the sync that starts.
+    written: AtomicU64,
     /// Signalled when `synced` moves, a sync ends, or work arrives for the sync thread.
     changed: Condvar,
 }
 
 #[derive(Debug)]
 struct State {
-    /// Offset after the last record written to a file.
-    written: u64,
     /// Offset after the last record known to be on disk.
     synced: u64,
     /// A sync is running (by a waiter or by the sync thread).
@@ -47,16 +55,33 @@ struct State {
     syncs: u64,
     /// Async waiters: the offset each needs on disk.
     wakers: Vec<(u64, Waker)>,
+    /// Blocked waiters, while a sync runs.
+    blocked: Vec<Arc<Blocked>>,
+    /// Async waiters the last sync woke, and how long it took: the sync thread waits up
+    /// to half that long for as many to be back before it starts the next (see
+    /// [`Durability::run_sync_thread`]).
+    last_woken: usize,
+    last_sync: Duration,
     /// The sync thread should sync (an async waiter asked) or stop.
     requested: bool,
     stop: bool,
 }
 
+/// A thread blocked in [`Durability::wait_synced`] while another syncs.
+#[derive(Debug)]
+struct Blocked {
+    offset: u64,
+    thread: Thread,
+    /// Set (`Release`) when it is woken: its record is on disk, or the sync failed, or it
+    /// is to run the next sync. It then looks at the state again under the lock.
+    woken: AtomicU8,
+}
+
 impl Durability {
     pub(crate) fn new(next: u64, file: Arc<File>, path: PathBuf) -> Arc<Durability> {
         Arc::new(Durability {
+            written: AtomicU64::new(next),
             state: Mutex::new(State {
-                written: next,
                 // What a log holds when it is opened is on disk (recovery synced it, or
                 // it is read back from the disk and so will be again).
                 synced: next,
@@ -66,6 +91,9 @@ impl Durability {
                 failed: None,
                 syncs: 0,
                 wakers: Vec::new(),
+                blocked: Vec::new(),
+                last_woken: 0,
+                last_sync: Duration::ZERO,
                 requested: false,
                 stop: false,
             }),
@@ -81,8 +109,7 @@ impl Durability {
 
     /// Records that every record before `next` is written.
     pub(crate) fn note_written(&self, next: u64) {
-        let mut s = self.lock();
-        s.written = s.written.max(next);
+        self.written.fetch_max(next, Ordering::AcqRel);
     }
 
     /// The segment being written changes to `file`; the old one was synced up to `next`
@@ -129,7 +156,19 @@ impl Durability {
                 return Ok(());
             }
             if s.syncing {
-                s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+                let me = Arc::new(Blocked {
+                    offset,
+                    thread: std::thread::current(),
+                    woken: AtomicU8::new(0),
+                });
+                s.blocked.push(Arc::clone(&me));
+                drop(s);
+                // Parks until the sync that ends wakes it (a spurious unpark, from user
+                // code that unparks this thread, only loops).
+                while me.woken.load(Ordering::Acquire) == 0 {
+                    std::thread::park();
+                }
+                s = self.lock();
                 continue;
             }
             s = self.sync_locked(s);
@@ -159,13 +198,16 @@ impl Durability {
     fn sync_locked<'a>(&'a self, mut s: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
         s.syncing = true;
         s.requested = false;
-        let target = s.written;
+        let target = self.written.load(Ordering::Acquire);
         let file = Arc::clone(&s.file);
         drop(s);
+        let began = Instant::now();
         let result = file.sync_data();
+        let took = began.elapsed();
         let mut s = self.lock();
         s.syncing = false;
         s.syncs += 1;
+        s.last_sync = took;
         match result {
             Ok(()) => s.synced = s.synced.max(target),
             Err(e) => {
@@ -181,12 +223,31 @@ impl Durability {
     fn wake(&self, s: &mut State) {
         let (synced, failed) = (s.synced, s.failed.is_some());
         let mut i = 0;
+        let mut woken = 0;
         while i < s.wakers.len() {
             if failed || s.wakers[i].0 < synced {
                 s.wakers.swap_remove(i).1.wake();
+                woken += 1;
             } else {
                 i += 1;
             }
+        }
+        if woken > 0 {
+            s.last_woken = woken;
+        }
+        // Blocked waiters: those covered, and one of the others to run the next sync
+        // (unless one runs already).
+        let mut leader = !s.syncing;
+        s.blocked.retain(|b| {
+            let wake = failed || b.offset < synced || std::mem::take(&mut leader);
+            if wake {
+                b.woken.store(1, Ordering::Release);
+                b.thread.unpark();
+            }
+            !wake
+        });
+        if !s.wakers.is_empty() && !s.syncing {
+            s.requested = true;
         }
         self.changed.notify_all();
     }
@@ -194,7 +255,7 @@ impl Durability {
     /// Syncs now if anything written is not on disk yet (for a clean close and for the
     /// interval timer).
     pub(crate) fn sync_now(&self) -> Result<(), StoreError> {
-        let written = self.lock().written;
+        let written = self.written.load(Ordering::Acquire);
         match written.checked_sub(1) {
             Some(last) => self.wait_synced(last),
             None => Ok(()),
@@ -237,7 +298,30 @@ impl Durability {
             if let Some(every) = every {
                 next_tick = Some(Instant::now() + every);
             }
-            if s.failed.is_none() && s.synced < s.written {
+            // Group commit for async publishers: the tasks the last sync woke publish
+            // again within moments (their next record), but the runtime runs them one
+            // after the other. A sync started at once would cover only the first few, and
+            // the next sync the rest: twice the syncs for the same records. So, like a
+            // database's commit delay, it waits until as many waiters are back as the
+            // last sync woke, for at most half as long as that sync took (a lone
+            // publisher is back at once and waits for nothing).
+            let gather = (s.last_sync / 2).min(Duration::from_millis(2));
+            let until = Instant::now() + gather;
+            while s.wakers.len() < s.last_woken && !s.stop {
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                s = d
+                    .changed
+                    .wait_timeout(s, left)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+            if s.syncing || s.stop {
+                continue;
+            }
+            if s.failed.is_none() && s.synced < d.written.load(Ordering::Acquire) {
                 drop(d.sync_locked(s));
             } else {
                 s.requested = false;
