@@ -424,7 +424,7 @@ fn memq_async_publishers(
                         n += 1;
                         // Under Interval and Never a publish is ready at once: without a
                         // yield now and then a task never gives its worker back.
-                        if n % 16 == 0 {
+                        if n.is_multiple_of(16) {
                             tokio::task::yield_now().await;
                         }
                     }
