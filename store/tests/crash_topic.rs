@@ -151,7 +151,9 @@ fn sigkill_of_a_publishing_and_consuming_process_loses_and_resurrects_nothing() 
     let mut redelivered = 0;
     let mut seen = BTreeSet::new();
     let mut ambiguous = BTreeSet::new();
-    while rounds < 150 && start.elapsed() < budget {
+    // At least 20 kills however slow the machine (a round is short), then more while the
+    // time budget lasts: the budget bounds the run, never what it must show.
+    while rounds < 20 || (rounds < 150 && start.elapsed() < budget) {
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
@@ -250,5 +252,4 @@ fn sigkill_of_a_publishing_and_consuming_process_loses_and_resurrects_nothing() 
         rest.len(),
         ambiguous.iter().filter(|k| !rest.contains(k) && !acked.contains(k)).count()
     );
-    assert!(rounds >= 20, "only {rounds} rounds in the time budget");
 }
