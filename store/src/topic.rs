@@ -716,6 +716,33 @@ impl DurableTopic {
         })
     }
 
+    /// What every append does first: finds partition `p`, refuses a closed topic, takes
+    /// the log lock, sets the retention floor (under `Block`/`Reject` with a size or count
+    /// limit) and applies retention (age limits go as the log grows). Returns the
+    /// partition, the lock, the time to stamp the records with, and `value`, handed back
+    /// in the error otherwise.
+    fn lock_for_append<V>(
+        &self,
+        p: u32,
+        value: V,
+    ) -> Result<(&Part, RwLockWriteGuard<'_, SegmentLog>, u64, V), DurablePublishError<V>> {
+        let Some(part) = self.inner.parts.get(p as usize) else {
+            return Err(DurablePublishError::InvalidPartition(value));
+        };
+        if self.inner.topic.is_closed() {
+            return Err(DurablePublishError::Closed(value));
+        }
+        let now = now_ms();
+        let mut log = write_log(part);
+        if self.inner.overflow != Overflow::DropOldest && log.has_size_limits() {
+            log.set_floor(part.floor());
+        }
+        if let Err(e) = log.enforce_retention(now) {
+            return Err(DurablePublishError::Store(e, value));
+        }
+        Ok((part, log, now, value))
+    }
+
     /// Appends the record and publishes it into the in-memory topic, under the log lock.
     fn append(
         &self,
@@ -723,21 +750,7 @@ impl DurableTopic {
         key: Option<Bytes>,
         payload: Bytes,
     ) -> Result<u64, DurablePublishError<Bytes>> {
-        let Some(part) = self.inner.parts.get(p as usize) else {
-            return Err(DurablePublishError::InvalidPartition(payload));
-        };
-        if self.inner.topic.is_closed() {
-            return Err(DurablePublishError::Closed(payload));
-        }
-        let now = now_ms();
-        let mut log = write_log(part);
-        if self.inner.overflow != Overflow::DropOldest && log.has_size_limits() {
-            log.set_floor(part.floor());
-        }
-        // Age limits are applied as the log grows (whole old segments go).
-        if let Err(e) = log.enforce_retention(now) {
-            return Err(DurablePublishError::Store(e, payload));
-        }
+        let (part, mut log, now, payload) = self.lock_for_append(p, payload)?;
         let appended = log.append(Some(now), key.as_deref(), &payload);
         part.start.store(log.start(), Ordering::SeqCst);
         let offset = match appended {
@@ -778,20 +791,7 @@ impl DurableTopic {
         key: Option<Bytes>,
         batch: Vec<Bytes>,
     ) -> Result<std::ops::Range<u64>, DurablePublishError<Vec<Bytes>>> {
-        let Some(part) = self.inner.parts.get(p as usize) else {
-            return Err(DurablePublishError::InvalidPartition(batch));
-        };
-        if self.inner.topic.is_closed() {
-            return Err(DurablePublishError::Closed(batch));
-        }
-        let now = now_ms();
-        let mut log = write_log(part);
-        if self.inner.overflow != Overflow::DropOldest && log.has_size_limits() {
-            log.set_floor(part.floor());
-        }
-        if let Err(e) = log.enforce_retention(now) {
-            return Err(DurablePublishError::Store(e, batch));
-        }
+        let (part, mut log, now, batch) = self.lock_for_append(p, batch)?;
         let appended = log.append_batch(
             batch
                 .iter()
