@@ -84,6 +84,44 @@ impl StoreError {
             source,
         }
     }
+
+    /// The same error again, for each publish of a group write that one failure ended
+    /// (`io::Error` is not `Clone`: its OS code, or its kind and text, are copied).
+    pub(crate) fn duplicate(&self) -> StoreError {
+        match self {
+            StoreError::Io { op, path, source } => StoreError::Io {
+                op,
+                path: path.clone(),
+                source: match source.raw_os_error() {
+                    Some(code) => io::Error::from_raw_os_error(code),
+                    None => io::Error::new(source.kind(), source.to_string()),
+                },
+            },
+            StoreError::Locked { dir } => StoreError::Locked { dir: dir.clone() },
+            StoreError::Corrupt {
+                file,
+                position,
+                offset,
+                reason,
+            } => StoreError::Corrupt {
+                file: file.clone(),
+                position: *position,
+                offset: *offset,
+                reason,
+            },
+            StoreError::Format { file, reason } => StoreError::Format {
+                file: file.clone(),
+                reason: reason.clone(),
+            },
+            StoreError::TooLarge { size, max } => StoreError::TooLarge {
+                size: *size,
+                max: *max,
+            },
+            StoreError::Full => StoreError::Full,
+            StoreError::InvalidConfig(why) => StoreError::InvalidConfig(why),
+            StoreError::LeaseExpired => StoreError::LeaseExpired,
+        }
+    }
 }
 
 // The values Linux and the BSDs give these errors, to tell disk full from other I/O

@@ -35,6 +35,7 @@
 
 #![forbid(unsafe_code)]
 
+mod commit;
 mod config;
 mod durability;
 mod error;

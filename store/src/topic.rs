@@ -1,15 +1,17 @@
 //! A durable topic: a memq topic with a segment log under each partition.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockWriteGuard, Weak};
 use std::task::{Context, Poll, Waker};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use memq_core::{Overflow, StartAt, Topic, TopicConfig};
 
+use crate::commit::{CommitQueue, Entry, Outcome, Payloads, Request, Turn};
 use crate::group::GroupShared;
 use crate::{DurableConfig, SegmentLog, StoreError, SyncPolicy};
 
@@ -83,6 +85,16 @@ pub enum DurablePublishError<T> {
 }
 
 impl<T> DurablePublishError<T> {
+    /// The same error, with what it hands back changed by `f`.
+    pub(crate) fn map<U>(self, f: impl FnOnce(T) -> U) -> DurablePublishError<U> {
+        match self {
+            Self::Full(v) => DurablePublishError::Full(f(v)),
+            Self::Closed(v) => DurablePublishError::Closed(f(v)),
+            Self::InvalidPartition(v) => DurablePublishError::InvalidPartition(f(v)),
+            Self::Store(e, v) => DurablePublishError::Store(e, f(v)),
+        }
+    }
+
     /// The message that was not published.
     pub fn into_inner(self) -> T {
         match self {
@@ -170,6 +182,8 @@ pub(crate) struct Part {
     /// The oldest offset the log keeps, stored (`SeqCst`) under the log lock whenever
     /// retention deletes: groups move past what is gone without taking the log lock.
     pub(crate) start: AtomicU64,
+    /// Publishes waiting for a round of group writes under [`SyncPolicy::Always`].
+    pub(crate) commit: Arc<CommitQueue>,
 }
 
 impl Part {
@@ -340,8 +354,9 @@ impl Inner {
     fn close(&self) {
         self.topic.close();
         self.notify_news();
-        // Publishers waiting for room find the topic closed.
+        // Publishers waiting for room find the topic closed; the commit threads end.
         for part in &self.parts {
+            part.commit.stop();
             let wakers = {
                 let mut room = part.room.lock().unwrap_or_else(|e| e.into_inner());
                 part.room_changed.notify_all();
@@ -401,6 +416,7 @@ impl DurableTopic {
                 wakers_pending: AtomicBool::new(false),
                 published: AtomicU64::new(0),
                 start: AtomicU64::new(0),
+                commit: Arc::default(),
             });
         }
         let next: Vec<u64> = parts
@@ -565,9 +581,7 @@ impl DurableTopic {
         payload: impl Into<Bytes>,
     ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
         let p = self.round_robin();
-        let payload = payload.into();
-        let offset = self.append(p, None, payload)?;
-        self.finish_blocking(p, offset)
+        self.try_publish_inner(p, None, payload.into())
     }
 
     /// [`DurableTopic::publish_keyed_blocking`] if there is room now: never waits for
@@ -583,8 +597,7 @@ impl DurableTopic {
     ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
         let key = key.into();
         let p = memq_core::key_partition(&key, self.partitions());
-        let offset = self.append(p, Some(key), payload.into())?;
-        self.finish_blocking(p, offset)
+        self.try_publish_inner(p, Some(key), payload.into())
     }
 
     /// [`DurableTopic::publish_to_blocking`] if there is room now: never waits for room,
@@ -598,13 +611,31 @@ impl DurableTopic {
         partition: u32,
         payload: impl Into<Bytes>,
     ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
-        let offset = self.append(partition, None, payload.into())?;
-        self.finish_blocking(partition, offset)
+        self.try_publish_inner(partition, None, payload.into())
+    }
+
+    fn try_publish_inner(
+        &self,
+        p: u32,
+        key: Option<Bytes>,
+        payload: Bytes,
+    ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
+        let request = Request {
+            key,
+            payloads: Payloads::One(payload),
+        };
+        self.publish_blocking_request(p, request, false)
+            .map_err(|e| e.map(|r| r.payloads.into_one()))
     }
 
     /// The async [`DurableTopic::publish_blocking`]: waits for room and for the disk
-    /// without blocking the thread (the log's sync thread syncs and wakes it). Writing
-    /// the record to the file is a system call made in the poll.
+    /// without blocking the thread. Under [`SyncPolicy::Always`] the partition's commit
+    /// thread writes and syncs the record (with every other publish waiting at the same
+    /// time) and wakes the task; under the other policies writing the record to the file
+    /// is a system call made in the poll.
+    ///
+    /// Dropped before it completes, the publish either did not happen or happened (and,
+    /// under `Always`, is durable) without a receipt.
     ///
     /// # Errors
     ///
@@ -645,38 +676,102 @@ impl DurableTopic {
         key: Option<Bytes>,
         payload: Bytes,
     ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
-        let mut payload = payload;
-        let offset = loop {
-            match self.append(p, key.clone(), payload) {
-                Err(DurablePublishError::Full(back)) if self.inner.overflow == Overflow::Block => {
-                    payload = back;
-                    self.wait_for_room_blocking(p);
-                }
-                other => break other?,
-            }
+        let request = Request {
+            key,
+            payloads: Payloads::One(payload),
         };
-        self.finish_blocking(p, offset)
+        self.publish_blocking_request(p, request, true)
+            .map_err(|e| e.map(|r| r.payloads.into_one()))
     }
 
-    fn finish_blocking(
+    /// Publishes `request` to partition `p`, waiting for the disk under
+    /// [`SyncPolicy::Always`] and, with `wait_for_room`, for room under `Overflow::Block`.
+    fn publish_blocking_request(
         &self,
         p: u32,
-        offset: u64,
-    ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
-        let durable = self.inner.sync == SyncPolicy::Always;
-        if durable {
-            let d = read_log(&self.inner.parts[p as usize]).durability().clone();
-            // The message is published (readers may have it): a failed sync cannot take
-            // it back, so the error says the disk failed, with an empty payload.
-            d.wait_synced(offset)
-                .map_err(|e| DurablePublishError::Store(e, Bytes::new()))?;
+        mut request: Request,
+        wait_for_room: bool,
+    ) -> Result<DurableReceipt, DurablePublishError<Request>> {
+        loop {
+            let outcome = if self.inner.sync == SyncPolicy::Always {
+                self.commit_blocking(p, request)
+            } else {
+                self.inner.write_one(p, request)
+            };
+            match outcome {
+                Err(DurablePublishError::Full(back))
+                    if wait_for_room && self.inner.overflow == Overflow::Block =>
+                {
+                    request = back;
+                    self.wait_for_room_blocking(p);
+                }
+                other => return other.map(|offsets| self.receipt(p, offsets)),
+            }
         }
-        Ok(DurableReceipt {
+    }
+
+    fn receipt(&self, p: u32, offsets: Range<u64>) -> DurableReceipt {
+        DurableReceipt {
             partition: p,
-            offset,
-            count: 1,
-            durable,
-        })
+            offset: offsets.start,
+            count: u32::try_from(offsets.end - offsets.start).unwrap_or(u32::MAX),
+            durable: self.inner.sync == SyncPolicy::Always,
+        }
+    }
+
+    /// A publish under `Always` from a blocked thread: its own round when it is alone,
+    /// else queued for the partition's commit thread (see [`crate::commit`]).
+    fn commit_blocking(&self, p: u32, request: Request) -> Outcome {
+        let Some(part) = self.inner.parts.get(p as usize) else {
+            return Err(DurablePublishError::InvalidPartition(request));
+        };
+        let entry = Entry::blocking(request);
+        match part.commit.enter(&entry, true) {
+            Turn::Own => {
+                let request = entry.take_request().expect("not queued, so not taken");
+                let outcome = self.inner.write_one(p, request);
+                let began = Instant::now();
+                let outcome = self.inner.sync_outcome(p, outcome);
+                part.commit.leave(began.elapsed());
+                outcome
+            }
+            Turn::Queued { start_thread } => {
+                if start_thread {
+                    self.start_commit_thread(p);
+                }
+                entry.wait()
+            }
+            Turn::Closed => {
+                let request = entry.take_request().expect("not queued, so not taken");
+                Err(DurablePublishError::Closed(request))
+            }
+        }
+    }
+
+    /// Starts partition `p`'s commit thread; if the system refuses a thread, fails the
+    /// publishes queued so far (the next one to queue tries again).
+    fn start_commit_thread(&self, p: u32) {
+        let part = &self.inner.parts[p as usize];
+        let weak = Arc::downgrade(&self.inner);
+        let queue = Arc::clone(&part.commit);
+        let started = std::thread::Builder::new()
+            .name(format!("memq-store-commit-{p}"))
+            .spawn(move || run_commit_thread(&weak, &queue, p));
+        match started {
+            Ok(handle) => part.commit.started(handle),
+            Err(e) => self.commit_thread_failed(p, e),
+        }
+    }
+
+    fn commit_thread_failed(&self, p: u32, e: std::io::Error) {
+        let part = &self.inner.parts[p as usize];
+        let path = self.inner.dir.join(format!("partition-{p}"));
+        let err = StoreError::io("start the commit thread for", path, e);
+        for entry in part.commit.thread_failed() {
+            if let Some(request) = entry.take_request() {
+                entry.complete(Err(DurablePublishError::Store(err.duplicate(), request)));
+            }
+        }
     }
 
     async fn publish_async(
@@ -685,146 +780,83 @@ impl DurableTopic {
         key: Option<Bytes>,
         payload: Bytes,
     ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
-        let mut payload = Some(payload);
-        let offset = std::future::poll_fn(|cx| {
-            let v = payload.take().expect("polled after completion");
-            match self.append(p, key.clone(), v) {
+        let mut request = Request {
+            key,
+            payloads: Payloads::One(payload),
+        };
+        loop {
+            let outcome = if self.inner.sync == SyncPolicy::Always {
+                self.commit_async(p, request).await
+            } else {
+                self.inner.write_one(p, request)
+            };
+            match outcome {
                 Err(DurablePublishError::Full(back)) if self.inner.overflow == Overflow::Block => {
-                    if self.register_for_room(p, cx) {
-                        // Room came while registering: try again at once.
-                        cx.waker().wake_by_ref();
+                    request = back;
+                    std::future::poll_fn(|cx| {
+                        if self.register_for_room(p, cx) {
+                            Poll::Ready(())
+                        } else {
+                            Poll::Pending
+                        }
+                    })
+                    .await;
+                }
+                other => {
+                    return other
+                        .map(|offsets| self.receipt(p, offsets))
+                        .map_err(|e| e.map(|r| r.payloads.into_one()))
+                }
+            }
+        }
+    }
+
+    /// A publish under `Always` from an async task: always queued for the partition's
+    /// commit thread, which writes, syncs and wakes the task. If the task gives up (the
+    /// future is dropped) before a round took its request, nothing is published; after,
+    /// the message is published, and durable, without a receipt.
+    async fn commit_async(&self, p: u32, request: Request) -> Outcome {
+        let Some(part) = self.inner.parts.get(p as usize) else {
+            return Err(DurablePublishError::InvalidPartition(request));
+        };
+        /// Cancels the queued publish if the future is dropped first.
+        struct Queued(Option<Arc<Entry>>);
+        impl Drop for Queued {
+            fn drop(&mut self) {
+                if let Some(entry) = self.0.take() {
+                    entry.cancel();
+                }
+            }
+        }
+        let mut request = Some(request);
+        let mut queued = Queued(None);
+        std::future::poll_fn(|cx| {
+            if let Some(entry) = &queued.0 {
+                return match entry.poll(cx.waker()) {
+                    Some(outcome) => {
+                        queued.0 = None;
+                        Poll::Ready(outcome)
                     }
-                    payload = Some(back);
+                    None => Poll::Pending,
+                };
+            }
+            let request = request.take().expect("polled after completion");
+            let entry = Entry::with_waker(request, cx.waker().clone());
+            match part.commit.enter(&entry, false) {
+                Turn::Queued { start_thread } => {
+                    if start_thread {
+                        self.start_commit_thread(p);
+                    }
+                    queued.0 = Some(entry);
                     Poll::Pending
                 }
-                other => Poll::Ready(other),
+                Turn::Closed | Turn::Own => {
+                    let request = entry.take_request().expect("not queued, so not taken");
+                    Poll::Ready(Err(DurablePublishError::Closed(request)))
+                }
             }
         })
-        .await?;
-        let durable = self.inner.sync == SyncPolicy::Always;
-        if durable {
-            let d = read_log(&self.inner.parts[p as usize]).durability().clone();
-            std::future::poll_fn(|cx| d.poll_synced(offset, cx.waker()))
-                .await
-                .map_err(|e| DurablePublishError::Store(e, Bytes::new()))?;
-        }
-        Ok(DurableReceipt {
-            partition: p,
-            offset,
-            count: 1,
-            durable,
-        })
-    }
-
-    /// What every append does first: finds partition `p`, refuses a closed topic, takes
-    /// the log lock, sets the retention floor (under `Block`/`Reject` with a size or count
-    /// limit) and applies retention (age limits go as the log grows). Returns the
-    /// partition, the lock, the time to stamp the records with, and `value`, handed back
-    /// in the error otherwise.
-    fn lock_for_append<V>(
-        &self,
-        p: u32,
-        value: V,
-    ) -> Result<(&Part, RwLockWriteGuard<'_, SegmentLog>, u64, V), DurablePublishError<V>> {
-        let Some(part) = self.inner.parts.get(p as usize) else {
-            return Err(DurablePublishError::InvalidPartition(value));
-        };
-        if self.inner.topic.is_closed() {
-            return Err(DurablePublishError::Closed(value));
-        }
-        let now = now_ms();
-        let mut log = write_log(part);
-        if self.inner.overflow != Overflow::DropOldest && log.has_size_limits() {
-            log.set_floor(part.floor());
-        }
-        if let Err(e) = log.enforce_retention(now) {
-            return Err(DurablePublishError::Store(e, value));
-        }
-        Ok((part, log, now, value))
-    }
-
-    /// Appends the record and publishes it into the in-memory topic, under the log lock.
-    fn append(
-        &self,
-        p: u32,
-        key: Option<Bytes>,
-        payload: Bytes,
-    ) -> Result<u64, DurablePublishError<Bytes>> {
-        let (part, mut log, now, payload) = self.lock_for_append(p, payload)?;
-        let appended = log.append(Some(now), key.as_deref(), &payload);
-        part.start.store(log.start(), Ordering::SeqCst);
-        let offset = match appended {
-            Ok(o) => o,
-            Err(StoreError::Full) => return Err(DurablePublishError::Full(payload)),
-            Err(e) => return Err(DurablePublishError::Store(e, payload)),
-        };
-        let stored = Stored {
-            key,
-            payload,
-            timestamp: now,
-        };
-        match self.inner.topic.try_publish_to(p, stored) {
-            Ok(r) => {
-                debug_assert_eq!(r.offset, offset, "the cache and the log disagree");
-                part.published.store(offset + 1, Ordering::SeqCst);
-                drop(log);
-                self.inner.published();
-                Ok(offset)
-            }
-            // Closed between the check and now: the record is on disk (it will be read
-            // after a restart) but no reader of this process sees it. Report it as
-            // published, since it is, durably.
-            Err(memq_core::PublishError::Closed(_)) => Ok(offset),
-            Err(e) => {
-                // DropOldest never fills, and the partition exists.
-                unreachable_publish(&e);
-                Ok(offset)
-            }
-        }
-    }
-
-    /// Appends a batch (all of it or none) and publishes it into the in-memory topic in
-    /// order, under the log lock; returns its offsets.
-    fn append_batch(
-        &self,
-        p: u32,
-        key: Option<Bytes>,
-        batch: Vec<Bytes>,
-    ) -> Result<std::ops::Range<u64>, DurablePublishError<Vec<Bytes>>> {
-        let (part, mut log, now, batch) = self.lock_for_append(p, batch)?;
-        let appended = log.append_batch(
-            batch
-                .iter()
-                .map(|v| (Some(now), key.as_deref(), v.as_ref())),
-        );
-        part.start.store(log.start(), Ordering::SeqCst);
-        let offsets = match appended {
-            Ok(r) => r,
-            Err(StoreError::Full) => return Err(DurablePublishError::Full(batch)),
-            Err(e) => return Err(DurablePublishError::Store(e, batch)),
-        };
-        // The cache takes at most its capacity at once; a larger batch goes in parts
-        // (the cache evicts, and readers behind it read the rest from disk).
-        let mut values = batch.into_iter().map(|payload| Stored {
-            key: key.clone(),
-            payload,
-            timestamp: now,
-        });
-        let mut at = offsets.start;
-        while at < offsets.end {
-            let part_len = ((offsets.end - at) as usize).min(self.inner.capacity);
-            let chunk: Vec<Stored> = values.by_ref().take(part_len).collect();
-            match self.inner.topic.try_publish_batch_to(p, chunk) {
-                Ok(r) => debug_assert_eq!(r.offset, at, "the cache and the log disagree"),
-                Err(memq_core::PublishError::Closed(_)) => return Ok(offsets),
-                Err(e) => unreachable_publish_batch(&e),
-            }
-            at += part_len as u64;
-        }
-        part.published.store(offsets.end, Ordering::SeqCst);
-        drop(log);
-        self.inner.published();
-        Ok(offsets)
+        .await
     }
 
     /// Publishes `batch` to the next partition in one write, all of it or none, waiting
@@ -877,28 +909,12 @@ impl DurableTopic {
         key: Option<Bytes>,
         batch: Vec<Bytes>,
     ) -> Result<DurableReceipt, DurablePublishError<Vec<Bytes>>> {
-        let mut batch = batch;
-        let offsets = loop {
-            match self.append_batch(p, key.clone(), batch) {
-                Err(DurablePublishError::Full(back)) if self.inner.overflow == Overflow::Block => {
-                    batch = back;
-                    self.wait_for_room_blocking(p);
-                }
-                other => break other?,
-            }
+        let request = Request {
+            key,
+            payloads: Payloads::Many(batch),
         };
-        let durable = self.inner.sync == SyncPolicy::Always;
-        if durable && !offsets.is_empty() {
-            let d = read_log(&self.inner.parts[p as usize]).durability().clone();
-            d.wait_synced(offsets.end - 1)
-                .map_err(|e| DurablePublishError::Store(e, Vec::new()))?;
-        }
-        Ok(DurableReceipt {
-            partition: p,
-            offset: offsets.start,
-            count: u32::try_from(offsets.end - offsets.start).unwrap_or(u32::MAX),
-            durable,
-        })
+        self.publish_blocking_request(p, request, true)
+            .map_err(|e| e.map(|r| r.payloads.into_many()))
     }
 
     /// Sleeps until a reader of `p` moves on (or the topic closes), unless one did since
@@ -942,6 +958,231 @@ impl DurableTopic {
             None => true,
             Some(f) => log.oldest_segment_end().is_none_or(|end| end <= f),
         }
+    }
+}
+
+/// Why [`Inner::lock_log`] could not lock a partition's log for an append.
+enum LockFail {
+    InvalidPartition,
+    Closed,
+    Store(StoreError),
+}
+
+impl LockFail {
+    fn error<V>(&self, value: V) -> DurablePublishError<V> {
+        match self {
+            LockFail::InvalidPartition => DurablePublishError::InvalidPartition(value),
+            LockFail::Closed => DurablePublishError::Closed(value),
+            LockFail::Store(e) => DurablePublishError::Store(e.duplicate(), value),
+        }
+    }
+}
+
+impl Inner {
+    /// What every append does first: finds partition `p`, refuses a closed topic, takes
+    /// the log lock, sets the retention floor (under `Block`/`Reject` with a size or count
+    /// limit) and applies retention (age limits go as the log grows). Returns the
+    /// partition, the lock and the time to stamp the records with.
+    fn lock_log(&self, p: u32) -> Result<(&Part, RwLockWriteGuard<'_, SegmentLog>, u64), LockFail> {
+        let Some(part) = self.parts.get(p as usize) else {
+            return Err(LockFail::InvalidPartition);
+        };
+        if self.topic.is_closed() {
+            return Err(LockFail::Closed);
+        }
+        let now = now_ms();
+        let mut log = write_log(part);
+        if self.overflow != Overflow::DropOldest && log.has_size_limits() {
+            log.set_floor(part.floor());
+        }
+        if let Err(e) = log.enforce_retention(now) {
+            return Err(LockFail::Store(e));
+        }
+        Ok((part, log, now))
+    }
+
+    /// Writes one publish (see [`Inner::write_group`]).
+    fn write_one(&self, p: u32, request: Request) -> Outcome {
+        self.write_group(p, vec![request])
+            .pop()
+            .expect("one outcome for each request")
+    }
+
+    /// Appends `requests` to partition `p`'s log in one write, each all or none, and
+    /// publishes them into the in-memory topic in order, under the log lock; returns each
+    /// one's offsets, or why not. A group that the log refuses as a whole for its size
+    /// (the retention limit, a record too large) is appended one request at a time, so
+    /// that each gets its own answer; any other failure is every request's.
+    fn write_group(&self, p: u32, requests: Vec<Request>) -> Vec<Outcome> {
+        let (part, mut log, now) = match self.lock_log(p) {
+            Ok(locked) => locked,
+            Err(fail) => return requests.into_iter().map(|r| Err(fail.error(r))).collect(),
+        };
+        let appended = log.append_batch(records(&requests, now));
+        let mut offsets: Vec<Result<Range<u64>, StoreError>> = Vec::with_capacity(requests.len());
+        match appended {
+            Ok(all) => {
+                let mut at = all.start;
+                for r in &requests {
+                    let n = r.payloads.as_slice().len() as u64;
+                    offsets.push(Ok(at..at + n));
+                    at += n;
+                }
+            }
+            Err(StoreError::Full | StoreError::TooLarge { .. }) if requests.len() > 1 => {
+                for r in &requests {
+                    offsets.push(log.append_batch(records(std::slice::from_ref(r), now)));
+                }
+            }
+            Err(e) => {
+                offsets.extend(requests.iter().skip(1).map(|_| Err(e.duplicate())));
+                offsets.insert(0, Err(e));
+            }
+        }
+        part.start.store(log.start(), Ordering::SeqCst);
+        // Into the cache, in offset order (the appended requests' offsets follow one
+        // another: a failed append appends nothing).
+        let mut outcomes = Vec::with_capacity(requests.len());
+        let mut cached: Vec<Stored> = Vec::new();
+        let mut first = None;
+        let mut end = None;
+        for (r, o) in requests.into_iter().zip(offsets) {
+            match o {
+                Ok(range) => {
+                    first.get_or_insert(range.start);
+                    if !range.is_empty() {
+                        end = Some(range.end);
+                    }
+                    let key = r.key;
+                    cached.extend(r.payloads.into_many().into_iter().map(|payload| Stored {
+                        key: key.clone(),
+                        payload,
+                        timestamp: now,
+                    }));
+                    outcomes.push(Ok(range));
+                }
+                Err(StoreError::Full) => outcomes.push(Err(DurablePublishError::Full(r))),
+                Err(e) => outcomes.push(Err(DurablePublishError::Store(e, r))),
+            }
+        }
+        if let (Some(first), Some(end)) = (first, end) {
+            self.cache(p, first, cached);
+            part.published.store(end, Ordering::SeqCst);
+            drop(log);
+            self.published();
+        }
+        outcomes
+    }
+
+    /// Publishes `values`, the records at offsets `first..`, into the in-memory topic
+    /// (under the log lock). The cache takes at most its capacity at once; more go in
+    /// parts (the cache evicts, and readers behind it read the rest from disk).
+    fn cache(&self, p: u32, first: u64, values: Vec<Stored>) {
+        if values.len() == 1 {
+            let value = values.into_iter().next().expect("one value");
+            match self.topic.try_publish_to(p, value) {
+                Ok(r) => debug_assert_eq!(r.offset, first, "the cache and the log disagree"),
+                // Closed since the check: the record is on disk (it will be read after a
+                // restart) but no reader of this process sees it. It is published, durably.
+                Err(memq_core::PublishError::Closed(_)) => {}
+                // DropOldest never fills, and the partition exists.
+                Err(e) => unreachable_publish(&e),
+            }
+            return;
+        }
+        let mut values = values.into_iter();
+        let mut at = first;
+        loop {
+            let chunk: Vec<Stored> = values.by_ref().take(self.capacity).collect();
+            if chunk.is_empty() {
+                return;
+            }
+            let len = chunk.len() as u64;
+            match self.topic.try_publish_batch_to(p, chunk) {
+                Ok(r) => debug_assert_eq!(r.offset, at, "the cache and the log disagree"),
+                Err(memq_core::PublishError::Closed(_)) => return,
+                Err(e) => unreachable_publish_batch(&e),
+            }
+            at += len;
+        }
+    }
+
+    /// Under [`SyncPolicy::Always`], waits until what `outcome` appended is on the disk.
+    /// The messages are published (readers may have them): a failed sync cannot take
+    /// them back, so the error says the disk failed, with nothing handed back.
+    fn sync_outcome(&self, p: u32, outcome: Outcome) -> Outcome {
+        let range = outcome?;
+        if range.is_empty() {
+            return Ok(range);
+        }
+        let d = read_log(&self.parts[p as usize]).durability().clone();
+        match d.wait_synced(range.end - 1) {
+            Ok(()) => Ok(range),
+            Err(e) => Err(DurablePublishError::Store(e, Request::empty())),
+        }
+    }
+}
+
+/// The records of `requests`, stamped `now`, as [`SegmentLog::append_batch`] takes them.
+fn records(
+    requests: &[Request],
+    now: u64,
+) -> impl Iterator<Item = (Option<u64>, Option<&[u8]>, &[u8])> {
+    requests.iter().flat_map(move |r| {
+        r.payloads
+            .as_slice()
+            .iter()
+            .map(move |b| (Some(now), r.key.as_deref(), b.as_ref()))
+    })
+}
+
+/// Partition `p`'s commit thread (see [`crate::commit`]): rounds of the publishes queued
+/// under [`SyncPolicy::Always`], each one write and one sync, until the topic closes.
+fn run_commit_thread(inner: &Weak<Inner>, queue: &CommitQueue, p: u32) {
+    while let Some(entries) = queue.next_round() {
+        let count = entries.len();
+        let Some(inner) = inner.upgrade() else {
+            // The topic is gone: nothing more is written.
+            for entry in &entries {
+                if let Some(request) = entry.take_request() {
+                    entry.complete(Err(DurablePublishError::Closed(request)));
+                }
+            }
+            queue.round_done(count, Duration::ZERO);
+            continue;
+        };
+        // Requests whose async publisher gave up are not written.
+        let (live, requests): (Vec<_>, Vec<_>) = entries
+            .iter()
+            .filter_map(|e| e.take_request().map(|r| (e, r)))
+            .unzip();
+        let outcomes = inner.write_group(p, requests);
+        let last = outcomes
+            .iter()
+            .filter_map(|o| o.as_ref().ok())
+            .filter(|r| !r.is_empty())
+            .map(|r| r.end - 1)
+            .max();
+        let began = Instant::now();
+        let synced = match last {
+            Some(last) => {
+                let d = read_log(&inner.parts[p as usize]).durability().clone();
+                d.wait_synced(last)
+            }
+            None => Ok(()),
+        };
+        queue.round_done(count, began.elapsed());
+        crate::commit::complete_all(live.into_iter().cloned().zip(outcomes).map(
+            |(entry, outcome)| {
+                let outcome = match (&synced, outcome) {
+                    (Err(e), Ok(range)) if !range.is_empty() => {
+                        Err(DurablePublishError::Store(e.duplicate(), Request::empty()))
+                    }
+                    (_, outcome) => outcome,
+                };
+                (entry, outcome)
+            },
+        ));
     }
 }
 

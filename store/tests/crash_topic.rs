@@ -1,4 +1,4 @@
-//! Crash tests of a durable topic and its group: a child process publishes from two
+//! Crash tests of a durable topic and its group: a child process publishes from four
 //! threads (under `Always`) and consumes with an explicit-ack group (its state written at
 //! every ack); the parent SIGKILLs it at random moments, again and again, and checks after
 //! each reopening that
@@ -51,7 +51,8 @@ fn topic_crash_child() {
         o.flush().unwrap();
     };
     let mut threads = Vec::new();
-    for t in 0..2u64 {
+    // Four publishers on two partitions: their publishes meet in group writes.
+    for t in 0..4u64 {
         let (topic, out) = (topic.clone(), out.clone());
         threads.push(std::thread::spawn(move || {
             for seq in 0.. {
