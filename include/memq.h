@@ -2599,15 +2599,17 @@ memq_status memq_durable_topic_start_offset(const struct memq_durable_topic *top
  * waits for the disk (`receipt_out->durable` is then true).
  *
  * `timeout_ms` is about room under a retention limit with `MEMQ_OVERFLOW_BLOCK`: 0
- * does not wait (`MEMQ_STATUS_FULL` if the log is full), a negative value waits until a
- * subscriber moves on. A positive value is `MEMQ_STATUS_INVALID_ARGUMENT`: a time limit
- * is not supported yet. Without a retention limit a durable topic is never full.
+ * does not wait (`MEMQ_STATUS_FULL` if the log is full), a positive value waits up to
+ * that many milliseconds for a subscriber to move on (`MEMQ_STATUS_FULL` after), a
+ * negative value as long as it takes. Without a retention limit a durable topic is
+ * never full. The time limit is on the wait for room only: under `MEMQ_SYNC_ALWAYS` a
+ * message written still waits for the disk.
  *
  * Returns `MEMQ_STATUS_FULL` (no room: `MEMQ_OVERFLOW_REJECT`, or `BLOCK` with
- * `timeout_ms == 0`), `MEMQ_STATUS_CLOSED`, `MEMQ_STATUS_DISK_FULL` or `MEMQ_STATUS_IO`
+ * `timeout_ms == 0` or when the time ran out), `MEMQ_STATUS_CLOSED`, `MEMQ_STATUS_DISK_FULL` or `MEMQ_STATUS_IO`
  * (nothing was published; after a failed sync, which the receipt cannot take back,
  * nothing more is published until the topic is reopened),
- * `MEMQ_STATUS_INVALID_ARGUMENT` (a record larger than 64 MiB, a positive `timeout_ms`),
+ * `MEMQ_STATUS_INVALID_ARGUMENT` (a record larger than 64 MiB),
  * `MEMQ_STATUS_NULL_POINTER`.
  *
  * Thread safety: may be called from any thread, concurrently with any call on `topic`

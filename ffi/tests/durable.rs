@@ -252,6 +252,48 @@ fn receipts_say_whether_the_message_is_on_disk() {
 }
 
 #[test]
+fn a_publish_waits_for_room_at_most_its_time_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = durable_config(memq_sync::Never);
+    d.retention_max_bytes = 8192;
+    let t = try_open(dir.path(), &config(8, 1, memq_overflow::Block), &d).unwrap();
+    // A subscriber that reads nothing holds every segment.
+    let s = subscribe(t, memq_start::Earliest);
+    let payload = [7u8; 500];
+    let mut r = memq_durable_receipt::default();
+    let mut published = 0;
+    // SAFETY: live topic, readable payload, valid receipt.
+    unsafe {
+        while memq_durable_publish(t, payload.as_ptr(), payload.len(), 0, &mut r) == OK {
+            published += 1;
+        }
+        // No room: a time limit runs out and says FULL (nothing was published).
+        let st = memq_durable_publish(t, payload.as_ptr(), payload.len(), 20, &mut r);
+        assert_eq!(st, memq_status::Full);
+    }
+    // The subscriber reads everything: room again, and a publish with a time limit far
+    // longer than it needs goes through at once.
+    let mut m = null_mut();
+    for _ in 0..published {
+        // SAFETY: live subscriber, valid out-pointer.
+        assert_eq!(
+            unsafe { memq_durable_subscriber_recv(s, 0, &mut m, null_mut()) },
+            OK
+        );
+        take(m);
+    }
+    // SAFETY: as above.
+    let st = unsafe { memq_durable_publish(t, payload.as_ptr(), payload.len(), 60_000, &mut r) };
+    assert_eq!(st, OK, "{}", last_error());
+    assert_eq!(r.offset, published);
+    // SAFETY: live handles, freed once.
+    unsafe {
+        memq_durable_subscriber_free(s);
+        memq_durable_topic_free(t);
+    }
+}
+
+#[test]
 fn keys_route_as_in_memory_and_come_back() {
     let dir = tempfile::tempdir().unwrap();
     let t = open(dir.path(), 8, 4);
@@ -283,10 +325,9 @@ fn keys_route_as_in_memory_and_come_back() {
             let st = memq_durable_publish_to(t, 4, b"w".as_ptr(), 1, timeout, &mut r);
             assert_eq!(st, memq_status::OutOfRange);
         }
-        // A time limit is not supported yet: refused, not ignored.
+        // A time limit: without a retention limit there is always room.
         let st = memq_durable_publish(t, b"w".as_ptr(), 1, 5, &mut r);
-        assert_eq!(st, memq_status::InvalidArgument);
-        assert!(last_error().contains("timeout_ms"), "{}", last_error());
+        assert_eq!(st, OK);
     }
     let s = subscribe(t, memq_start::Earliest);
     let mut m = null_mut();

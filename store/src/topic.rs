@@ -538,7 +538,7 @@ impl DurableTopic {
         payload: impl Into<Bytes>,
     ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
         let p = self.round_robin();
-        self.publish_to_blocking_inner(p, None, payload.into())
+        self.publish_to_blocking_inner(p, None, payload.into(), RoomWait::Forever)
     }
 
     /// Publishes `payload` with `key`, to the partition memq's key hash gives it (the
@@ -554,7 +554,7 @@ impl DurableTopic {
     ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
         let key = key.into();
         let p = memq_core::key_partition(&key, self.partitions());
-        self.publish_to_blocking_inner(p, Some(key), payload.into())
+        self.publish_to_blocking_inner(p, Some(key), payload.into(), RoomWait::Forever)
     }
 
     /// Publishes `payload` to `partition`.
@@ -567,7 +567,78 @@ impl DurableTopic {
         partition: u32,
         payload: impl Into<Bytes>,
     ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
-        self.publish_to_blocking_inner(partition, None, payload.into())
+        self.publish_to_blocking_inner(partition, None, payload.into(), RoomWait::Forever)
+    }
+
+    /// [`DurableTopic::publish_blocking`], waiting at most `timeout` for room under
+    /// `Overflow::Block`. The time limit is on the wait for room only: once the record is
+    /// written, a publish under [`SyncPolicy::Always`] still waits for the disk (the
+    /// message is published by then, and cannot be withdrawn).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use memq_core::{StartAt, TopicConfig};
+    /// use memq_store::{DurableConfig, DurablePublishError, DurableTopic, Retention, SyncPolicy};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// // A log of at most two 4 KiB segments, and a subscriber that reads nothing.
+    /// let retention = Retention { max_bytes: Some(8192), ..Retention::default() };
+    /// let durable = DurableConfig::new(SyncPolicy::Never).segment_bytes(4096).retention(retention);
+    /// let topic = DurableTopic::open(dir.path(), TopicConfig::new(8), durable)?;
+    /// let _slow = topic.subscribe(StartAt::Earliest)?;
+    /// let full = loop {
+    ///     match topic.publish_blocking_timeout(vec![0u8; 500], Duration::from_millis(10)) {
+    ///         Ok(_) => continue,
+    ///         Err(e) => break e,
+    ///     }
+    /// };
+    /// assert!(matches!(full, DurablePublishError::Full(p) if p.len() == 500));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`DurablePublishError::Full`] if there was no room before the time ran out;
+    /// otherwise as [`DurableTopic::publish_blocking`]. The payload is handed back.
+    pub fn publish_blocking_timeout(
+        &self,
+        payload: impl Into<Bytes>,
+        timeout: Duration,
+    ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
+        let p = self.round_robin();
+        self.publish_to_blocking_inner(p, None, payload.into(), RoomWait::within(timeout))
+    }
+
+    /// [`DurableTopic::publish_keyed_blocking`], waiting at most `timeout` for room (see
+    /// [`DurableTopic::publish_blocking_timeout`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableTopic::publish_blocking_timeout`].
+    pub fn publish_keyed_blocking_timeout(
+        &self,
+        key: impl Into<Bytes>,
+        payload: impl Into<Bytes>,
+        timeout: Duration,
+    ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
+        let key = key.into();
+        let p = memq_core::key_partition(&key, self.partitions());
+        self.publish_to_blocking_inner(p, Some(key), payload.into(), RoomWait::within(timeout))
+    }
+
+    /// [`DurableTopic::publish_to_blocking`], waiting at most `timeout` for room (see
+    /// [`DurableTopic::publish_blocking_timeout`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableTopic::publish_blocking_timeout`], and `InvalidPartition`.
+    pub fn publish_to_blocking_timeout(
+        &self,
+        partition: u32,
+        payload: impl Into<Bytes>,
+        timeout: Duration,
+    ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
+        self.publish_to_blocking_inner(partition, None, payload.into(), RoomWait::within(timeout))
     }
 
     /// Publishes `payload` if there is room now; never waits for room (under `Block`, a
@@ -624,7 +695,7 @@ impl DurableTopic {
             key,
             payloads: Payloads::One(payload),
         };
-        self.publish_blocking_request(p, request, false)
+        self.publish_blocking_request(p, request, RoomWait::No)
             .map_err(|e| e.map(|r| r.payloads.into_one()))
     }
 
@@ -675,22 +746,23 @@ impl DurableTopic {
         p: u32,
         key: Option<Bytes>,
         payload: Bytes,
+        room: RoomWait,
     ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
         let request = Request {
             key,
             payloads: Payloads::One(payload),
         };
-        self.publish_blocking_request(p, request, true)
+        self.publish_blocking_request(p, request, room)
             .map_err(|e| e.map(|r| r.payloads.into_one()))
     }
 
     /// Publishes `request` to partition `p`, waiting for the disk under
-    /// [`SyncPolicy::Always`] and, with `wait_for_room`, for room under `Overflow::Block`.
+    /// [`SyncPolicy::Always`] and, as `room` says, for room under `Overflow::Block`.
     fn publish_blocking_request(
         &self,
         p: u32,
         mut request: Request,
-        wait_for_room: bool,
+        room: RoomWait,
     ) -> Result<DurableReceipt, DurablePublishError<Request>> {
         loop {
             let outcome = if self.inner.sync == SyncPolicy::Always {
@@ -700,10 +772,17 @@ impl DurableTopic {
             };
             match outcome {
                 Err(DurablePublishError::Full(back))
-                    if wait_for_room && self.inner.overflow == Overflow::Block =>
+                    if self.inner.overflow == Overflow::Block && room != RoomWait::No =>
                 {
+                    let until = match room {
+                        RoomWait::Until(t) if Instant::now() >= t => {
+                            return Err(DurablePublishError::Full(back))
+                        }
+                        RoomWait::Until(t) => Some(t),
+                        _ => None,
+                    };
                     request = back;
-                    self.wait_for_room_blocking(p);
+                    self.wait_for_room_blocking(p, until);
                 }
                 other => return other.map(|offsets| self.receipt(p, offsets)),
             }
@@ -871,7 +950,7 @@ impl DurableTopic {
         batch: Vec<Bytes>,
     ) -> Result<DurableReceipt, DurablePublishError<Vec<Bytes>>> {
         let p = self.round_robin();
-        self.publish_batch_inner(p, None, batch)
+        self.publish_batch_inner(p, None, batch, RoomWait::Forever)
     }
 
     /// [`DurableTopic::publish_batch_blocking`] with one key for every message, to the
@@ -887,7 +966,7 @@ impl DurableTopic {
     ) -> Result<DurableReceipt, DurablePublishError<Vec<Bytes>>> {
         let key = key.into();
         let p = memq_core::key_partition(&key, self.partitions());
-        self.publish_batch_inner(p, Some(key), batch)
+        self.publish_batch_inner(p, Some(key), batch, RoomWait::Forever)
     }
 
     /// [`DurableTopic::publish_batch_blocking`] to `partition`.
@@ -900,7 +979,54 @@ impl DurableTopic {
         partition: u32,
         batch: Vec<Bytes>,
     ) -> Result<DurableReceipt, DurablePublishError<Vec<Bytes>>> {
-        self.publish_batch_inner(partition, None, batch)
+        self.publish_batch_inner(partition, None, batch, RoomWait::Forever)
+    }
+
+    /// [`DurableTopic::publish_batch_blocking`], waiting at most `timeout` for room (see
+    /// [`DurableTopic::publish_blocking_timeout`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableTopic::publish_blocking_timeout`]; the batch is handed back.
+    pub fn publish_batch_blocking_timeout(
+        &self,
+        batch: Vec<Bytes>,
+        timeout: Duration,
+    ) -> Result<DurableReceipt, DurablePublishError<Vec<Bytes>>> {
+        let p = self.round_robin();
+        self.publish_batch_inner(p, None, batch, RoomWait::within(timeout))
+    }
+
+    /// [`DurableTopic::publish_batch_keyed_blocking`], waiting at most `timeout` for room
+    /// (see [`DurableTopic::publish_blocking_timeout`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableTopic::publish_blocking_timeout`]; the batch is handed back.
+    pub fn publish_batch_keyed_blocking_timeout(
+        &self,
+        key: impl Into<Bytes>,
+        batch: Vec<Bytes>,
+        timeout: Duration,
+    ) -> Result<DurableReceipt, DurablePublishError<Vec<Bytes>>> {
+        let key = key.into();
+        let p = memq_core::key_partition(&key, self.partitions());
+        self.publish_batch_inner(p, Some(key), batch, RoomWait::within(timeout))
+    }
+
+    /// [`DurableTopic::publish_batch_to_blocking`], waiting at most `timeout` for room
+    /// (see [`DurableTopic::publish_blocking_timeout`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableTopic::publish_blocking_timeout`], and `InvalidPartition`.
+    pub fn publish_batch_to_blocking_timeout(
+        &self,
+        partition: u32,
+        batch: Vec<Bytes>,
+        timeout: Duration,
+    ) -> Result<DurableReceipt, DurablePublishError<Vec<Bytes>>> {
+        self.publish_batch_inner(partition, None, batch, RoomWait::within(timeout))
     }
 
     fn publish_batch_inner(
@@ -908,29 +1034,37 @@ impl DurableTopic {
         p: u32,
         key: Option<Bytes>,
         batch: Vec<Bytes>,
+        room: RoomWait,
     ) -> Result<DurableReceipt, DurablePublishError<Vec<Bytes>>> {
         let request = Request {
             key,
             payloads: Payloads::Many(batch),
         };
-        self.publish_blocking_request(p, request, true)
+        self.publish_blocking_request(p, request, room)
             .map_err(|e| e.map(|r| r.payloads.into_many()))
     }
 
     /// Sleeps until a reader of `p` moves on (or the topic closes), unless one did since
     /// the failed append. The caller appends again and finds out.
-    fn wait_for_room_blocking(&self, p: u32) {
+    fn wait_for_room_blocking(&self, p: u32, until: Option<Instant>) {
         let part = &self.inner.parts[p as usize];
         let room = part.room.lock().unwrap_or_else(|e| e.into_inner());
         part.waiting.fetch_add(1, Ordering::SeqCst);
         // With `room` held, a reader that moves from here on must take it to wake us,
         // which it can only do once we sleep.
         if !self.room_now(p) && !self.inner.topic.is_closed() {
-            drop(
-                part.room_changed
-                    .wait(room)
-                    .unwrap_or_else(|e| e.into_inner()),
-            );
+            match until {
+                None => drop(
+                    part.room_changed
+                        .wait(room)
+                        .unwrap_or_else(|e| e.into_inner()),
+                ),
+                Some(t) => drop(
+                    part.room_changed
+                        .wait_timeout(room, t.saturating_duration_since(Instant::now()))
+                        .unwrap_or_else(|e| e.into_inner()),
+                ),
+            }
         }
         part.waiting.fetch_sub(1, Ordering::SeqCst);
     }
@@ -958,6 +1092,23 @@ impl DurableTopic {
             None => true,
             Some(f) => log.oldest_segment_end().is_none_or(|end| end <= f),
         }
+    }
+}
+
+/// How long a blocking publish waits for room under `Overflow::Block`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RoomWait {
+    No,
+    Forever,
+    Until(Instant),
+}
+
+impl RoomWait {
+    fn within(timeout: Duration) -> RoomWait {
+        // A timeout too long to add to now is as good as forever.
+        Instant::now()
+            .checked_add(timeout)
+            .map_or(RoomWait::Forever, RoomWait::Until)
     }
 }
 

@@ -395,3 +395,38 @@ fn try_publish_keyed_and_to_never_wait_for_room() {
         .unwrap();
     assert_eq!(keyed.key.as_deref(), Some(&key[..]));
 }
+
+#[test]
+fn a_publish_with_a_time_limit_waits_for_room_until_then() {
+    let dir = tempfile::tempdir().unwrap();
+    let retention = Retention {
+        max_bytes: Some(8192),
+        ..Retention::default()
+    };
+    let durable = durable().retention(retention);
+    let topic = DurableTopic::open(dir.path(), TopicConfig::new(8), durable).unwrap();
+    let mut slow = topic.subscribe(StartAt::Earliest).unwrap();
+    let mut published = 0u64;
+    while topic.try_publish(vec![1u8; 500]).is_ok() {
+        published += 1;
+    }
+    // No room, and no reader moves: the time runs out, the payload comes back.
+    let batch = vec![bytes::Bytes::from(vec![3u8; 500]); 3];
+    match topic.publish_batch_blocking_timeout(batch.clone(), Duration::from_millis(20)) {
+        Err(DurablePublishError::Full(back)) => assert_eq!(back, batch),
+        other => panic!("{other:?}"),
+    }
+    // A reader that moves on while a publish waits lets it through, well before its
+    // time limit (a bound far from what it needs).
+    let reader = std::thread::spawn(move || {
+        for _ in 0..published {
+            slow.recv_blocking().unwrap();
+        }
+        slow
+    });
+    let r = topic
+        .publish_keyed_blocking_timeout("k", vec![2u8; 500], Duration::from_secs(600))
+        .unwrap();
+    assert_eq!(r.offset, published);
+    drop(reader.join().unwrap());
+}
