@@ -863,6 +863,8 @@ impl DurableConsumer {
     }
 
     async fn next_async(&mut self) -> Result<(DurableMessage, u32), DurableRecvError> {
+        // Often ready at once (a backlog): give the runtime its thread back now and then.
+        crate::coop::yield_sometimes().await;
         loop {
             let topic = self.shared.topic.clone();
             let ticket = topic.news_ticket();

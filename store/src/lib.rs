@@ -37,6 +37,7 @@
 
 mod commit;
 mod config;
+mod coop;
 mod durability;
 mod error;
 pub mod group;

@@ -222,6 +222,9 @@ impl DurableSubscriber {
     ///
     /// As [`DurableSubscriber::recv_blocking`].
     pub async fn recv(&mut self) -> Result<DurableMessage, DurableRecvError> {
+        // Often ready at once (a backlog on disk): give the runtime its thread back now
+        // and then.
+        crate::coop::yield_sometimes().await;
         loop {
             if let Some(r) = self.take_ready()? {
                 return Ok(r);

@@ -867,6 +867,8 @@ impl DurableTopic {
             let outcome = if self.inner.sync == SyncPolicy::Always {
                 self.commit_async(p, request).await
             } else {
+                // Ready at once: give the runtime its thread back now and then.
+                crate::coop::yield_sometimes().await;
                 self.inner.write_one(p, request)
             };
             match outcome {

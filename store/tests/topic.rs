@@ -430,3 +430,42 @@ fn a_publish_with_a_time_limit_waits_for_room_until_then() {
     assert_eq!(r.offset, published);
     drop(reader.join().unwrap());
 }
+
+#[test]
+fn an_async_publisher_in_a_loop_lets_other_tasks_of_its_thread_run() {
+    // Under Never a publish is ready in its first poll. A task publishing in a loop must
+    // still give its thread back now and then, or the task beside it (here, the one that
+    // tells it to stop) never runs.
+    let dir = tempfile::tempdir().unwrap();
+    let topic = DurableTopic::open(dir.path(), TopicConfig::new(64), durable()).unwrap();
+    let stop = std::cell::Cell::new(false);
+    let publisher = async {
+        let mut n = 0u64;
+        while !stop.get() {
+            topic.publish(body(n)).await.unwrap();
+            n += 1;
+            assert!(n < 10_000, "the publishing task never yielded");
+        }
+        n
+    };
+    let stopper = async { stop.set(true) };
+    let mut publisher = std::pin::pin!(publisher);
+    let mut stopper = std::pin::pin!(stopper);
+    let (mut published, mut stopped) = (None, false);
+    futures_executor::block_on(std::future::poll_fn(|cx| {
+        use std::future::Future;
+        if published.is_none() {
+            if let std::task::Poll::Ready(n) = publisher.as_mut().poll(cx) {
+                published = Some(n);
+            }
+        }
+        if !stopped {
+            stopped = stopper.as_mut().poll(cx).is_ready();
+        }
+        match published {
+            Some(_) => std::task::Poll::Ready(()),
+            None => std::task::Poll::Pending,
+        }
+    }));
+    assert!(published.unwrap() > 0);
+}
