@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use memq_core::{StartAt, Subscriber, TryRecvError};
+use memq_core::{DeadLetterReason, StartAt, Subscriber, TryRecvError};
 
 use crate::topic::{read_log, DurableTopic, Inner, Stored};
 use crate::{DurableMessage, DurableRecvError, StoreError};
@@ -35,8 +35,10 @@ pub struct GroupConfig {
     /// again, to any member.
     pub ack_wait: Option<Duration>,
     /// With explicit acks: a message delivered this many times and still not acked is
-    /// dead-lettered (settled, never delivered again, counted in
-    /// [`DurableGroupStats::dead_lettered`]). `None`: delivered until acked.
+    /// dead-lettered: moved to the group's dead-letter log (see
+    /// [`DurableTopic::dead_letters`]), settled, never delivered again, counted in
+    /// [`DurableGroupStats::dead_lettered`]. `None`: delivered until acked (or
+    /// [rejected](Delivery::reject)).
     pub max_deliveries: Option<u32>,
     /// Write the group's state after this many settlements (1: after every one; it costs
     /// an fsync). Default: 256.
@@ -90,7 +92,8 @@ pub struct DurableGroupStats {
     pub in_flight: usize,
     /// Deliveries made again (after a nack, an expired lease or a restart).
     pub redelivered: u64,
-    /// Messages given up on after `max_deliveries`.
+    /// Messages moved to the group's dead-letter log (after `max_deliveries`, or
+    /// rejected).
     pub dead_lettered: u64,
 }
 
@@ -193,6 +196,9 @@ struct State {
     in_flight: BTreeMap<(u32, u64), Lease>,
     /// Delivered before, not settled, to be handed out again (with its count so far).
     again: VecDeque<(u32, u64, u32)>,
+    /// Given up on, to be moved to the dead-letter log (and then settled) by the next
+    /// [`GroupShared::move_dead_letters`], made with the state's lock let go.
+    dead: Vec<(u32, u64, u32, DeadLetterReason)>,
     /// Settled offsets at or above their partition's committed offset.
     settled_above: Settled,
     since_write: u32,
@@ -208,6 +214,11 @@ impl State {
             c = c.min(o);
         }
         for &(q, o, _) in &self.again {
+            if q == p {
+                c = c.min(o);
+            }
+        }
+        for &(q, o, _, _) in &self.dead {
             if q == p {
                 c = c.min(o);
             }
@@ -327,6 +338,94 @@ impl GroupShared {
         lost
     }
 
+    /// Moves the messages given up on to the dead-letter log, each published there
+    /// (durably under `Always`) before it is settled here and the group's state written,
+    /// with the state's lock let go meanwhile (a crash between the two moves it again
+    /// after the restart: at least once). A message retention deleted meanwhile is
+    /// settled without a letter. Under `Always` this waits for two syncs per letter,
+    /// in the receive that moves it (in the poll, for an async one).
+    ///
+    /// # Errors
+    ///
+    /// Opening the dead-letter log, or publishing to it, failed: the letters not moved
+    /// stay to be moved next time.
+    fn move_dead_letters(&self) -> Result<(), StoreError> {
+        let letters = {
+            let mut s = self.lock();
+            if s.dead.is_empty() {
+                return Ok(());
+            }
+            std::mem::take(&mut s.dead)
+        };
+        let mut letters = letters.into_iter();
+        let put_back = |rest: &mut dyn Iterator<Item = (u32, u64, u32, DeadLetterReason)>| {
+            self.lock().dead.extend(rest);
+        };
+        let log = match self.topic.dead_letter_topic(&self.name) {
+            Ok(log) => log,
+            Err(e) => {
+                put_back(&mut letters);
+                return Err(e);
+            }
+        };
+        while let Some(letter @ (p, o, deliveries, reason)) = letters.next() {
+            let sent = match read_disk(&self.topic, p, o) {
+                Ok(m) => {
+                    let body = crate::dead_letter::envelope(&self.name, &m, deliveries, reason);
+                    let sent = match m.key {
+                        Some(k) => log.publish_keyed_blocking(k, body),
+                        None => log.publish_blocking(body),
+                    };
+                    match sent {
+                        Ok(_) => true,
+                        // The topic closes: the letter stays unsettled (delivered again
+                        // after a restart, and moved then).
+                        Err(crate::DurablePublishError::Closed(_)) => {
+                            self.lock().dead.push(letter);
+                            put_back(&mut letters);
+                            return Ok(());
+                        }
+                        Err(e) => {
+                            self.lock().dead.push(letter);
+                            put_back(&mut letters);
+                            return Err(match e {
+                                crate::DurablePublishError::Store(e, _) => e,
+                                other => StoreError::Format {
+                                    file: log.dir().to_path_buf(),
+                                    reason: other.to_string(),
+                                },
+                            });
+                        }
+                    }
+                }
+                // Deleted by retention: nothing to move.
+                Err(DurableRecvError::Lagged(_)) => false,
+                Err(DurableRecvError::Store(e)) => {
+                    self.lock().dead.push(letter);
+                    put_back(&mut letters);
+                    return Err(e);
+                }
+                Err(_) => false,
+            };
+            let mut s = self.lock();
+            if sent {
+                s.dead_lettered += 1;
+            }
+            s.settled_above.insert(p, o);
+            self.publish_positions(&s);
+            // Written at once, whatever `commit_every` says: a dead letter is rare, and
+            // once it is in the dead-letter log it must not be delivered again after a
+            // restart.
+            let written = self.write(&mut s);
+            drop(s);
+            if let Err(e) = written {
+                put_back(&mut letters);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
     fn settle(&self, s: &mut State, p: u32, o: u64) {
         if s.in_flight.remove(&(p, o)).is_some() {
             s.settled_above.insert(p, o);
@@ -431,6 +530,7 @@ fn open_group(
         next,
         in_flight: BTreeMap::new(),
         again: VecDeque::new(),
+        dead: Vec::new(),
         settled_above,
         since_write: 0,
         redelivered: 0,
@@ -660,6 +760,35 @@ impl Delivery {
     /// Whether `lease` is this delivery's (not a later delivery of the same message).
     fn holds(&self, lease: &Lease) -> bool {
         lease.member == self.member && lease.deliveries == self.deliveries
+    }
+
+    /// Gives up on it: moves it to the group's dead-letter log (see
+    /// [`DurableTopic::dead_letters`]) with [`DeadLetterReason::Rejected`], and settles
+    /// it: it is never delivered again. For a message no member can ever process.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::LeaseExpired`] if its lease ran out (it will be delivered again,
+    /// and can be rejected then); as [`Delivery::ack`] if the move failed (it stays to
+    /// be moved by the group's next receive).
+    pub fn reject(self) -> Result<(), StoreError> {
+        let shared = self.shared.clone();
+        let key = (self.message.partition, self.message.offset);
+        {
+            let mut s = shared.lock();
+            if !s.in_flight.get(&key).is_some_and(|l| self.holds(l)) {
+                return Err(StoreError::LeaseExpired);
+            }
+            let l = s.in_flight.remove(&key).expect("looked up");
+            s.dead
+                .push((key.0, key.1, l.deliveries, DeadLetterReason::Rejected));
+        }
+        let moved = shared.move_dead_letters();
+        if shared.topic.topic.is_closed() {
+            // Members waiting for the group to drain look again.
+            shared.topic.notify_news();
+        }
+        moved
     }
 
     /// Hands it back to be delivered again, to any member, at once. Does nothing if its
@@ -933,6 +1062,7 @@ impl DurableConsumer {
         let s = self.shared.lock();
         s.in_flight.is_empty()
             && s.again.is_empty()
+            && s.dead.is_empty()
             && self
                 .shared
                 .topic
@@ -942,8 +1072,25 @@ impl DurableConsumer {
                 .all(|(p, part)| s.next[p] >= part.published.load(Ordering::SeqCst))
     }
 
-    /// Takes the next message for this member under the group's lock.
+    /// Takes the next message for this member, and moves what the group gave up on to
+    /// its dead-letter log.
     fn claim(&mut self) -> Result<Claim, DurableRecvError> {
+        self.shared
+            .move_dead_letters()
+            .map_err(DurableRecvError::Store)?;
+        let claim = self.claim_locked()?;
+        if let Err(e) = self.shared.move_dead_letters() {
+            // The letters stay to be moved by the next receive; a message claimed is
+            // handed over all the same (it is leased).
+            if !matches!(claim, Claim::Got(..)) {
+                return Err(DurableRecvError::Store(e));
+            }
+        }
+        Ok(claim)
+    }
+
+    /// Takes the next message for this member under the group's lock.
+    fn claim_locked(&mut self) -> Result<Claim, DurableRecvError> {
         let shared = self.shared.clone();
         let mut s = shared.lock();
         if self.last.is_some() {
@@ -973,10 +1120,8 @@ impl DurableConsumer {
         while let Some(i) = s.again.iter().position(|(p, _, _)| assigned.contains(p)) {
             let (p, o, n) = s.again.remove(i).expect("found");
             if max.is_some_and(|m| n >= m) {
-                s.dead_lettered += 1;
-                s.settled_above.insert(p, o);
-                shared.publish_positions(&s);
-                shared.settled(&mut s).map_err(DurableRecvError::Store)?;
+                // Moved to the dead-letter log once the lock is let go (see `claim`).
+                s.dead.push((p, o, n, DeadLetterReason::MaxDeliveries));
                 continue;
             }
             // A count of 0: handed back before it was ever handed over (a failed read).

@@ -38,6 +38,7 @@
 mod commit;
 mod config;
 mod coop;
+mod dead_letter;
 mod durability;
 mod error;
 pub mod group;
@@ -48,6 +49,7 @@ mod subscriber;
 mod topic;
 
 pub use config::{DurableConfig, Retention, SyncPolicy};
+pub use dead_letter::{DeadLetters, DurableDeadLetter};
 pub use durability::Durability;
 pub use error::StoreError;
 pub use group::{Delivery, DurableConsumer, DurableGroupStats, GroupConfig};

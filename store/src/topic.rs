@@ -230,6 +230,11 @@ pub(crate) struct Inner {
     news_waiters: AtomicUsize,
     /// Async members waiting for news.
     news_wakers: Mutex<Vec<Waker>>,
+    /// How the partitions' logs were opened (the dead-letter logs are opened alike).
+    pub(crate) durable: DurableConfig,
+    /// The groups' dead-letter logs opened so far, by group name (see
+    /// [`crate::dead_letter`]); closed with the topic.
+    pub(crate) dead_letter_topics: Mutex<HashMap<String, DurableTopic>>,
 }
 
 /// A member's registration to wait for news (see [`Inner::news_ticket`]).
@@ -354,6 +359,16 @@ impl Inner {
     fn close(&self) {
         self.topic.close();
         self.notify_news();
+        let dead_letters: Vec<DurableTopic> = self
+            .dead_letter_topics
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        for t in dead_letters {
+            t.close();
+        }
         // Publishers waiting for room find the topic closed; the commit threads end.
         for part in &self.parts {
             part.commit.stop();
@@ -451,6 +466,8 @@ impl DurableTopic {
             news_changed: Condvar::new(),
             news_waiters: AtomicUsize::new(0),
             news_wakers: Mutex::new(Vec::new()),
+            durable,
+            dead_letter_topics: Mutex::new(HashMap::new()),
         });
         Ok(DurableTopic {
             _handle: Arc::new(Handle(inner.clone())),

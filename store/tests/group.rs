@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use memq_core::{StartAt, TopicConfig};
-use memq_store::{DurableConfig, DurableRecvError, DurableTopic, GroupConfig, SyncPolicy};
+use memq_core::{DeadLetterReason, StartAt, TopicConfig};
+use memq_store::{
+    DurableConfig, DurableRecvError, DurableTopic, GroupConfig, StoreError, SyncPolicy,
+};
 
 fn durable() -> DurableConfig {
     DurableConfig::new(SyncPolicy::Never).segment_bytes(4096)
@@ -357,4 +359,107 @@ fn a_plain_member_waits_a_limited_time() {
         c.recv_blocking_timeout(Duration::from_secs(5)),
         Err(DurableRecvError::Closed)
     ));
+}
+
+#[test]
+fn dead_letters_keep_their_origin_and_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = TopicConfig::new(8).partitions(2);
+    let open = || DurableTopic::open(dir.path(), config.clone(), durable()).unwrap();
+    let topic = open();
+    // Two poison messages under keys, one fine message.
+    let p_bad = topic.publish_keyed_blocking("bad", "poison").unwrap();
+    let p_worse = topic.publish_keyed_blocking("worse", "worse").unwrap();
+    topic.publish_keyed_blocking("ok", "fine").unwrap();
+    let cfg = GroupConfig::acked(Duration::from_millis(20)).max_deliveries(2);
+    let mut c = topic.group("g", StartAt::Earliest, cfg).unwrap();
+    // A bound far from the lease: only a lease that never ends reaches it.
+    let long = Duration::from_secs(60);
+    let mut attempts: BTreeMap<Vec<u8>, u32> = BTreeMap::new();
+    // Until both are dead letters and the fine one is acked (a receive moves what the
+    // group gave up on; one that times out only looks again).
+    while c.stats().dead_lettered < 2 || c.stats().committed.iter().sum::<u64>() < 3 {
+        match c.recv_delivery_timeout(Duration::from_millis(300)) {
+            Ok(d) => {
+                let body = d.message().payload.to_vec();
+                *attempts.entry(body.clone()).or_default() += 1;
+                match &body[..] {
+                    b"fine" => d.ack().unwrap(),
+                    // Rejected on sight: dead-lettered at once.
+                    b"worse" => d.reject().unwrap(),
+                    // Never acked: its lease ends, twice.
+                    _ => drop(d),
+                }
+            }
+            Err(DurableRecvError::Timeout) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(attempts[&b"poison"[..]], 2);
+    assert_eq!(attempts[&b"worse"[..]], 1);
+    assert_eq!(c.stats().dead_lettered, 2);
+    let check = |topic: &DurableTopic| {
+        let mut dead = topic.dead_letters("g", StartAt::Earliest).unwrap();
+        let mut letters = Vec::new();
+        while let Ok(l) = dead.recv_blocking_timeout(long) {
+            letters.push(l);
+            if letters.len() == 2 {
+                break;
+            }
+        }
+        assert!(matches!(dead.try_recv(), Err(DurableRecvError::Empty)));
+        letters.sort_by_key(|l| l.payload.clone());
+        let (poison, worse) = (&letters[0], &letters[1]);
+        assert_eq!(poison.payload, "poison");
+        assert_eq!(poison.key.as_deref(), Some(&b"bad"[..]));
+        assert_eq!(
+            (poison.partition, poison.offset),
+            (p_bad.partition, p_bad.offset)
+        );
+        assert_eq!(poison.deliveries, 2);
+        assert_eq!(poison.reason, DeadLetterReason::MaxDeliveries);
+        assert_eq!(poison.group, "g");
+        assert!(poison.timestamp > 0 && poison.dead_timestamp >= poison.timestamp);
+        assert_eq!(worse.payload, "worse");
+        assert_eq!(
+            (worse.partition, worse.offset),
+            (p_worse.partition, p_worse.offset)
+        );
+        assert_eq!(
+            (worse.deliveries, worse.reason),
+            (1, DeadLetterReason::Rejected)
+        );
+    };
+    check(&topic);
+    c.commit().unwrap();
+    drop(c);
+    drop(topic);
+    // After a restart: the letters are still there, and nothing dead-lettered (or acked)
+    // is delivered again.
+    let topic = open();
+    check(&topic);
+    let mut c = topic.group("g", StartAt::Earliest, cfg).unwrap();
+    assert!(matches!(
+        c.recv_delivery_timeout(Duration::from_millis(200)),
+        Err(DurableRecvError::Timeout)
+    ));
+}
+
+#[test]
+fn a_reject_after_the_lease_ended_is_refused_and_the_message_comes_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let topic = DurableTopic::open(dir.path(), TopicConfig::new(8), durable()).unwrap();
+    topic.publish_blocking("x").unwrap();
+    let cfg = GroupConfig::acked(Duration::from_millis(20));
+    let mut c = topic.group("g", StartAt::Earliest, cfg).unwrap();
+    let d = c.recv_delivery_blocking().unwrap();
+    // The lease ends; a receive hands the message out again.
+    let again = c.recv_delivery_timeout(Duration::from_secs(60)).unwrap();
+    assert_eq!(again.deliveries(), 2);
+    assert!(matches!(d.reject(), Err(StoreError::LeaseExpired)));
+    // The current holder can still reject it.
+    again.reject().unwrap();
+    assert_eq!(c.stats().dead_lettered, 1);
+    let mut dead = topic.dead_letters("g", StartAt::Earliest).unwrap();
+    assert_eq!(dead.try_recv().unwrap().deliveries, 2);
 }
