@@ -486,6 +486,23 @@ typedef struct memq_delivery memq_delivery;
 typedef struct memq_durable_consumer memq_durable_consumer;
 
 /**
+ * A dead letter of a durable group: the message, and where it came from.
+ *
+ * Ownership: made by `memq_durable_dead_letters_recv`, released by
+ * `memq_durable_dead_letter_free`.
+ */
+typedef struct memq_durable_dead_letter memq_durable_dead_letter;
+
+/**
+ * A reader of one durable group's dead letters.
+ *
+ * Ownership: made by `memq_durable_dead_letters_new`, released by
+ * `memq_durable_dead_letters_free`. It keeps the topic's directory open (as a
+ * subscriber does) until freed.
+ */
+typedef struct memq_durable_dead_letters memq_durable_dead_letters;
+
+/**
  * A message of a durable group with explicit acks, leased to one member.
  *
  * Ownership: handed out by `memq_durable_consumer_recv_delivery` and released by
@@ -1072,6 +1089,57 @@ typedef struct memq_durable_meta {
      */
     bool has_key;
 } memq_durable_meta;
+
+/**
+ * Where a durable dead letter came from, and where it is.
+ */
+typedef struct memq_durable_dead_letter_info {
+    /**
+     * The name (NUL-terminated) of the group that gave up on the message; valid until
+     * the dead letter is freed.
+     */
+    const char *group;
+    /**
+     * The message's offset in its origin partition.
+     */
+    uint64_t origin_offset;
+    /**
+     * The dead letter's offset in the group's dead-letter log.
+     */
+    uint64_t offset;
+    /**
+     * When the message was published, in milliseconds since the UNIX epoch.
+     */
+    uint64_t timestamp_ms;
+    /**
+     * When it was dead-lettered, in milliseconds since the UNIX epoch.
+     */
+    uint64_t dead_timestamp_ms;
+    /**
+     * The payload's length in bytes.
+     */
+    size_t len;
+    /**
+     * The key's length in bytes (0 without a key).
+     */
+    size_t key_len;
+    /**
+     * The message's origin partition.
+     */
+    uint32_t origin_partition;
+    /**
+     * How many times the message was delivered before it was dead-lettered.
+     */
+    uint32_t deliveries;
+    /**
+     * A `memq_dead_letter_reason`.
+     */
+    uint32_t reason;
+    /**
+     * Whether it was published with a key.
+     */
+    bool has_key;
+} memq_durable_dead_letter_info;
 
 #ifdef __cplusplus
 extern "C" {
@@ -3049,6 +3117,25 @@ memq_status memq_durable_delivery_ack(const struct memq_durable_delivery *delive
 memq_status memq_durable_delivery_nack(const struct memq_durable_delivery *delivery);
 
 /**
+ * Gives up on the message: it is moved to the group's dead-letter log (read it with
+ * `memq_durable_dead_letters_new`) with reason `MEMQ_DEAD_LETTER_REASON_REJECTED`,
+ * settled, and never delivered again. Ends the lease; the handle stays valid (free it
+ * with `memq_durable_delivery_free`).
+ *
+ * Returns `MEMQ_STATUS_LEASE_EXPIRED` if this delivery was settled already or its lease
+ * ran out (it will be delivered again, and can be rejected then); `MEMQ_STATUS_DISK_FULL`
+ * or `MEMQ_STATUS_IO` if the move failed (it is moved by the group's next receive);
+ * `MEMQ_STATUS_NULL_POINTER`.
+ *
+ * Thread safety: as `memq_durable_delivery_ack`.
+ *
+ * # Safety
+ *
+ * `delivery` is NULL or a live durable delivery handle.
+ */
+memq_status memq_durable_delivery_reject(const struct memq_durable_delivery *delivery);
+
+/**
  * Frees a delivery, settled or not. One still unsettled is delivered again once its
  * lease runs out. NULL does nothing.
  *
@@ -3060,6 +3147,128 @@ memq_status memq_durable_delivery_nack(const struct memq_durable_delivery *deliv
  * `delivery` is NULL or a live durable delivery handle, not used again afterwards.
  */
 void memq_durable_delivery_free(struct memq_durable_delivery *delivery);
+
+/**
+ * Opens a reader of the dead letters of group `group` of `topic`, from `start` (a
+ * `memq_start`; `offset` is read only for `MEMQ_START_OFFSET`; `MEMQ_START_EARLIEST`
+ * is the oldest kept), and writes it to `*reader_out`; free it with
+ * `memq_durable_dead_letters_free`. The group need not be open. A group with explicit
+ * acks moves a message there after `max_deliveries`, or when a member rejects it
+ * (`memq_durable_delivery_reject`); the log is kept under the topic's directory, with
+ * the topic's sync policy and no retention limit.
+ *
+ * Returns `MEMQ_STATUS_INVALID_ARGUMENT` for an unknown `start` or a `group` that is not
+ * UTF-8, `MEMQ_STATUS_CORRUPT` or `MEMQ_STATUS_IO` if the dead-letter log cannot be
+ * opened, `MEMQ_STATUS_NULL_POINTER` if a pointer is NULL.
+ *
+ * Thread safety: may be called from any thread, concurrently with any call on `topic`
+ * except `memq_durable_topic_free(topic)`.
+ *
+ * # Safety
+ *
+ * `topic` is NULL or a live durable topic handle; `group` is NULL or a NUL-terminated
+ * string; `reader_out` is NULL or valid for writing a pointer.
+ */
+memq_status memq_durable_dead_letters_new(const struct memq_durable_topic *topic,
+                                          const char *group,
+                                          uint32_t start,
+                                          uint64_t offset,
+                                          struct memq_durable_dead_letters **reader_out);
+
+/**
+ * Frees a dead-letter reader. NULL does nothing.
+ *
+ * Thread safety: no other call may use this reader during or after this one.
+ *
+ * # Safety
+ *
+ * `reader` is NULL or a live dead-letter reader handle, not used again afterwards.
+ */
+void memq_durable_dead_letters_free(struct memq_durable_dead_letters *reader);
+
+/**
+ * Receives the next dead letter and writes its handle to `*letter_out` (free it with
+ * `memq_durable_dead_letter_free`). Waits up to `timeout_ms`: 0 does not wait, a
+ * negative value waits as long as it takes.
+ *
+ * Returns `MEMQ_STATUS_EMPTY` (nothing now, `timeout_ms == 0`), `MEMQ_STATUS_TIMEOUT`,
+ * `MEMQ_STATUS_CLOSED` (the topic is closed and everything was read),
+ * `MEMQ_STATUS_CORRUPT` (a record of the log that is not a dead letter) or
+ * `MEMQ_STATUS_IO` (reading the log failed), `MEMQ_STATUS_NULL_POINTER`.
+ *
+ * Thread safety: calls on one reader are serialised (a second thread waits for the
+ * first call to finish).
+ *
+ * # Safety
+ *
+ * `reader` is NULL or a live dead-letter reader handle; `letter_out` is NULL or valid
+ * for writing a pointer; `lagged_out` is NULL or valid for writing a `uint64_t`.
+ */
+memq_status memq_durable_dead_letters_recv(const struct memq_durable_dead_letters *reader,
+                                           int64_t timeout_ms,
+                                           struct memq_durable_dead_letter **letter_out,
+                                           uint64_t *lagged_out);
+
+/**
+ * Writes a pointer to the dead letter's payload (the message's bytes;
+ * `memq_durable_dead_letter_info.len` of them) to `*data_out`. The bytes stay valid and
+ * unchanged until the letter is freed; with a length of 0 the pointer must not be read.
+ *
+ * Returns `MEMQ_STATUS_NULL_POINTER` if a pointer is NULL.
+ *
+ * Thread safety: a letter may be read from any number of threads at once; it must not
+ * be freed while another call uses it.
+ *
+ * # Safety
+ *
+ * `letter` is NULL or a live durable dead-letter handle; `data_out` is NULL or valid
+ * for writing a pointer.
+ */
+memq_status memq_durable_dead_letter_data(const struct memq_durable_dead_letter *letter,
+                                          const uint8_t **data_out);
+
+/**
+ * Writes a pointer to the dead letter's key (`key_len` bytes) to `*key_out`, or NULL if
+ * the message had none. Valid as `memq_durable_dead_letter_data`'s pointer.
+ *
+ * Returns `MEMQ_STATUS_NULL_POINTER` if a pointer is NULL.
+ *
+ * Thread safety: as `memq_durable_dead_letter_data`.
+ *
+ * # Safety
+ *
+ * `letter` is NULL or a live durable dead-letter handle; `key_out` is NULL or valid for
+ * writing a pointer.
+ */
+memq_status memq_durable_dead_letter_key(const struct memq_durable_dead_letter *letter,
+                                         const uint8_t **key_out);
+
+/**
+ * Writes the dead letter's origin and position to `*info_out`; its `group` string stays
+ * valid until the letter is freed.
+ *
+ * Returns `MEMQ_STATUS_NULL_POINTER` if a pointer is NULL.
+ *
+ * Thread safety: as `memq_durable_dead_letter_data`.
+ *
+ * # Safety
+ *
+ * `letter` is NULL or a live durable dead-letter handle; `info_out` is NULL or valid for
+ * writing a `memq_durable_dead_letter_info`.
+ */
+memq_status memq_durable_dead_letter_get_info(const struct memq_durable_dead_letter *letter,
+                                              struct memq_durable_dead_letter_info *info_out);
+
+/**
+ * Frees a durable dead letter. NULL does nothing.
+ *
+ * Thread safety: no other call may use this letter during or after this one.
+ *
+ * # Safety
+ *
+ * `letter` is NULL or a live durable dead-letter handle, not used again afterwards.
+ */
+void memq_durable_dead_letter_free(struct memq_durable_dead_letter *letter);
 
 #ifdef __cplusplus
 }  // extern "C"

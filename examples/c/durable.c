@@ -280,11 +280,35 @@ int main(int argc, char **argv) {
         uint64_t seq = seq_of(data, meta.len, total);
         if (acked[seq]) FAIL("order %" PRIu64 " came back after it was acked", seq);
         if (seen[seq]++) FAIL("order %" PRIu64 " delivered twice after the restart", seq);
-        CHECK(memq_durable_delivery_ack(d));
+        if (seq == count) {
+            /* The first late order cannot be billed: a poison message, given up on. */
+            CHECK(memq_durable_delivery_reject(d));
+        } else {
+            CHECK(memq_durable_delivery_ack(d));
+        }
         acked[seq] = 1;
         memq_durable_delivery_free(d);
         again++;
     }
+
+    /* The rejected order is in billing's dead-letter log, with where it came from. */
+    memq_durable_dead_letters *dead;
+    CHECK(memq_durable_dead_letters_new(topic, "billing", MEMQ_START_EARLIEST, 0, &dead));
+    memq_durable_dead_letter *letter;
+    CHECK(memq_durable_dead_letters_recv(dead, 1000, &letter, NULL));
+    memq_durable_dead_letter_info info;
+    const uint8_t *letter_data;
+    CHECK(memq_durable_dead_letter_get_info(letter, &info));
+    CHECK(memq_durable_dead_letter_data(letter, &letter_data));
+    if (seq_of(letter_data, info.len, total) != count || info.origin_offset != offsets[count] ||
+        info.origin_partition != partitions[count] || info.reason != MEMQ_DEAD_LETTER_REASON_REJECTED ||
+        strcmp(info.group, "billing") != 0)
+        FAIL("the dead letter is not the rejected order");
+    memq_durable_dead_letter_free(letter);
+    EXPECT(memq_durable_dead_letters_recv(dead, 0, &letter, NULL), MEMQ_STATUS_EMPTY);
+    memq_durable_dead_letters_free(dead);
+    printf("order %" PRIu64 " rejected: in billing's dead letters (partition %u, offset %" PRIu64 ")\n",
+           count, info.origin_partition, info.origin_offset);
     for (uint64_t seq = 0; seq < total; seq++) {
         if (!acked[seq]) FAIL("order %" PRIu64 " was never acked", seq);
     }

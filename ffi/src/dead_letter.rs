@@ -28,7 +28,7 @@ pub enum memq_dead_letter_reason {
 }
 
 impl memq_dead_letter_reason {
-    fn to_c(r: DeadLetterReason) -> u32 {
+    pub(crate) fn to_c(r: DeadLetterReason) -> u32 {
         match r {
             DeadLetterReason::MaxDeliveries => Self::MaxDeliveries as u32,
             DeadLetterReason::Rejected => Self::Rejected as u32,

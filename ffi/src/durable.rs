@@ -322,7 +322,7 @@ impl<T> From<DurablePublishError<T>> for memq_status {
 /// # Safety
 ///
 /// `lagged_out` is NULL or valid for writing a `uint64_t`.
-unsafe fn recv_failed(e: DurableRecvError, lagged_out: *mut u64) -> memq_status {
+pub(crate) unsafe fn recv_failed(e: DurableRecvError, lagged_out: *mut u64) -> memq_status {
     let miss = match e {
         DurableRecvError::Empty => Miss::Empty,
         DurableRecvError::Timeout => Miss::Timeout,
@@ -346,7 +346,7 @@ unsafe fn recv_failed(e: DurableRecvError, lagged_out: *mut u64) -> memq_status 
 /// and delivery made from it are freed; then each partition's log is synced and closed.
 #[derive(Debug)]
 pub struct memq_durable_topic {
-    topic: DurableTopic,
+    pub(crate) topic: DurableTopic,
 }
 
 /// A subscriber of a durable topic: reads every message of every partition, from memory
@@ -1392,7 +1392,7 @@ pub unsafe extern "C" fn memq_durable_delivery_deliveries(
 }
 
 /// Takes the lease out of a delivery handle, once.
-fn take_lease(delivery: &memq_durable_delivery) -> Result<Delivery, memq_status> {
+pub(crate) fn take_lease(delivery: &memq_durable_delivery) -> Result<Delivery, memq_status> {
     lock(&delivery.lease)?.take().ok_or_else(|| {
         with_detail(
             memq_status::LeaseExpired,
@@ -1451,6 +1451,33 @@ pub unsafe extern "C" fn memq_durable_delivery_nack(
         // SAFETY: the caller passes NULL or a live handle.
         let delivery = unsafe { borrow(delivery, "delivery") }?;
         take_lease(delivery)?.nack();
+        Ok(())
+    })
+}
+
+/// Gives up on the message: it is moved to the group's dead-letter log (read it with
+/// `memq_durable_dead_letters_new`) with reason `MEMQ_DEAD_LETTER_REASON_REJECTED`,
+/// settled, and never delivered again. Ends the lease; the handle stays valid (free it
+/// with `memq_durable_delivery_free`).
+///
+/// Returns `MEMQ_STATUS_LEASE_EXPIRED` if this delivery was settled already or its lease
+/// ran out (it will be delivered again, and can be rejected then); `MEMQ_STATUS_DISK_FULL`
+/// or `MEMQ_STATUS_IO` if the move failed (it is moved by the group's next receive);
+/// `MEMQ_STATUS_NULL_POINTER`.
+///
+/// Thread safety: as `memq_durable_delivery_ack`.
+///
+/// # Safety
+///
+/// `delivery` is NULL or a live durable delivery handle.
+#[no_mangle]
+pub unsafe extern "C" fn memq_durable_delivery_reject(
+    delivery: *const memq_durable_delivery,
+) -> memq_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        let delivery = unsafe { borrow(delivery, "delivery") }?;
+        take_lease(delivery)?.reject()?;
         Ok(())
     })
 }

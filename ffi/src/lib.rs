@@ -51,6 +51,8 @@ mod dead_letter;
 
 mod durable;
 
+mod durable_dead_letter;
+
 // Helpers.
 mod boundary;
 mod wait;
@@ -59,6 +61,7 @@ pub use ack::*;
 pub use broker::*;
 pub use dead_letter::*;
 pub use durable::*;
+pub use durable_dead_letter::*;
 pub use message::*;
 pub use reader::*;
 pub use status::*;

@@ -276,10 +276,8 @@ fn a_publish_waits_for_room_at_most_its_time_limit() {
     let mut m = null_mut();
     for _ in 0..published {
         // SAFETY: live subscriber, valid out-pointer.
-        assert_eq!(
-            unsafe { memq_durable_subscriber_recv(s, 0, &mut m, null_mut()) },
-            OK
-        );
+        let st = unsafe { memq_durable_subscriber_recv(s, 0, &mut m, null_mut()) };
+        assert_eq!(st, OK);
         take(m);
     }
     // SAFETY: as above.
@@ -438,6 +436,68 @@ fn nack_redelivers_and_max_deliveries_dead_letters() {
     let st = unsafe { memq_durable_consumer_get_stats(c, &mut stats) };
     assert_eq!(st, OK);
     assert_eq!((stats.redelivered, stats.dead_lettered), (1, 1));
+    // A second message, rejected on sight.
+    publish(t, b"reject me");
+    let d = deliver(c, 1000).unwrap();
+    // SAFETY: a live delivery, rejected and freed once; a second settle is refused.
+    unsafe {
+        assert_eq!(memq_durable_delivery_reject(d), OK);
+        assert_eq!(memq_durable_delivery_ack(d), memq_status::LeaseExpired);
+        memq_durable_delivery_free(d);
+    }
+    // Both are in the group's dead-letter log, with where they came from.
+    let group = CString::new("g").unwrap();
+    let mut r = null_mut();
+    let mut letters = Vec::new();
+    // SAFETY: live topic, a NUL-terminated name, valid out-pointers; each handle freed
+    // once, after its last use.
+    unsafe {
+        let st = memq_durable_dead_letters_new(
+            t,
+            group.as_ptr(),
+            memq_start::Earliest as u32,
+            0,
+            &mut r,
+        );
+        assert_eq!(st, OK, "{}", last_error());
+        let mut l = null_mut();
+        while memq_durable_dead_letters_recv(r, 0, &mut l, null_mut()) == OK {
+            let mut info = memq_durable_dead_letter_info::default();
+            assert_eq!(memq_durable_dead_letter_get_info(l, &mut info), OK);
+            let mut data = null();
+            assert_eq!(memq_durable_dead_letter_data(l, &mut data), OK);
+            let payload = std::slice::from_raw_parts(data, info.len).to_vec();
+            let mut key = SENTINEL as *const u8;
+            assert_eq!(memq_durable_dead_letter_key(l, &mut key), OK);
+            assert!(key.is_null() && !info.has_key);
+            let name = std::ffi::CStr::from_ptr(info.group)
+                .to_str()
+                .unwrap()
+                .to_string();
+            letters.push((
+                payload,
+                name,
+                info.origin_offset,
+                info.deliveries,
+                info.reason,
+            ));
+            memq_durable_dead_letter_free(l);
+        }
+        assert_eq!(
+            memq_durable_dead_letters_recv(r, 20, &mut l, null_mut()),
+            memq_status::Timeout
+        );
+        memq_durable_dead_letters_free(r);
+    }
+    let max = memq_dead_letter_reason::MaxDeliveries as u32;
+    let rejected = memq_dead_letter_reason::Rejected as u32;
+    assert_eq!(
+        letters,
+        vec![
+            (b"poison".to_vec(), "g".to_string(), 0, 2, max),
+            (b"reject me".to_vec(), "g".to_string(), 1, 1, rejected),
+        ]
+    );
     // SAFETY: live handles, each freed once.
     unsafe {
         memq_durable_consumer_free(c);
@@ -653,6 +713,9 @@ fn null_and_bad_strings_are_statuses() {
     let mut p = null();
     let mut meta = memq_durable_meta::default();
     let mut stats = memq_durable_group_stats::default();
+    let mut dl = null_mut();
+    let mut letter = null_mut();
+    let mut info = memq_durable_dead_letter_info::default();
     let g = group_config(0, 0);
     // SAFETY: every handle or required pointer is NULL, which each export must reject
     // before reading; the rest are valid.
@@ -685,6 +748,12 @@ fn null_and_bad_strings_are_statuses() {
             memq_durable_delivery_key(null(), &mut p),
             memq_durable_delivery_get_meta(null(), &mut meta),
             memq_durable_delivery_deliveries(null(), &mut 0),
+            memq_durable_delivery_reject(null()),
+            memq_durable_dead_letters_new(null(), c"g".as_ptr(), 0, 0, &mut dl),
+            memq_durable_dead_letters_recv(null(), 0, &mut letter, null_mut()),
+            memq_durable_dead_letter_data(null(), &mut p),
+            memq_durable_dead_letter_key(null(), &mut p),
+            memq_durable_dead_letter_get_info(null(), &mut info),
             memq_durable_delivery_ack(null()),
             memq_durable_delivery_nack(null()),
         ] {
