@@ -3117,6 +3117,39 @@ memq_status memq_durable_delivery_ack(const struct memq_durable_delivery *delive
 memq_status memq_durable_delivery_nack(const struct memq_durable_delivery *delivery);
 
 /**
+ * Hands the message back to the group, to be delivered again (to any member) once
+ * `delay_ms` milliseconds have passed: a retry with backoff. Until then it holds its
+ * partition's committed offset back; after a restart it is delivered again at once.
+ * Ends the lease; the handle stays valid (free it with `memq_durable_delivery_free`).
+ *
+ * Returns `MEMQ_STATUS_LEASE_EXPIRED` if this delivery was settled already or its lease
+ * ran out, `MEMQ_STATUS_NULL_POINTER`.
+ *
+ * Thread safety: as `memq_durable_delivery_ack`.
+ *
+ * # Safety
+ *
+ * `delivery` is NULL or a live durable delivery handle.
+ */
+memq_status memq_durable_delivery_nack_after(const struct memq_durable_delivery *delivery,
+                                             uint64_t delay_ms);
+
+/**
+ * Extends the delivery's lease by the group's `ack_wait_ms`, from now, for work that
+ * takes longer than one lease. The delivery stays unsettled.
+ *
+ * Returns `MEMQ_STATUS_LEASE_EXPIRED` if it was settled already or its lease ran out
+ * (it is delivered again, or waits to be), `MEMQ_STATUS_NULL_POINTER`.
+ *
+ * Thread safety: as `memq_durable_delivery_ack`.
+ *
+ * # Safety
+ *
+ * `delivery` is NULL or a live durable delivery handle.
+ */
+memq_status memq_durable_delivery_touch(const struct memq_durable_delivery *delivery);
+
+/**
  * Gives up on the message: it is moved to the group's dead-letter log (read it with
  * `memq_durable_dead_letters_new`) with reason `MEMQ_DEAD_LETTER_REASON_REJECTED`,
  * settled, and never delivered again. Ends the lease; the handle stays valid (free it

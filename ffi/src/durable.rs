@@ -1455,6 +1455,62 @@ pub unsafe extern "C" fn memq_durable_delivery_nack(
     })
 }
 
+/// Hands the message back to the group, to be delivered again (to any member) once
+/// `delay_ms` milliseconds have passed: a retry with backoff. Until then it holds its
+/// partition's committed offset back; after a restart it is delivered again at once.
+/// Ends the lease; the handle stays valid (free it with `memq_durable_delivery_free`).
+///
+/// Returns `MEMQ_STATUS_LEASE_EXPIRED` if this delivery was settled already or its lease
+/// ran out, `MEMQ_STATUS_NULL_POINTER`.
+///
+/// Thread safety: as `memq_durable_delivery_ack`.
+///
+/// # Safety
+///
+/// `delivery` is NULL or a live durable delivery handle.
+#[no_mangle]
+pub unsafe extern "C" fn memq_durable_delivery_nack_after(
+    delivery: *const memq_durable_delivery,
+    delay_ms: u64,
+) -> memq_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        let delivery = unsafe { borrow(delivery, "delivery") }?;
+        take_lease(delivery)?.nack_after(Duration::from_millis(delay_ms))?;
+        Ok(())
+    })
+}
+
+/// Extends the delivery's lease by the group's `ack_wait_ms`, from now, for work that
+/// takes longer than one lease. The delivery stays unsettled.
+///
+/// Returns `MEMQ_STATUS_LEASE_EXPIRED` if it was settled already or its lease ran out
+/// (it is delivered again, or waits to be), `MEMQ_STATUS_NULL_POINTER`.
+///
+/// Thread safety: as `memq_durable_delivery_ack`.
+///
+/// # Safety
+///
+/// `delivery` is NULL or a live durable delivery handle.
+#[no_mangle]
+pub unsafe extern "C" fn memq_durable_delivery_touch(
+    delivery: *const memq_durable_delivery,
+) -> memq_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        let delivery = unsafe { borrow(delivery, "delivery") }?;
+        let mut lease = lock(&delivery.lease)?;
+        let held = lease.as_mut().ok_or_else(|| {
+            with_detail(
+                memq_status::LeaseExpired,
+                "this delivery was settled already",
+            )
+        })?;
+        held.touch()?;
+        Ok(())
+    })
+}
+
 /// Gives up on the message: it is moved to the group's dead-letter log (read it with
 /// `memq_durable_dead_letters_new`) with reason `MEMQ_DEAD_LETTER_REASON_REJECTED`,
 /// settled, and never delivered again. Ends the lease; the handle stays valid (free it

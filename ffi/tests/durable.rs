@@ -436,6 +436,24 @@ fn nack_redelivers_and_max_deliveries_dead_letters() {
     let st = unsafe { memq_durable_consumer_get_stats(c, &mut stats) };
     assert_eq!(st, OK);
     assert_eq!((stats.redelivered, stats.dead_lettered), (1, 1));
+    // A message touched (its lease kept), then handed back with a delay of 0: delivered
+    // again at once; settled once only.
+    publish(t, b"later");
+    let d = deliver(c, 1000).unwrap();
+    // SAFETY: a live delivery, settled and freed once.
+    unsafe {
+        assert_eq!(memq_durable_delivery_touch(d), OK);
+        assert_eq!(memq_durable_delivery_nack_after(d, 0), OK);
+        assert_eq!(memq_durable_delivery_touch(d), memq_status::LeaseExpired);
+        memq_durable_delivery_free(d);
+    }
+    let d = deliver(c, 60_000).unwrap();
+    assert_eq!(delivery_payload(d).2, 2);
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(memq_durable_delivery_ack(d), OK);
+        memq_durable_delivery_free(d);
+    }
     // A second message, rejected on sight.
     publish(t, b"reject me");
     let d = deliver(c, 1000).unwrap();
@@ -495,7 +513,7 @@ fn nack_redelivers_and_max_deliveries_dead_letters() {
         letters,
         vec![
             (b"poison".to_vec(), "g".to_string(), 0, 2, max),
-            (b"reject me".to_vec(), "g".to_string(), 1, 1, rejected),
+            (b"reject me".to_vec(), "g".to_string(), 2, 1, rejected),
         ]
     );
     // SAFETY: live handles, each freed once.
@@ -749,6 +767,8 @@ fn null_and_bad_strings_are_statuses() {
             memq_durable_delivery_get_meta(null(), &mut meta),
             memq_durable_delivery_deliveries(null(), &mut 0),
             memq_durable_delivery_reject(null()),
+            memq_durable_delivery_touch(null()),
+            memq_durable_delivery_nack_after(null(), 0),
             memq_durable_dead_letters_new(null(), c"g".as_ptr(), 0, 0, &mut dl),
             memq_durable_dead_letters_recv(null(), 0, &mut letter, null_mut()),
             memq_durable_dead_letter_data(null(), &mut p),

@@ -180,6 +180,9 @@ impl Settled {
     }
 }
 
+/// The member of a lease that no member holds: a delivery handed back with a delay.
+const NO_MEMBER: u64 = u64::MAX;
+
 #[derive(Debug)]
 struct Lease {
     member: u64,
@@ -789,6 +792,54 @@ impl Delivery {
             shared.topic.notify_news();
         }
         moved
+    }
+
+    /// Extends its lease by the group's `ack_wait`, from now: for work that takes longer
+    /// than one lease.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::LeaseExpired`] if its lease ran out already (it is delivered
+    /// again, or waits to be).
+    pub fn touch(&mut self) -> Result<(), StoreError> {
+        let key = (self.message.partition, self.message.offset);
+        let wait = self.shared.config.ack_wait;
+        let mut s = self.shared.lock();
+        match s.in_flight.get_mut(&key) {
+            Some(l) if l.member == self.member && l.deliveries == self.deliveries => {
+                l.deadline = wait.and_then(|w| Instant::now().checked_add(w));
+                Ok(())
+            }
+            _ => Err(StoreError::LeaseExpired),
+        }
+    }
+
+    /// Hands it back to be delivered again, to any member, once `delay` has passed (a
+    /// retry with backoff). Until then it holds its partition's committed offset back,
+    /// as a delivery in flight does; after a restart it is delivered again at once. A
+    /// delay too long to add to the clock means never, until a restart.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::LeaseExpired`] if its lease ran out already (it is delivered
+    /// again, or waits to be).
+    pub fn nack_after(self, delay: Duration) -> Result<(), StoreError> {
+        let key = (self.message.partition, self.message.offset);
+        {
+            let mut s = self.shared.lock();
+            match s.in_flight.get_mut(&key) {
+                Some(l) if self.holds(l) => {
+                    // Held by no member now: it ends as a lease does, and is then
+                    // delivered again.
+                    l.member = NO_MEMBER;
+                    l.deadline = Instant::now().checked_add(delay);
+                }
+                _ => return Err(StoreError::LeaseExpired),
+            }
+        }
+        // Members waiting compute their wake-up from the leases: they look again.
+        self.shared.topic.notify_news();
+        Ok(())
     }
 
     /// Hands it back to be delivered again, to any member, at once. Does nothing if its

@@ -463,3 +463,74 @@ fn a_reject_after_the_lease_ended_is_refused_and_the_message_comes_back() {
     let mut dead = topic.dead_letters("g", StartAt::Earliest).unwrap();
     assert_eq!(dead.try_recv().unwrap().deliveries, 2);
 }
+
+#[test]
+fn nack_after_waits_then_delivers_again_and_touch_keeps_a_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = || DurableTopic::open(dir.path(), TopicConfig::new(8), durable()).unwrap();
+    let topic = open();
+    topic.publish_blocking("a").unwrap();
+    topic.publish_blocking("b").unwrap();
+    let cfg = GroupConfig::acked(Duration::from_secs(3600));
+    let mut c = topic.group("g", StartAt::Earliest, cfg).unwrap();
+    // A delay of zero: delivered again at once.
+    let d = c.recv_delivery_blocking().unwrap();
+    assert_eq!(d.message().offset, 0);
+    d.nack_after(Duration::ZERO).unwrap();
+    let mut d = c.recv_delivery_timeout(Duration::from_secs(60)).unwrap();
+    assert_eq!((d.message().offset, d.deliveries()), (0, 2));
+    // Touch: the lease is still this delivery's.
+    d.touch().unwrap();
+    d.ack().unwrap();
+    // A long delay: not delivered meanwhile, and it holds the committed offset back.
+    let d = c.recv_delivery_blocking().unwrap();
+    assert_eq!(d.message().offset, 1);
+    d.nack_after(Duration::from_secs(3600)).unwrap();
+    assert!(matches!(
+        c.recv_delivery_timeout(Duration::from_millis(50)),
+        Err(DurableRecvError::Timeout)
+    ));
+    let stats = c.stats();
+    assert_eq!((stats.in_flight, stats.committed.clone()), (1, vec![1]));
+    // A delay too long for the clock is accepted (never, until a restart).
+    topic.publish_blocking("c").unwrap();
+    let d = c.recv_delivery_blocking().unwrap();
+    assert_eq!(d.message().offset, 2);
+    d.nack_after(Duration::MAX).unwrap();
+    c.commit().unwrap();
+    drop(c);
+    drop(topic);
+    // After a restart both are delivered again at once.
+    let topic = open();
+    let mut c = topic.group("g", StartAt::Earliest, cfg).unwrap();
+    let mut again: Vec<u64> = (0..2)
+        .map(|_| {
+            let d = c.recv_delivery_timeout(Duration::from_secs(60)).unwrap();
+            let o = d.message().offset;
+            d.ack().unwrap();
+            o
+        })
+        .collect();
+    again.sort_unstable();
+    assert_eq!(again, vec![1, 2]);
+}
+
+#[test]
+fn touch_and_nack_after_of_a_lease_that_ran_out_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let topic = DurableTopic::open(dir.path(), TopicConfig::new(8), durable()).unwrap();
+    topic.publish_blocking("x").unwrap();
+    let cfg = GroupConfig::acked(Duration::from_millis(20));
+    let mut c = topic.group("g", StartAt::Earliest, cfg).unwrap();
+    let mut first = c.recv_delivery_blocking().unwrap();
+    // Its lease runs out and the message is handed out again (a bound far from the
+    // lease: only a lease that never ends reaches it).
+    let second = c.recv_delivery_timeout(Duration::from_secs(60)).unwrap();
+    assert_eq!(second.deliveries(), 2);
+    assert!(matches!(first.touch(), Err(StoreError::LeaseExpired)));
+    assert!(matches!(
+        first.nack_after(Duration::ZERO),
+        Err(StoreError::LeaseExpired)
+    ));
+    second.ack().unwrap();
+}
