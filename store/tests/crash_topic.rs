@@ -113,7 +113,14 @@ fn run_and_kill(dir: &std::path::Path, run: Duration) -> (Vec<Line>, Option<Line
         let mut first = Some(tx);
         for line in BufReader::new(stdout).split(b'\n') {
             let Ok(line) = line else { break };
-            let Some(l) = String::from_utf8(line).ok().as_deref().and_then(parse) else {
+            // The test harness prints "test topic_crash_child ... " with no newline
+            // before the child's first line: that line is read after it.
+            let Some(l) = String::from_utf8(line)
+                .ok()
+                .as_deref()
+                .map(|l| l.rsplit_once("... ").map_or(l, |(_, after)| after))
+                .and_then(parse)
+            else {
                 continue;
             };
             lines.push(l);
