@@ -43,6 +43,7 @@ mod durability;
 mod error;
 pub mod group;
 mod log;
+mod prealloc;
 pub mod record;
 mod segment;
 mod subscriber;

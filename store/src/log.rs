@@ -9,6 +9,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::durability::Durability;
+use crate::prealloc::Preparer;
 use crate::record::{self, Record};
 use crate::segment::{self, AppendError, ScanEnd, Segment, FILE_HEADER};
 use crate::{DurableConfig, StoreError, SyncPolicy};
@@ -64,6 +65,13 @@ pub struct SegmentLog {
     _lock: DirLock,
     durability: Arc<Durability>,
     sync_thread: Option<JoinHandle<()>>,
+    /// Prepares the next segment file ahead of time (under `Always`; see
+    /// [`crate::prealloc`]).
+    preparer: Option<Arc<Preparer>>,
+    /// The preparer was asked for the next file since the last was taken (it is asked
+    /// once the segment being written is half full, or at once when it is not a
+    /// preallocated one).
+    prepare_asked: bool,
     /// Set when a failed write could not be cut back: no more appends to that segment.
     broken: Option<String>,
     /// Lowest offset retention must keep (what readers under `Block` still need).
@@ -122,6 +130,10 @@ impl SegmentLog {
                 Some(t)
             }
         };
+        let preparer = match config.sync {
+            SyncPolicy::Always => Preparer::start(&dir, config.segment_bytes),
+            _ => None,
+        };
         Ok(SegmentLog {
             dir,
             config,
@@ -129,6 +141,8 @@ impl SegmentLog {
             _lock: lock,
             durability,
             sync_thread,
+            preparer,
+            prepare_asked: true,
             broken: None,
             floor: None,
             scratch: Vec::new(),
@@ -281,8 +295,24 @@ impl SegmentLog {
         placed: &[(u64, u64, Option<u64>)],
     ) -> Result<(), StoreError> {
         let active = self.segments.back().expect("one segment");
+        if !self.prepare_asked && active.len * 2 > self.config.segment_bytes {
+            if let Some(p) = &self.preparer {
+                p.want();
+            }
+            self.prepare_asked = true;
+        }
         if active.len > FILE_HEADER && active.len + bytes.len() as u64 > self.config.segment_bytes {
             self.roll()?;
+        } else if active.capacity < self.config.segment_bytes
+            && self.preparer.as_ref().is_some_and(|p| p.is_ready())
+        {
+            // A prepared file waits and the segment being written is not one: move to
+            // it now rather than at the next roll (see `crate::prealloc`).
+            if active.len == FILE_HEADER {
+                self.adopt_prepared()?;
+            } else {
+                self.roll()?;
+            }
         }
         self.make_room(bytes.len() as u64)?;
         let interval = self.config.index_interval_bytes;
@@ -299,8 +329,36 @@ impl SegmentLog {
         }
     }
 
+    /// Replaces the segment being written, which holds no record, by the prepared file
+    /// (renamed over it).
+    fn adopt_prepared(&mut self) -> Result<(), StoreError> {
+        let Some(file) = self.preparer.as_ref().and_then(|p| p.take()) else {
+            return Ok(());
+        };
+        let base = self.segments.back().expect("one segment").base;
+        let seg = match Segment::from_prepared(&self.dir, base, &file) {
+            Ok(seg) => seg,
+            Err(_) => {
+                // The segment as it was goes on.
+                let _ = std::fs::remove_file(&file);
+                return Ok(());
+            }
+        };
+        self.prepare_asked = false;
+        let (file, path) = (Arc::clone(&seg.file), seg.path.clone());
+        *self.segments.back_mut().expect("one segment") = seg;
+        self.durability.switch_file(file, path, None);
+        if let Err(err) = sync_dir(&self.dir) {
+            self.fail(&err);
+            return Err(err);
+        }
+        Ok(())
+    }
+
     /// Closes the segment being written and starts the next one.
     fn roll(&mut self) -> Result<(), StoreError> {
+        // The space preallocated past its records goes back, synced below with them.
+        self.segments.back_mut().expect("one segment").trim()?;
         let active = self.segments.back().expect("one segment");
         let next = active.next;
         // The closed segment is synced under every policy (under `Never` too: once per
@@ -314,7 +372,27 @@ impl SegmentLog {
         }
         // Not synced: a lost index is rebuilt on open.
         active.write_index()?;
-        let seg = Segment::create(&self.dir, next)?;
+        let prepared = self.preparer.as_ref().and_then(|p| p.take());
+        let seg = match prepared {
+            Some(file) => match Segment::from_prepared(&self.dir, next, &file) {
+                Ok(seg) => {
+                    self.prepare_asked = false;
+                    seg
+                }
+                Err(_) => {
+                    let _ = std::fs::remove_file(&file);
+                    Segment::create(&self.dir, next)?
+                }
+            },
+            None => Segment::create(&self.dir, next)?,
+        };
+        if self.prepare_asked {
+            // A segment the appends grow: a prepared file replaces it once ready (a
+            // preallocated one asks for the next when half full).
+            if let Some(p) = &self.preparer {
+                p.want();
+            }
+        }
         let (file, path) = (Arc::clone(&seg.file), seg.path.clone());
         self.segments.push_back(seg);
         self.durability.switch_file(file, path, Some(next));
@@ -468,9 +546,21 @@ impl SegmentLog {
 
 impl Drop for SegmentLog {
     fn drop(&mut self) {
+        if let Some(p) = self.preparer.take() {
+            p.stop();
+        }
         self.durability.stop();
         if let Some(t) = self.sync_thread.take() {
             let _ = t.join();
+        }
+        // The space preallocated past the records goes back (synced below, unless the
+        // policy is `Never`), so that the next open reads no zeros.
+        if self.broken.is_none() {
+            if let Some(active) = self.segments.back_mut() {
+                if active.trim().is_ok() && self.config.sync != SyncPolicy::Never {
+                    let _ = active.file.sync_data();
+                }
+            }
         }
         // A clean close: what was appended is synced (unless the policy is `Never`),
         // and the active segment's index written, so the next open reads less. Errors

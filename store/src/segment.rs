@@ -37,7 +37,8 @@ pub(crate) fn parse_name(name: &str) -> Option<u64> {
 /// What reading a segment's records from some position found at their end.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum ScanEnd {
-    /// Every byte up to the file's end is a sound record.
+    /// Every byte up to the file's end is a sound record, or zeros after them (the
+    /// preallocated space of a segment).
     Clean,
     /// A bad or incomplete record at `position` with nothing sound after it: what a
     /// crash during a write leaves.
@@ -55,6 +56,9 @@ pub(crate) struct Segment {
     pub next: u64,
     /// Bytes of the file that hold the header and sound records.
     pub len: u64,
+    /// Bytes of the file: more than `len` for a preallocated segment (zeros written
+    /// ahead, see [`crate::prealloc`]), which appends overwrite.
+    pub capacity: u64,
     /// The newest record's timestamp.
     pub max_ts: Option<u64>,
     pub path: PathBuf,
@@ -88,12 +92,66 @@ impl Segment {
             base,
             next: base,
             len: FILE_HEADER,
+            capacity: FILE_HEADER,
             max_ts: None,
             path,
             file: Arc::new(file),
             index: Vec::new(),
             last_indexed: FILE_HEADER,
         })
+    }
+
+    /// Makes the preallocated file `prepared` (zeros, `capacity` bytes, on disk) the
+    /// empty segment for offsets from `base`: writes its header and syncs it, then
+    /// renames it to the segment's name (over an empty segment of that base, if there
+    /// is one). The caller syncs the directory.
+    pub(crate) fn from_prepared(
+        dir: &Path,
+        base: u64,
+        prepared: &Path,
+    ) -> Result<Segment, StoreError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(prepared)
+            .map_err(|e| StoreError::io("open", prepared, e))?;
+        let capacity = file
+            .metadata()
+            .map_err(|e| StoreError::io("stat", prepared, e))?
+            .len();
+        let mut head = [0u8; FILE_HEADER as usize];
+        head[..8].copy_from_slice(MAGIC);
+        head[8..].copy_from_slice(&base.to_le_bytes());
+        // The header is on disk before the name is: a segment found after a crash
+        // always has its header.
+        file.write_all_at(&head, 0)
+            .and_then(|()| file.sync_data())
+            .map_err(|e| StoreError::io("write", prepared, e))?;
+        let path = dir.join(file_name(base));
+        std::fs::rename(prepared, &path).map_err(|e| StoreError::io("rename", prepared, e))?;
+        Ok(Segment {
+            base,
+            next: base,
+            len: FILE_HEADER,
+            capacity,
+            max_ts: None,
+            path,
+            file: Arc::new(file),
+            index: Vec::new(),
+            last_indexed: FILE_HEADER,
+        })
+    }
+
+    /// Gives back the preallocated space past the records (a segment closed, or the log
+    /// closed). The caller syncs.
+    pub(crate) fn trim(&mut self) -> Result<(), StoreError> {
+        if self.capacity > self.len {
+            self.file
+                .set_len(self.len)
+                .map_err(|e| StoreError::io("truncate", &self.path, e))?;
+            self.capacity = self.len;
+        }
+        Ok(())
     }
 
     /// Opens the segment at `path` whose name says it starts at `base`, without reading
@@ -138,6 +196,7 @@ impl Segment {
             base,
             next: base,
             len: size,
+            capacity: size,
             max_ts: None,
             path,
             file: Arc::new(file),
@@ -186,6 +245,12 @@ impl Segment {
                 Parsed::Bad(reason) => reason,
             };
             let position = from + at as u64;
+            if buf[at..].iter().all(|&b| b == 0) {
+                // Zeros to the end of the file: a preallocated segment's space not
+                // written yet (or, in one that was not, pages never written back and
+                // never synced). The records end here.
+                break ScanEnd::Clean;
+            }
             break match sound_record_after(&buf, at + 1, expected, max_record) {
                 None => ScanEnd::Torn {
                     position,
@@ -309,7 +374,10 @@ impl Segment {
         if let Err(e) = self.file.write_all_at(bytes, self.len) {
             let err = StoreError::io("write", &self.path, e);
             return Err(match self.file.set_len(self.len) {
-                Ok(()) => AppendError::Clean(err),
+                Ok(()) => {
+                    self.capacity = self.len;
+                    AppendError::Clean(err)
+                }
                 Err(_) => AppendError::Dirty(err),
             });
         }
@@ -327,6 +395,7 @@ impl Segment {
             .set_len(len)
             .map_err(|e| StoreError::io("truncate", &self.path, e))?;
         self.len = len;
+        self.capacity = len;
         Ok(())
     }
 

@@ -107,7 +107,9 @@ fn run_and_kill(dir: &Path, policy: &str, run: Duration) -> Vec<(u64, u64, u64)>
             };
             // The test harness prints "test crash_child ... " with no newline before
             // the child's first line: that line is read after it.
-            let line = line.rsplit_once("... ").map_or(&line[..], |(_, after)| after);
+            let line = line
+                .rsplit_once("... ")
+                .map_or(&line[..], |(_, after)| after);
             let f: Vec<&str> = line.split(' ').collect();
             // The test harness prints its own lines; only complete acknowledgements count
             // (`split` hands over a last line without its newline too, so a torn one is
