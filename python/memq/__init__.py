@@ -16,6 +16,8 @@ call that waits releases the GIL and wakes for Ctrl-C; every error is a ``memq.E
 
 from __future__ import annotations
 
+from enum import IntEnum
+
 from ._errors import (
     AllocFailed,
     Busy,
@@ -48,12 +50,29 @@ from ._memq import (
     DeadLetterTopic,
     Delivery,
     Message,
+    Pool,
+    Results,
     Subscriber,
     Topic,
+    WorkResult,
     __version__,
     key_partition,
 )
-from ._types import GroupStats, PartitionStats, TopicStats
+from ._types import GroupStats, PartitionStats, PoolStats, TopicStats
+
+
+class Mode(IntEnum):
+    """A pool's execution mode (rst_queue's values: 0 and 1)."""
+
+    SEQUENTIAL = 0
+    PARALLEL = 1
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+SEQUENTIAL = Mode.SEQUENTIAL
+PARALLEL = Mode.PARALLEL
 
 __all__ = [
     "AckConsumer",
@@ -80,6 +99,12 @@ __all__ = [
     "LeaseExpired",
     "Locked",
     "Message",
+    "Mode",
+    "PARALLEL",
+    "Pool",
+    "PoolStats",
+    "Results",
+    "SEQUENTIAL",
     "OutOfRange",
     "PartitionStats",
     "StoreIOError",
@@ -90,6 +115,7 @@ __all__ = [
     "TopicStats",
     "UnknownGroup",
     "UnknownTopic",
+    "WorkResult",
     "__version__",
     "key_partition",
 ]

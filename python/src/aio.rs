@@ -153,6 +153,7 @@ pub struct Awaitable {
 }
 
 struct State {
+    polled: bool,
     fut: Option<BoxFut>,
     waker: Option<(Py<Reactor>, std::task::Waker, u64)>,
 }
@@ -168,6 +169,7 @@ impl Awaitable {
     pub fn new(fut: BoxFut) -> Self {
         Awaitable {
             state: Mutex::new(State {
+                polled: false,
                 fut: Some(fut),
                 waker: None,
             }),
@@ -199,6 +201,7 @@ impl Awaitable {
     fn __next__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let mut st = lock(&self.state);
         let st = &mut *st;
+        st.polled = true;
         let Some(fut) = st.fut.as_mut() else {
             return Err(PyRuntimeError::new_err("cannot reuse an awaited memq operation"));
         };
@@ -256,7 +259,25 @@ impl Awaitable {
     }
 
     fn close(&self) {
+        lock(&self.state).polled = true;
         self.forget();
+    }
+}
+
+impl Drop for Awaitable {
+    fn drop(&mut self) {
+        let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        if !st.polled && st.fut.is_some() {
+            // As Python warns of a coroutine never awaited: the operation never ran.
+            Python::attach(|py| {
+                let _ = PyErr::warn(
+                    py,
+                    &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(),
+                    c"a memq operation (publish or receive) was never awaited: it did nothing",
+                    1,
+                );
+            });
+        }
     }
 }
 

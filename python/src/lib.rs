@@ -17,6 +17,7 @@ use pyo3::prelude::*;
 pub mod aio;
 pub mod errors;
 pub mod message;
+pub mod pool;
 pub mod reader;
 pub mod readers;
 pub mod topic;
@@ -36,6 +37,9 @@ fn _memq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<message::Message>()?;
     m.add_class::<message::Delivery>()?;
     m.add_class::<message::DeadLetter>()?;
+    m.add_class::<pool::Pool>()?;
+    m.add_class::<pool::Results>()?;
+    m.add_class::<pool::WorkResult>()?;
     m.add_class::<aio::Reactor>()?;
     m.add_class::<aio::Awaitable>()?;
     m.add_function(wrap_pyfunction!(key_partition, m)?)?;

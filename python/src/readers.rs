@@ -9,9 +9,9 @@ use bytes::Bytes;
 use pyo3::exceptions::PyStopAsyncIteration;
 use pyo3::prelude::*;
 
-use crate::aio::{self, BoxFut, Done};
+use crate::aio::{BoxFut, Done};
 use crate::message::{DeadLetter, Delivery, Message};
-use crate::reader::{self, from_timeout, from_try, Fail, Reader, Step};
+use crate::reader::{from_timeout, from_try, Fail, Reader, Step};
 use crate::util::{self, Slot};
 
 /// The receive as a boxed future for asyncio: it borrows the reader from its slot for
@@ -32,6 +32,7 @@ pub fn recv_future<R: Reader>(slot: &Arc<Slot<R>>, iter: bool) -> PyResult<BoxFu
 /// The methods every reader class has, generated for each (PyO3 classes cannot be
 /// generic).
 macro_rules! reader_class {
+    // (defined before its users; exported to pool.rs below)
     ($class:ident, $reader:ty, $what:literal, { $($extra:tt)* }) => {
         #[pymethods]
         impl $class {
@@ -40,26 +41,26 @@ macro_rules! reader_class {
             /// coroutine on a running asyncio loop it returns an awaitable instead.
             #[pyo3(signature = (timeout=None))]
             fn recv(&self, py: Python<'_>, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-                if aio::in_loop(py)? {
+                if crate::aio::in_loop(py)? {
                     if timeout.is_some_and(|t| !t.is_none()) {
                         return Err(crate::errors::Exc::InvalidArgument.err(
                             "in a coroutine use asyncio.wait_for(reader.recv(), timeout)",
                         ));
                     }
-                    return aio::awaitable(py, recv_future(&self.slot, false)?);
+                    return crate::aio::awaitable(py, crate::readers::recv_future(&self.slot, false)?);
                 }
-                let limit = util::timeout(timeout)?;
-                reader::recv(py, &self.slot, limit)
+                let limit = crate::util::timeout(timeout)?;
+                crate::reader::recv(py, &self.slot, limit)
             }
 
             /// The receive as an awaitable, wherever it is called.
             fn recv_async(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-                aio::awaitable(py, recv_future(&self.slot, false)?)
+                crate::aio::awaitable(py, crate::readers::recv_future(&self.slot, false)?)
             }
 
             /// Receives what is ready without waiting; None if nothing is.
             fn try_recv(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-                reader::try_recv(py, &self.slot)
+                crate::reader::try_recv(py, &self.slot)
             }
 
             /// Receives up to `max_count` messages: those ready, else waits up to
@@ -71,9 +72,9 @@ macro_rules! reader_class {
                 max_count: Option<&Bound<'_, PyAny>>,
                 timeout: Option<&Bound<'_, PyAny>>,
             ) -> PyResult<Vec<Py<PyAny>>> {
-                let max = util::opt_int(max_count, "max_count", 1, reader::MAX_BATCH as i128)?.unwrap_or(256) as usize;
-                let limit = util::timeout(timeout)?;
-                reader::recv_many(py, &self.slot, max, limit)
+                let max = crate::util::opt_int(max_count, "max_count", 1, crate::reader::MAX_BATCH as i128)?.unwrap_or(256) as usize;
+                let limit = crate::util::timeout(timeout)?;
+                crate::reader::recv_many(py, &self.slot, max, limit)
             }
 
             fn __iter__(slf: Py<Self>) -> Py<Self> {
@@ -81,7 +82,7 @@ macro_rules! reader_class {
             }
 
             fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-                match reader::recv(py, &self.slot, None) {
+                match crate::reader::recv(py, &self.slot, None) {
                     Ok(m) => Ok(Some(m)),
                     Err(e) if e.is_instance(py, crate::errors::Exc::Closed.ty(py)?.as_any()) => Ok(None),
                     Err(e) => Err(e),
@@ -93,7 +94,7 @@ macro_rules! reader_class {
             }
 
             fn __anext__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-                aio::awaitable(py, recv_future(&self.slot, true)?)
+                crate::aio::awaitable(py, crate::readers::recv_future(&self.slot, true)?)
             }
 
             /// Leaves: the reader's hold on the log is released (a group member's
@@ -127,6 +128,8 @@ macro_rules! reader_class {
     };
 }
 
+
+pub(crate) use reader_class;
 
 // ---- broadcast subscriber --------------------------------------------------------------
 
