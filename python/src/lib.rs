@@ -15,6 +15,7 @@
 use pyo3::prelude::*;
 
 pub mod aio;
+pub mod durable;
 pub mod errors;
 pub mod message;
 pub mod pool;
@@ -37,6 +38,9 @@ fn _memq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<message::Message>()?;
     m.add_class::<message::Delivery>()?;
     m.add_class::<message::DeadLetter>()?;
+    m.add_class::<durable::DurableTopic>()?;
+    m.add_class::<durable::DurableSubscriber>()?;
+    m.add_class::<durable::DurableConsumer>()?;
     m.add_class::<pool::Pool>()?;
     m.add_class::<pool::Results>()?;
     m.add_class::<pool::WorkResult>()?;
