@@ -34,6 +34,43 @@ pub struct DurableTopic {
 }
 
 impl DurableTopic {
+    /// Joins a durable group (see `group`).
+    pub(crate) fn join_group(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        start: memq::StartAt,
+        ack_wait: Option<&Bound<'_, PyAny>>,
+        max_deliveries: Option<&Bound<'_, PyAny>>,
+        commit_every: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Member> {
+        let acked = ack_wait.filter(|w| !w.is_none());
+        let mut gc = match acked {
+            Some(w) => {
+                let d = util::seconds(w, "ack_wait")?;
+                if d.is_zero() {
+                    return Err(Exc::InvalidArgument.err("ack_wait must be more than 0 seconds"));
+                }
+                store::GroupConfig::acked(d)
+            }
+            None => store::GroupConfig::default(),
+        };
+        if let Some(n) = util::opt_int(max_deliveries, "max_deliveries", 1, i128::from(u32::MAX))? {
+            gc = gc.max_deliveries(n as u32);
+        }
+        if let Some(n) = util::opt_int(commit_every, "commit_every", 1, i128::from(u32::MAX))? {
+            gc = gc.commit_every(n as u32);
+        }
+        let t = &self.handle()?;
+        let c = py
+            .detach(|| t.group(name, start, gc))
+            .map_err(errors::from_store)?;
+        Ok(Member {
+            c,
+            acked: acked.is_some(),
+        })
+    }
+
     fn handle(&self) -> PyResult<store::DurableTopic> {
         util::lock(&self.inner)
             .clone()
@@ -230,35 +267,9 @@ impl DurableTopic {
         commit_every: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<DurableConsumer> {
         let start = util::start_opt(start)?;
-        let acked = ack_wait.filter(|w| !w.is_none());
-        let mut gc = match acked {
-            Some(w) => {
-                let d = util::seconds(w, "ack_wait")?;
-                if d.is_zero() {
-                    return Err(Exc::InvalidArgument.err("ack_wait must be more than 0 seconds"));
-                }
-                store::GroupConfig::acked(d)
-            }
-            None => store::GroupConfig::default(),
-        };
-        if let Some(n) = util::opt_int(max_deliveries, "max_deliveries", 1, i128::from(u32::MAX))? {
-            gc = gc.max_deliveries(n as u32);
-        }
-        if let Some(n) = util::opt_int(commit_every, "commit_every", 1, i128::from(u32::MAX))? {
-            gc = gc.commit_every(n as u32);
-        }
-        let t = &self.handle()?;
-        let c = py
-            .detach(|| t.group(name, start, gc))
-            .map_err(errors::from_store)?;
+        let m = self.join_group(py, name, start, ack_wait, max_deliveries, commit_every)?;
         Ok(DurableConsumer {
-            slot: Slot::new(
-                Member {
-                    c,
-                    acked: acked.is_some(),
-                },
-                "consumer",
-            ),
+            slot: Slot::new(m, "consumer"),
             group: name.to_owned(),
         })
     }

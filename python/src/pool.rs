@@ -36,29 +36,47 @@ use crate::util::{self, lock, Slot};
 /// The signal's state once stopped (0 while running).
 const STOP: u8 = 1;
 
-/// The pool's stop signal: a flag and the wakers of the workers waiting on it.
+/// The pool's signal: stop, and nudges (a drain wakes every waiting worker to look
+/// again), with the wakers of the workers waiting on it.
 #[derive(Debug, Default)]
 struct Signal {
     state: AtomicU8,
+    draining: std::sync::atomic::AtomicBool,
+    nudges: AtomicU64,
     wakers: Mutex<Vec<Waker>>,
 }
 
 impl Signal {
-    fn stop(&self) {
-        self.state.store(STOP, Ordering::Release);
+    fn wake_all(&self) {
         let wakers = std::mem::take(&mut *lock(&self.wakers));
         for w in wakers {
             w.wake();
         }
     }
 
+    fn stop(&self) {
+        self.state.store(STOP, Ordering::Release);
+        self.wake_all();
+    }
+
+    fn drain(&self) {
+        self.draining.store(true, Ordering::Release);
+        self.nudges.fetch_add(1, Ordering::AcqRel);
+        self.wake_all();
+    }
+
     fn stopped(&self) -> bool {
         self.state.load(Ordering::Acquire) == STOP
     }
 
-    /// Ready once `stop` was called.
-    fn poll_stop(&self, cx: &mut Context<'_>) -> Poll<()> {
-        if self.stopped() {
+    fn draining(&self) -> bool {
+        self.draining.load(Ordering::Acquire)
+    }
+
+    /// Ready once `stop` was called or a nudge came after `seen`.
+    fn poll_stop(&self, seen: u64, cx: &mut Context<'_>) -> Poll<()> {
+        let ready = || self.stopped() || self.nudges.load(Ordering::Acquire) != seen;
+        if ready() {
             return Poll::Ready(());
         }
         let mut w = lock(&self.wakers);
@@ -66,7 +84,7 @@ impl Signal {
             w.push(cx.waker().clone());
         }
         drop(w);
-        if self.stopped() {
+        if ready() {
             Poll::Ready(())
         } else {
             Poll::Pending
@@ -74,10 +92,18 @@ impl Signal {
     }
 }
 
-/// Waits for `fut` or the stop signal, whichever comes first (`None`: stopped).
+/// Waits for `fut` or the signal, whichever comes first (`None`: the signal).
 struct OrStop<'a, F> {
     fut: Pin<&'a mut F>,
     signal: &'a Signal,
+    seen: u64,
+}
+
+impl<'a, F> OrStop<'a, F> {
+    fn new(fut: Pin<&'a mut F>, signal: &'a Signal) -> Self {
+        let seen = signal.nudges.load(Ordering::Acquire);
+        OrStop { fut, signal, seen }
+    }
 }
 
 impl<F: Future> Future for OrStop<'_, F> {
@@ -86,7 +112,8 @@ impl<F: Future> Future for OrStop<'_, F> {
         if let Poll::Ready(v) = self.fut.as_mut().poll(cx) {
             return Poll::Ready(Some(v));
         }
-        self.signal.poll_stop(cx).map(|()| None)
+        let seen = self.seen;
+        self.signal.poll_stop(seen, cx).map(|()| None)
     }
 }
 
@@ -198,6 +225,7 @@ struct Counters {
     results: AtomicU64,
     lease_lost: AtomicU64,
     active: AtomicUsize,
+    dry: AtomicUsize,
 }
 
 /// How the handler is called.
@@ -230,12 +258,14 @@ const KEEP_FAILURES: usize = 1000;
 enum Member {
     Plain(memq::Consumer<Bytes>),
     Acked(memq::AckConsumer<Bytes>),
+    Durable(crate::durable::Member),
 }
 
-/// What a worker fetched: plain messages, or deliveries to settle.
+/// What a worker fetched: plain messages, deliveries to settle, or a durable group's.
 enum Batch {
     Plain(Vec<memq::Message<Bytes>>),
     Acked(Vec<memq::Delivery<Bytes>>),
+    Durable(Vec<crate::durable::Got>),
 }
 
 impl Batch {
@@ -243,58 +273,133 @@ impl Batch {
         match self {
             Batch::Plain(v) => v.len(),
             Batch::Acked(v) => v.len(),
+            Batch::Durable(v) => v.len(),
         }
     }
 }
 
-/// Fetches up to `n`: what is ready, else waits for the first or the stop signal.
-/// `None`: stop (closed and drained, or the signal).
-fn fetch(member: &mut Member, signal: &Signal, n: usize, counters: &Counters) -> Option<Batch> {
+/// What one attempt to fetch gave.
+enum Fetched {
+    Some(Batch),
+    /// Nothing ready now.
+    Nothing,
+    /// Closed and drained (or the group is gone).
+    End,
+}
+
+/// Takes up to `n` ready messages; with `wait`, waits for the first (or a nudge).
+fn fetch_once(member: &mut Member, signal: &Signal, n: usize, wait: bool) -> Fetched {
+    fn conv<T>(r: Option<Result<usize, memq::TryRecvError>>, b: T) -> Fetched
+    where
+        Batch: From<T>,
+    {
+        match r {
+            Some(Ok(k)) if k > 0 => Fetched::Some(Batch::from(b)),
+            Some(Ok(_)) | Some(Err(memq::TryRecvError::Empty)) | None => Fetched::Nothing,
+            Some(Err(memq::TryRecvError::Lagged(_))) => Fetched::Nothing, // counted by the group
+            Some(Err(_)) => Fetched::End,
+        }
+    }
+    match member {
+        Member::Plain(c) => {
+            let mut buf = Vec::with_capacity(n);
+            let r = match c.try_recv_many(&mut buf, n) {
+                Err(memq::TryRecvError::Empty) if wait => {
+                    let mut fut = std::pin::pin!(c.recv_many(&mut buf, n));
+                    memq::block_on(OrStop::new(fut.as_mut(), signal))
+                        .map(|r| r.map_err(memq::TryRecvError::from))
+                }
+                other => Some(other),
+            };
+            conv(r, buf)
+        }
+        Member::Acked(c) => {
+            let mut buf = Vec::with_capacity(n);
+            let r = match c.try_recv_many(&mut buf, n) {
+                Err(memq::TryRecvError::Empty) if wait => {
+                    let mut fut = std::pin::pin!(c.recv_many(&mut buf, n));
+                    memq::block_on(OrStop::new(fut.as_mut(), signal))
+                        .map(|r| r.map_err(memq::TryRecvError::from))
+                }
+                other => Some(other),
+            };
+            conv(r, buf)
+        }
+        Member::Durable(m) => {
+            let mut buf = Vec::new();
+            let first = match m.try_recv() {
+                Ok(Some(g)) => Ok(Some(g)),
+                Ok(None) if wait => {
+                    let mut fut = std::pin::pin!(m.recv_async());
+                    match memq::block_on(OrStop::new(fut.as_mut(), signal)) {
+                        None => Ok(None),
+                        Some(r) => r.map(Some),
+                    }
+                }
+                other => other,
+            };
+            match first {
+                Ok(Some(g)) => buf.push(g),
+                Ok(None) => return Fetched::Nothing,
+                Err(Fail::Lagged(_)) => return Fetched::Nothing,
+                Err(Fail::Closed) => return Fetched::End,
+                // A read error of the log: the member stays where it was; try again
+                // after a pause rather than spinning on a failing disk.
+                Err(Fail::Store(_)) => {
+                    std::thread::sleep(Duration::from_millis(100));
+                    return Fetched::Nothing;
+                }
+            }
+            while buf.len() < n {
+                match m.try_recv() {
+                    Ok(Some(g)) => buf.push(g),
+                    _ => break,
+                }
+            }
+            Fetched::Some(Batch::Durable(buf))
+        }
+    }
+}
+
+impl From<Vec<memq::Message<Bytes>>> for Batch {
+    fn from(v: Vec<memq::Message<Bytes>>) -> Batch {
+        Batch::Plain(v)
+    }
+}
+
+impl From<Vec<memq::Delivery<Bytes>>> for Batch {
+    fn from(v: Vec<memq::Delivery<Bytes>>) -> Batch {
+        Batch::Acked(v)
+    }
+}
+
+/// Fetches the next batch. While the pool drains, a worker that finds nothing ready
+/// says it is dry (the drain ends when all are) and keeps waiting: it may be handed
+/// partitions, or be given messages, until the drain ends. `None`: stop.
+fn fetch(member: &mut Member, sh: &Shared, dry: &mut bool) -> Option<Batch> {
     loop {
-        if signal.stopped() {
+        if sh.signal.stopped() {
             return None;
         }
-        let got = match member {
-            Member::Plain(c) => {
-                let mut buf = Vec::with_capacity(n);
-                let r = match c.try_recv_many(&mut buf, n) {
-                    Err(memq::TryRecvError::Empty) => {
-                        let mut fut = std::pin::pin!(c.recv_many(&mut buf, n));
-                        memq::block_on(OrStop {
-                            fut: fut.as_mut(),
-                            signal,
-                        })
-                        .map(|r| r.map_err(memq::TryRecvError::from))
-                    }
-                    other => Some(other),
-                };
-                r.map(|r| r.map(|_| Batch::Plain(buf)))
-            }
-            Member::Acked(c) => {
-                let mut buf = Vec::with_capacity(n);
-                let r = match c.try_recv_many(&mut buf, n) {
-                    Err(memq::TryRecvError::Empty) => {
-                        let mut fut = std::pin::pin!(c.recv_many(&mut buf, n));
-                        memq::block_on(OrStop {
-                            fut: fut.as_mut(),
-                            signal,
-                        })
-                        .map(|r| r.map_err(memq::TryRecvError::from))
-                    }
-                    other => Some(other),
-                };
-                r.map(|r| r.map(|_| Batch::Acked(buf)))
-            }
-        };
-        match got {
-            None => return None,
-            Some(Ok(b)) if b.len() > 0 => {
-                counters.fetched.fetch_add(b.len() as u64, Ordering::Relaxed);
+        let draining = sh.signal.draining();
+        match fetch_once(member, &sh.signal, sh.batch, !draining || *dry) {
+            Fetched::Some(b) => {
+                if *dry {
+                    *dry = false;
+                    sh.counters.dry.fetch_sub(1, Ordering::AcqRel);
+                }
+                sh.counters.fetched.fetch_add(b.len() as u64, Ordering::Relaxed);
                 return Some(b);
             }
-            Some(Ok(_)) | Some(Err(memq::TryRecvError::Empty)) => continue,
-            Some(Err(memq::TryRecvError::Lagged(_))) => continue, // counted by the group
-            Some(Err(_)) => return None,                         // closed and drained
+            Fetched::Nothing => {
+                if draining && !*dry {
+                    *dry = true;
+                    sh.counters.dry.fetch_add(1, Ordering::AcqRel);
+                    let _g = lock(&sh.live);
+                    sh.changed.notify_all();
+                }
+            }
+            Fetched::End => return None,
         }
     }
 }
@@ -355,6 +460,13 @@ fn handle(py: Python<'_>, sh: &Shared, batch: &mut Batch) -> Vec<Outcome> {
                 }
                 (v[i].partition(), v[i].offset(), v[i].value())
             }
+            Batch::Durable(v) => match &v[i] {
+                crate::durable::Got::Message(m) => (m.partition, m.offset, &m.payload),
+                crate::durable::Got::Delivery(d) => {
+                    let m = d.message();
+                    (m.partition, m.offset, &m.payload)
+                }
+            },
         };
         let r = match sh.call {
             Call::Message => {
@@ -413,7 +525,8 @@ fn handle(py: Python<'_>, sh: &Shared, batch: &mut Batch) -> Vec<Outcome> {
 }
 
 fn worker(sh: Arc<Shared>, mut member: Member) {
-    while let Some(mut batch) = fetch(&mut member, &sh.signal, sh.batch, &sh.counters) {
+    let mut dry = false;
+    while let Some(mut batch) = fetch(&mut member, &sh, &mut dry) {
         sh.counters.active.fetch_add(1, Ordering::Relaxed);
         let outcomes = Python::attach(|py| handle(py, &sh, &mut batch));
         // Results first, then settle: an acked message is never lost with its result.
@@ -421,36 +534,65 @@ fn worker(sh: Arc<Shared>, mut member: Member) {
         if let Some(results) = &sh.results {
             let n = outcomes.len() as u64;
             let mut fut = std::pin::pin!(results.publish_batch(outcomes.clone()));
-            match memq::block_on(OrStop {
-                fut: fut.as_mut(),
-                signal: &sh.signal,
-            }) {
-                Some(Ok(_)) => {
-                    sh.counters.results.fetch_add(n, Ordering::Relaxed);
-                }
-                _ => published = false,
-            }
-        }
-        if let Batch::Acked(deliveries) = batch {
-            for (d, o) in deliveries.into_iter().zip(&outcomes) {
-                let r = if o.error.is_none() && published {
-                    d.ack()
-                } else {
-                    d.nack()
-                };
-                if r.is_err() {
-                    sh.counters.lease_lost.fetch_add(1, Ordering::Relaxed);
+            let mut fut = OrStop::new(fut.as_mut(), &sh.signal);
+            loop {
+                // A nudge (a drain starting) is no reason to give up publishing.
+                match memq::block_on(&mut fut) {
+                    Some(Ok(_)) => {
+                        sh.counters.results.fetch_add(n, Ordering::Relaxed);
+                        break;
+                    }
+                    None if !sh.signal.stopped() => {
+                        fut.seen = sh.signal.nudges.load(Ordering::Acquire);
+                    }
+                    _ => {
+                        published = false;
+                        break;
+                    }
                 }
             }
         }
+        settle(&sh, batch, &outcomes, published);
         sh.counters.active.fetch_sub(1, Ordering::Relaxed);
-        // Wake a drain() that waits for the group to run dry.
+        // Wake a drain() that waits for the workers to run dry.
         let _g = lock(&sh.live);
         sh.changed.notify_all();
+    }
+    if dry {
+        sh.counters.dry.fetch_sub(1, Ordering::AcqRel);
     }
     drop(member); // leave the group before saying so
     *lock(&sh.live) -= 1;
     sh.changed.notify_all();
+}
+
+/// Acks what succeeded (and whose result, if any, was published), nacks the rest.
+fn settle(sh: &Shared, batch: Batch, outcomes: &[Outcome], published: bool) {
+    let lost = |r: bool| {
+        if !r {
+            sh.counters.lease_lost.fetch_add(1, Ordering::Relaxed);
+        }
+    };
+    match batch {
+        Batch::Plain(_) => {}
+        Batch::Acked(deliveries) => {
+            for (d, o) in deliveries.into_iter().zip(outcomes) {
+                let ok = o.error.is_none() && published;
+                lost(if ok { d.ack() } else { d.nack() }.is_ok());
+            }
+        }
+        Batch::Durable(got) => {
+            for (g, o) in got.into_iter().zip(outcomes) {
+                if let crate::durable::Got::Delivery(d) = g {
+                    if o.error.is_none() && published {
+                        lost(d.ack().is_ok());
+                    } else {
+                        d.nack();
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Execution modes.
@@ -467,7 +609,6 @@ enum Mode {
 #[derive(Debug)]
 pub struct Pool {
     shared: Arc<Shared>,
-    topic: memq::Topic<Bytes>,
     group: String,
     acked: bool,
     workers: usize,
@@ -502,16 +643,11 @@ impl Pool {
 
     fn is_dry(&self) -> bool {
         let c = &self.shared.counters;
-        if c.fetched.load(Ordering::Relaxed) != c.processed.load(Ordering::Relaxed)
-            || c.active.load(Ordering::Relaxed) != 0
-        {
-            return false;
-        }
-        let stats = self.topic.stats();
-        match stats.groups.iter().find(|g| g.name == self.group) {
-            Some(g) => g.lag == 0 && g.in_flight == 0,
-            None => true,
-        }
+        let live = *lock(&self.shared.live);
+        live == 0
+            || (c.dry.load(Ordering::Acquire) == live
+                && c.active.load(Ordering::Acquire) == 0
+                && c.fetched.load(Ordering::Relaxed) == c.processed.load(Ordering::Relaxed))
     }
 
     fn stats_py(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
@@ -544,7 +680,7 @@ impl Pool {
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        topic: &Bound<'_, Topic>,
+        topic: &Bound<'_, PyAny>,
         handler: Bound<'_, PyAny>,
         workers: Option<&Bound<'_, PyAny>>,
         mode: Option<&Bound<'_, PyAny>>,
@@ -601,7 +737,23 @@ impl Pool {
         let batch = util::opt_int(batch, "batch", 1, 1 << 16)?.unwrap_or(64) as usize;
         let start = util::start_opt(start)?;
         let results_cap = util::opt_int(results, "results", 1, 1 << 40)?;
-        let topic = topic.get().inner.clone();
+        let durable = topic.cast::<crate::durable::DurableTopic>().ok();
+        let memory = match &durable {
+            Some(_) => None,
+            None => Some(
+                topic
+                    .cast::<Topic>()
+                    .map_err(|_| {
+                        Exc::InvalidType.err(format!(
+                            "a pool runs on a memq.Topic or a memq.DurableTopic, not {}",
+                            util::type_name(topic)
+                        ))
+                    })?
+                    .get()
+                    .inner
+                    .clone(),
+            ),
+        };
         let group = group.unwrap_or_else(|| {
             format!("memq-pool-{}", POOL_IDS.fetch_add(1, Ordering::Relaxed))
         });
@@ -623,24 +775,48 @@ impl Pool {
             }
         };
         let mut ack_wait_d = Duration::from_secs(30);
+        if let Some(w) = ack_wait.filter(|w| !w.is_none()) {
+            ack_wait_d = util::seconds(w, "ack_wait")?;
+        }
         let mut members = Vec::with_capacity(workers);
         for _ in 0..workers {
-            members.push(if acked {
-                let cfg = topic::ack_config(ack_wait, max_deliveries, None, backoff)?;
-                let cfg = match dead_letters {
-                    Some(d) => cfg.dead_letter(d.get().inner.clone()),
-                    None => cfg,
-                };
-                if let Some(w) = ack_wait.filter(|w| !w.is_none()) {
-                    ack_wait_d = util::seconds(w, "ack_wait")?;
+            members.push(match (&memory, &durable) {
+                (_, Some(d)) => {
+                    if dead_letters.is_some() || backoff.is_some() {
+                        return Err(Exc::InvalidArgument.err(
+                            "a durable pool has no dead-letter topic or backoff (yet)",
+                        ));
+                    }
+                    let wait = if acked {
+                        Some(ack_wait_d.as_secs_f64().into_pyobject(py)?.into_any())
+                    } else {
+                        None
+                    };
+                    Member::Durable(d.get().join_group(
+                        py,
+                        &group,
+                        start,
+                        wait.as_ref(),
+                        max_deliveries,
+                        None,
+                    )?)
                 }
-                Member::Acked(
-                    topic
-                        .group_acked(&group, start, cfg)
-                        .map_err(errors::from_error)?,
-                )
-            } else {
-                Member::Plain(topic.group(&group, start).map_err(errors::from_error)?)
+                (Some(topic), None) if acked => {
+                    let cfg = topic::ack_config(ack_wait, max_deliveries, None, backoff)?;
+                    let cfg = match dead_letters {
+                        Some(d) => cfg.dead_letter(d.get().inner.clone()),
+                        None => cfg,
+                    };
+                    Member::Acked(
+                        topic
+                            .group_acked(&group, start, cfg)
+                            .map_err(errors::from_error)?,
+                    )
+                }
+                (Some(topic), None) => {
+                    Member::Plain(topic.group(&group, start).map_err(errors::from_error)?)
+                }
+                (None, None) => unreachable!("one of the two is set above"),
             });
         }
         let shared = Arc::new(Shared {
@@ -672,7 +848,6 @@ impl Pool {
         }
         Ok(Pool {
             shared,
-            topic,
             group,
             acked,
             workers,
@@ -733,8 +908,9 @@ impl Pool {
     fn drain(&self, py: Python<'_>, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let limit = util::timeout(timeout)?;
         let sh = self.shared.clone();
+        sh.signal.drain();
         let dry = util::wait(py, limit, |d| {
-            if *lock(&sh.live) == 0 || self.is_dry() {
+            if self.is_dry() {
                 return Some(());
             }
             let live = lock(&sh.live);

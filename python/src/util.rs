@@ -113,20 +113,45 @@ pub fn timeout(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
     }
 }
 
-/// Waits with the GIL released, in slices of at most [`SIGNAL_SLICE`], until `step`
-/// reports an outcome or `limit` passes (then `Ok(None)`). `step(d)` waits at most `d`
-/// and returns `None` if nothing happened. Between slices the GIL is taken back to run
-/// pending signal handlers, so Ctrl-C raises `KeyboardInterrupt` within about 50 ms.
+/// Whether this is Python's main thread, the only one that runs signal handlers.
+fn main_thread(py: Python<'_>) -> bool {
+    static MAIN: pyo3::sync::PyOnceLock<u64> = pyo3::sync::PyOnceLock::new();
+    let ident = |py: Python<'_>| -> PyResult<u64> {
+        py.import("_thread")?.call_method0("get_ident")?.extract()
+    };
+    let main = MAIN.get_or_try_init(py, || -> PyResult<u64> {
+        py.import("threading")?
+            .call_method0("main_thread")?
+            .getattr("ident")?
+            .extract()
+    });
+    match (main, ident(py)) {
+        (Ok(m), Ok(i)) => *m == i,
+        _ => true, // slice, to be safe
+    }
+}
+
+/// Waits with the GIL released until `step` reports an outcome or `limit` passes (then
+/// `Ok(None)`). `step(d)` waits at most `d` and returns `None` if nothing happened. On
+/// the main thread the wait goes in slices of at most [`SIGNAL_SLICE`], between which
+/// the GIL is taken back to run pending signal handlers, so Ctrl-C raises
+/// `KeyboardInterrupt` within about 50 ms. Other threads never run signal handlers:
+/// there the wait is one stretch (in slices of an hour).
 pub fn wait<R: Send>(
     py: Python<'_>,
     limit: Option<Duration>,
     mut step: impl FnMut(Duration) -> Option<R> + Send,
 ) -> PyResult<Option<R>> {
     let deadline = limit.map(|d| Instant::now() + d);
+    let most = if main_thread(py) {
+        SIGNAL_SLICE
+    } else {
+        Duration::from_secs(3600)
+    };
     loop {
         let slice = match deadline {
-            None => SIGNAL_SLICE,
-            Some(end) => end.saturating_duration_since(Instant::now()).min(SIGNAL_SLICE),
+            None => most,
+            Some(end) => end.saturating_duration_since(Instant::now()).min(most),
         };
         if let Some(r) = py.detach(|| step(slice)) {
             return Ok(Some(r));
