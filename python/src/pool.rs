@@ -376,13 +376,13 @@ impl From<Vec<memq::Delivery<Bytes>>> for Batch {
 /// Fetches the next batch. While the pool drains, a worker that finds nothing ready
 /// says it is dry (the drain ends when all are) and keeps waiting: it may be handed
 /// partitions, or be given messages, until the drain ends. `None`: stop.
-fn fetch(member: &mut Member, sh: &Shared, dry: &mut bool) -> Option<Batch> {
+fn fetch(member: &mut Member, sh: &Shared, dry: &mut bool, want: usize) -> Option<Batch> {
     loop {
         if sh.signal.stopped() {
             return None;
         }
         let draining = sh.signal.draining();
-        match fetch_once(member, &sh.signal, sh.batch, !draining || *dry) {
+        match fetch_once(member, &sh.signal, want, !draining || *dry) {
             Fetched::Some(b) => {
                 if *dry {
                     *dry = false;
@@ -524,46 +524,73 @@ fn handle(py: Python<'_>, sh: &Shared, batch: &mut Batch) -> Vec<Outcome> {
     out
 }
 
-fn worker(sh: Arc<Shared>, mut member: Member) {
+fn worker(sh: Arc<Shared>, member: Member) {
+    // The thread attaches to the interpreter once, for its whole life, and detaches
+    // while it waits, publishes and settles: taking the GIL back is then a plain
+    // reacquire, not the creation of a thread state per batch.
+    Python::attach(|py| work(py, &sh, member));
+    *lock(&sh.live) -= 1;
+    sh.changed.notify_all();
+}
+
+/// Per-message handling time under which a worker doubles its batch (the GIL is then
+/// the cost worth spreading), and over which it takes one message at a time (the
+/// handler blocks or computes: other workers should get the next messages).
+const FAST: Duration = Duration::from_micros(50);
+const SLOW: Duration = Duration::from_micros(500);
+
+fn work(py: Python<'_>, sh: &Shared, mut member: Member) {
     let mut dry = false;
-    while let Some(mut batch) = fetch(&mut member, &sh, &mut dry) {
+    let mut want = 1usize;
+    loop {
+        let got = py.detach(|| fetch(&mut member, sh, &mut dry, want));
+        let Some(mut batch) = got else { break };
         sh.counters.active.fetch_add(1, Ordering::Relaxed);
-        let outcomes = Python::attach(|py| handle(py, &sh, &mut batch));
-        // Results first, then settle: an acked message is never lost with its result.
-        let mut published = true;
-        if let Some(results) = &sh.results {
-            let n = outcomes.len() as u64;
-            let mut fut = std::pin::pin!(results.publish_batch(outcomes.clone()));
-            let mut fut = OrStop::new(fut.as_mut(), &sh.signal);
-            loop {
-                // A nudge (a drain starting) is no reason to give up publishing.
-                match memq::block_on(&mut fut) {
-                    Some(Ok(_)) => {
-                        sh.counters.results.fetch_add(n, Ordering::Relaxed);
-                        break;
-                    }
-                    None if !sh.signal.stopped() => {
-                        fut.seen = sh.signal.nudges.load(Ordering::Acquire);
-                    }
-                    _ => {
-                        published = false;
-                        break;
+        let began = Instant::now();
+        let outcomes = handle(py, sh, &mut batch);
+        let per = began.elapsed() / batch.len().max(1) as u32;
+        want = if per < FAST {
+            (want * 2).min(sh.batch)
+        } else if per > SLOW {
+            1
+        } else {
+            want
+        };
+        py.detach(|| {
+            // Results first, then settle: an acked message is never lost with its result.
+            let mut published = true;
+            if let Some(results) = &sh.results {
+                let n = outcomes.len() as u64;
+                let mut fut = std::pin::pin!(results.publish_batch(outcomes.clone()));
+                let mut fut = OrStop::new(fut.as_mut(), &sh.signal);
+                loop {
+                    // A nudge (a drain starting) is no reason to give up publishing.
+                    match memq::block_on(&mut fut) {
+                        Some(Ok(_)) => {
+                            sh.counters.results.fetch_add(n, Ordering::Relaxed);
+                            break;
+                        }
+                        None if !sh.signal.stopped() => {
+                            fut.seen = sh.signal.nudges.load(Ordering::Acquire);
+                        }
+                        _ => {
+                            published = false;
+                            break;
+                        }
                     }
                 }
             }
-        }
-        settle(&sh, batch, &outcomes, published);
-        sh.counters.active.fetch_sub(1, Ordering::Relaxed);
-        // Wake a drain() that waits for the workers to run dry.
-        let _g = lock(&sh.live);
-        sh.changed.notify_all();
+            settle(sh, batch, &outcomes, published);
+            sh.counters.active.fetch_sub(1, Ordering::Relaxed);
+            // Wake a drain() that waits for the workers to run dry.
+            let _g = lock(&sh.live);
+            sh.changed.notify_all();
+        });
     }
     if dry {
         sh.counters.dry.fetch_sub(1, Ordering::AcqRel);
     }
     drop(member); // leave the group before saying so
-    *lock(&sh.live) -= 1;
-    sh.changed.notify_all();
 }
 
 /// Acks what succeeded (and whose result, if any, was published), nacks the rest.
@@ -672,7 +699,9 @@ impl Pool {
     /// acked after its handler returned and its result was published; nacked when the
     /// handler raised), with `ack_wait`, `max_deliveries`, `backoff` and `dead_letters`
     /// as for `Topic.ack_group`. `results`: the capacity of a results topic that
-    /// `Pool.results` reads (None: no results). `batch`: messages per GIL acquisition.
+    /// `Pool.results` reads (None: no results). `batch`: the most messages a worker takes per GIL acquisition (a worker
+    /// starts with one and doubles while its handler is fast, and goes back to one when
+    /// it is slow, so that blocking handlers spread over the workers).
     /// `arguments`: "message" (`handler(msg)`), "data" (`handler(data)`) or "id_data"
     /// (`handler(offset + 1, data)`).
     #[new]
