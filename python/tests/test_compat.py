@@ -45,12 +45,15 @@ def test_results_ids_and_errors():
 def test_workers_count_and_stop_on_close():
     q = AsyncQueue(buffer_size=64)
     barrier = threading.Barrier(4, timeout=SOON)
-    q.start(lambda i, d: barrier.wait(), 4)  # needs 4 workers at once: none capped
-    for _ in range(8):
+    # Four items, each of which needs four workers at once. A worker's first batch is
+    # one item, and a worker waiting at the barrier takes no other: so this passes only
+    # if all four workers run (none capped) and wait with the GIL released.
+    q.start(lambda i, d: barrier.wait(), 4)
+    for _ in range(4):
         q.push(b"x")
     q.close()  # waits for the workers to finish what was pushed
     s = q.get_stats()
-    assert s.total_processed == 8 and s.total_errors == 0 and s.active_workers == 0
+    assert s.total_processed == 4 and s.total_errors == 0 and s.active_workers == 0
 
 
 def test_get_blocking_releases_the_gil_and_errors_subclass_typeerror():
