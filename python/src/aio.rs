@@ -4,10 +4,10 @@
 //! An [`Awaitable`] owns one memq future (a receive or a publish, with the reader it
 //! borrows). Each time the task awaiting it runs, it polls that future; while the future
 //! is pending it yields an asyncio future to the task, registered with the loop's
-//! [`Reactor`] under the awaitable's id. memq wakes the [`Waker`] from any thread: the
+//! [`Reactor`] under the awaitable's id. memq wakes the awaitable's waker from any thread: the
 //! waker puts the id on the reactor's ready list and, if the list was idle, writes one
 //! byte to a socket the loop watches (`loop.add_reader`). The loop then calls
-//! [`Reactor::drain`], which completes the asyncio futures of the ids woken, with no
+//! `Reactor.drain`, which completes the asyncio futures of the ids woken, with no
 //! value: the task runs again and polls the memq future itself.
 //!
 //! So the value never travels through an asyncio future, and cancellation is clean: a
@@ -203,7 +203,9 @@ impl Awaitable {
         let st = &mut *st;
         st.polled = true;
         let Some(fut) = st.fut.as_mut() else {
-            return Err(PyRuntimeError::new_err("cannot reuse an awaited memq operation"));
+            return Err(PyRuntimeError::new_err(
+                "cannot reuse an awaited memq operation",
+            ));
         };
         if st.waker.is_none() {
             let r = reactor(py)?;
@@ -252,7 +254,10 @@ impl Awaitable {
         // Drop the memq future: cancel safe, nothing is lost.
         self.forget();
         if exc.is_instance_of::<pyo3::types::PyType>() {
-            Err(PyErr::from_type(exc.cast::<pyo3::types::PyType>()?.clone(), ()))
+            Err(PyErr::from_type(
+                exc.cast::<pyo3::types::PyType>()?.clone(),
+                (),
+            ))
         } else {
             Err(PyErr::from_value(exc.clone()))
         }
@@ -283,7 +288,8 @@ impl Drop for Awaitable {
 
 fn get_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     static GET: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    GET.import(py, "asyncio.events", "get_running_loop")?.call0()
+    GET.import(py, "asyncio.events", "get_running_loop")?
+        .call0()
 }
 
 /// Wraps a memq future for `await`.

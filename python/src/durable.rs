@@ -17,7 +17,9 @@ use crate::topic::{self, Route};
 use crate::util::{self, Slot};
 
 fn receipt(py: Python<'_>, r: &store::DurableReceipt) -> PyResult<Py<PyAny>> {
-    Ok(PyTuple::new(py, [r.partition as u64, r.offset])?.into_any().unbind())
+    Ok(PyTuple::new(py, [r.partition as u64, r.offset])?
+        .into_any()
+        .unbind())
 }
 
 /// A topic whose partitions are crash-safe segment logs in a directory: what is
@@ -337,7 +339,9 @@ impl DurableTopic {
     /// Whether it is closed.
     #[getter]
     fn closed(&self) -> bool {
-        util::lock(&self.inner).as_ref().is_none_or(|t| t.is_closed())
+        util::lock(&self.inner)
+            .as_ref()
+            .is_none_or(|t| t.is_closed())
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -368,8 +372,8 @@ impl Reader for store::DurableSubscriber {
     fn recv_timeout(&mut self, d: Duration) -> Step<Self::Item> {
         from_durable(self.recv_blocking_timeout(d))
     }
-    fn recv_async(&mut self) -> impl std::future::Future<Output = Result<Self::Item, Fail>> + Send + '_ {
-        async move { from_durable(self.recv().await).and_then(|m| m.ok_or(Fail::Closed)) }
+    async fn recv_async(&mut self) -> Result<Self::Item, Fail> {
+        from_durable(self.recv().await).and_then(|m| m.ok_or(Fail::Closed))
     }
     fn to_py(py: Python<'_>, item: Self::Item) -> PyResult<Py<PyAny>> {
         Ok(Py::new(py, Message::from_durable(py, &item))?.into_any())
@@ -383,7 +387,12 @@ pub struct DurableSubscriber {
     slot: Arc<Slot<store::DurableSubscriber>>,
 }
 
-crate::readers::reader_class!(DurableSubscriber, store::DurableSubscriber, "DurableSubscriber", {});
+crate::readers::reader_class!(
+    DurableSubscriber,
+    store::DurableSubscriber,
+    "DurableSubscriber",
+    {}
+);
 
 /// A durable group member, plain or explicit-ack.
 #[derive(Debug)]
@@ -417,15 +426,13 @@ impl Reader for Member {
             from_durable(self.c.recv_blocking_timeout(d)).map(|o| o.map(Got::Message))
         }
     }
-    fn recv_async(&mut self) -> impl std::future::Future<Output = Result<Self::Item, Fail>> + Send + '_ {
-        async move {
-            let r = if self.acked {
-                from_durable(self.c.recv_delivery().await).map(|o| o.map(Got::Delivery))
-            } else {
-                from_durable(self.c.recv().await).map(|o| o.map(Got::Message))
-            };
-            r.and_then(|m| m.ok_or(Fail::Closed))
-        }
+    async fn recv_async(&mut self) -> Result<Self::Item, Fail> {
+        let r = if self.acked {
+            from_durable(self.c.recv_delivery().await).map(|o| o.map(Got::Delivery))
+        } else {
+            from_durable(self.c.recv().await).map(|o| o.map(Got::Message))
+        };
+        r.and_then(|m| m.ok_or(Fail::Closed))
     }
     fn to_py(py: Python<'_>, item: Self::Item) -> PyResult<Py<PyAny>> {
         match item {

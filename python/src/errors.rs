@@ -59,9 +59,7 @@ exceptions!(
 impl Exc {
     /// The exception class.
     pub fn ty(self, py: Python<'_>) -> PyResult<Bound<'_, PyType>> {
-        self.cell()
-            .import(py, "memq._errors", self.name())
-            .map(|t| t.clone())
+        self.cell().import(py, "memq._errors", self.name()).cloned()
     }
 
     /// A new exception of this class with `msg`.
@@ -77,10 +75,7 @@ impl Exc {
 /// `Lagged` with its `missed` count.
 pub fn lagged(missed: u64) -> PyErr {
     Python::attach(|py| match Exc::Lagged.ty(py) {
-        Ok(ty) => PyErr::from_type(
-            ty,
-            (format!("the reader missed {missed} messages"), missed),
-        ),
+        Ok(ty) => PyErr::from_type(ty, (format!("the reader missed {missed} messages"), missed)),
         Err(e) => e,
     })
 }

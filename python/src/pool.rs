@@ -153,7 +153,10 @@ impl WorkResult {
 
     fn __repr__(&self) -> String {
         match &self.error {
-            None => format!("WorkResult(partition={}, offset={}, ok)", self.partition, self.offset),
+            None => format!(
+                "WorkResult(partition={}, offset={}, ok)",
+                self.partition, self.offset
+            ),
             Some(e) => format!(
                 "WorkResult(partition={}, offset={}, error={e:?})",
                 self.partition, self.offset
@@ -181,10 +184,8 @@ impl Reader for memq::Subscriber<Outcome> {
     ) -> Result<usize, Fail> {
         Ok(from_timeout(self.recv_many_blocking_timeout(buf, limit, d))?.unwrap_or(0))
     }
-    fn recv_async(
-        &mut self,
-    ) -> impl Future<Output = Result<Self::Item, Fail>> + Send + '_ {
-        async move { self.recv().await.map_err(Fail::from) }
+    async fn recv_async(&mut self) -> Result<Self::Item, Fail> {
+        self.recv().await.map_err(Fail::from)
     }
     fn to_py(py: Python<'_>, item: Self::Item) -> PyResult<Py<PyAny>> {
         let o = item.value();
@@ -388,7 +389,9 @@ fn fetch(member: &mut Member, sh: &Shared, dry: &mut bool, want: usize) -> Optio
                     *dry = false;
                     sh.counters.dry.fetch_sub(1, Ordering::AcqRel);
                 }
-                sh.counters.fetched.fetch_add(b.len() as u64, Ordering::Relaxed);
+                sh.counters
+                    .fetched
+                    .fetch_add(b.len() as u64, Ordering::Relaxed);
                 return Some(b);
             }
             Fetched::Nothing => {
@@ -412,10 +415,19 @@ fn describe(py: Python<'_>, e: &PyErr) -> (String, String) {
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "Exception".into());
     let msg = value.str().map(|s| s.to_string()).unwrap_or_default();
-    let message = if msg.is_empty() { name } else { format!("{name}: {msg}") };
+    let message = if msg.is_empty() {
+        name
+    } else {
+        format!("{name}: {msg}")
+    };
     let tb = py
         .import("traceback")
-        .and_then(|m| m.call_method1("format_exception", (value.get_type(), value, e.traceback(py))))
+        .and_then(|m| {
+            m.call_method1(
+                "format_exception",
+                (value.get_type(), value, e.traceback(py)),
+            )
+        })
         .and_then(|l| PyString::new(py, "").call_method1("join", (l,)))
         .map(|s| s.to_string())
         .unwrap_or_else(|_| message.clone());
@@ -746,9 +758,9 @@ impl Pool {
         let n = util::opt_int(workers, "workers", 1, 1024)?;
         let workers = match (mode, n) {
             (Mode::Sequential, Some(n)) if n != 1 => {
-                return Err(Exc::InvalidArgument.err(format!(
-                    "a sequential pool has one worker, not {n}"
-                )))
+                return Err(
+                    Exc::InvalidArgument.err(format!("a sequential pool has one worker, not {n}"))
+                )
             }
             (Mode::Sequential, _) => 1,
             (Mode::Parallel, n) => n.unwrap_or(4) as usize,
@@ -783,17 +795,17 @@ impl Pool {
                     .clone(),
             ),
         };
-        let group = group.unwrap_or_else(|| {
-            format!("memq-pool-{}", POOL_IDS.fetch_add(1, Ordering::Relaxed))
-        });
+        let group = group
+            .unwrap_or_else(|| format!("memq-pool-{}", POOL_IDS.fetch_add(1, Ordering::Relaxed)));
         let (results_topic, results_reader) = match results_cap {
             None => (None, None),
             Some(cap) => {
-                let t = memq::Topic::new(
-                    memq::TopicConfig::new(cap as usize).release_on_read(true),
-                )
-                .map_err(errors::from_error)?;
-                let sub = t.subscribe(memq::StartAt::Earliest).map_err(errors::from_error)?;
+                let t =
+                    memq::Topic::new(memq::TopicConfig::new(cap as usize).release_on_read(true))
+                        .map_err(errors::from_error)?;
+                let sub = t
+                    .subscribe(memq::StartAt::Earliest)
+                    .map_err(errors::from_error)?;
                 let r = Py::new(
                     py,
                     Results {
@@ -812,9 +824,8 @@ impl Pool {
             members.push(match (&memory, &durable) {
                 (_, Some(d)) => {
                     if dead_letters.is_some() || backoff.is_some() {
-                        return Err(Exc::InvalidArgument.err(
-                            "a durable pool has no dead-letter topic or backoff (yet)",
-                        ));
+                        return Err(Exc::InvalidArgument
+                            .err("a durable pool has no dead-letter topic or backoff (yet)"));
                     }
                     let wait = if acked {
                         Some(ack_wait_d.as_secs_f64().into_pyobject(py)?.into_any())

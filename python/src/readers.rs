@@ -128,7 +128,6 @@ macro_rules! reader_class {
     };
 }
 
-
 pub(crate) use reader_class;
 
 // ---- broadcast subscriber --------------------------------------------------------------
@@ -144,11 +143,16 @@ impl Reader for memq::Subscriber<Bytes> {
     fn try_recv_many(&mut self, buf: &mut Vec<Self::Item>, limit: usize) -> Result<usize, Fail> {
         Ok(from_try(memq::Subscriber::try_recv_many(self, buf, limit))?.unwrap_or(0))
     }
-    fn recv_many_timeout(&mut self, buf: &mut Vec<Self::Item>, limit: usize, d: Duration) -> Result<usize, Fail> {
+    fn recv_many_timeout(
+        &mut self,
+        buf: &mut Vec<Self::Item>,
+        limit: usize,
+        d: Duration,
+    ) -> Result<usize, Fail> {
         Ok(from_timeout(self.recv_many_blocking_timeout(buf, limit, d))?.unwrap_or(0))
     }
-    fn recv_async(&mut self) -> impl std::future::Future<Output = Result<Self::Item, Fail>> + Send + '_ {
-        async move { self.recv().await.map_err(Fail::from) }
+    async fn recv_async(&mut self) -> Result<Self::Item, Fail> {
+        self.recv().await.map_err(Fail::from)
     }
     fn to_py(py: Python<'_>, item: Self::Item) -> PyResult<Py<PyAny>> {
         Ok(Py::new(py, Message::from_memq(py, &item))?.into_any())
@@ -166,7 +170,9 @@ reader_class!(Subscriber, memq::Subscriber<Bytes>, "Subscriber", {
     /// How many messages are published and not yet read, over its partitions.
     #[getter]
     fn lag(&self) -> PyResult<u64> {
-        self.slot.peek(|s| s.lag()).ok_or_else(|| crate::errors::Exc::Busy.err("the subscriber is in use or closed"))
+        self.slot
+            .peek(|s| s.lag())
+            .ok_or_else(|| crate::errors::Exc::Busy.err("the subscriber is in use or closed"))
     }
 
     /// Moves to `offset` (on every partition it reads).
@@ -190,11 +196,16 @@ impl Reader for memq::Consumer<Bytes> {
     fn try_recv_many(&mut self, buf: &mut Vec<Self::Item>, limit: usize) -> Result<usize, Fail> {
         Ok(from_try(memq::Consumer::try_recv_many(self, buf, limit))?.unwrap_or(0))
     }
-    fn recv_many_timeout(&mut self, buf: &mut Vec<Self::Item>, limit: usize, d: Duration) -> Result<usize, Fail> {
+    fn recv_many_timeout(
+        &mut self,
+        buf: &mut Vec<Self::Item>,
+        limit: usize,
+        d: Duration,
+    ) -> Result<usize, Fail> {
         Ok(from_timeout(self.recv_many_blocking_timeout(buf, limit, d))?.unwrap_or(0))
     }
-    fn recv_async(&mut self) -> impl std::future::Future<Output = Result<Self::Item, Fail>> + Send + '_ {
-        async move { self.recv().await.map_err(Fail::from) }
+    async fn recv_async(&mut self) -> Result<Self::Item, Fail> {
+        self.recv().await.map_err(Fail::from)
     }
     fn to_py(py: Python<'_>, item: Self::Item) -> PyResult<Py<PyAny>> {
         Ok(Py::new(py, Message::from_memq(py, &item))?.into_any())
@@ -218,7 +229,9 @@ reader_class!(Consumer, memq::Consumer<Bytes>, "Consumer", {
 
     /// The partitions this member owns now.
     fn assignment(&self) -> PyResult<Vec<u32>> {
-        self.slot.peek(|c| c.assignment()).ok_or_else(|| crate::errors::Exc::Busy.err("the consumer is in use or closed"))
+        self.slot
+            .peek(|c| c.assignment())
+            .ok_or_else(|| crate::errors::Exc::Busy.err("the consumer is in use or closed"))
     }
 });
 
@@ -235,11 +248,16 @@ impl Reader for memq::AckConsumer<Bytes> {
     fn try_recv_many(&mut self, buf: &mut Vec<Self::Item>, limit: usize) -> Result<usize, Fail> {
         Ok(from_try(memq::AckConsumer::try_recv_many(self, buf, limit))?.unwrap_or(0))
     }
-    fn recv_many_timeout(&mut self, buf: &mut Vec<Self::Item>, limit: usize, d: Duration) -> Result<usize, Fail> {
+    fn recv_many_timeout(
+        &mut self,
+        buf: &mut Vec<Self::Item>,
+        limit: usize,
+        d: Duration,
+    ) -> Result<usize, Fail> {
         Ok(from_timeout(self.recv_many_blocking_timeout(buf, limit, d))?.unwrap_or(0))
     }
-    fn recv_async(&mut self) -> impl std::future::Future<Output = Result<Self::Item, Fail>> + Send + '_ {
-        async move { self.recv().await.map_err(Fail::from) }
+    async fn recv_async(&mut self) -> Result<Self::Item, Fail> {
+        self.recv().await.map_err(Fail::from)
     }
     fn to_py(py: Python<'_>, item: Self::Item) -> PyResult<Py<PyAny>> {
         Ok(Py::new(py, Delivery::from_memq(py, item)?)?.into_any())
@@ -263,7 +281,9 @@ reader_class!(AckConsumer, memq::AckConsumer<Bytes>, "AckConsumer", {
 
     /// How many deliveries this member holds unsettled.
     fn pending(&self) -> PyResult<usize> {
-        self.slot.peek(|c| c.pending().len()).ok_or_else(|| crate::errors::Exc::Busy.err("the consumer is in use or closed"))
+        self.slot
+            .peek(|c| c.pending().len())
+            .ok_or_else(|| crate::errors::Exc::Busy.err("the consumer is in use or closed"))
     }
 });
 
@@ -277,8 +297,8 @@ impl Reader for memq::Subscriber<memq::DeadLetter<Bytes>> {
     fn recv_timeout(&mut self, d: Duration) -> Step<Self::Item> {
         from_timeout(self.recv_blocking_timeout(d))
     }
-    fn recv_async(&mut self) -> impl std::future::Future<Output = Result<Self::Item, Fail>> + Send + '_ {
-        async move { self.recv().await.map_err(Fail::from) }
+    async fn recv_async(&mut self) -> Result<Self::Item, Fail> {
+        self.recv().await.map_err(Fail::from)
     }
     fn to_py(py: Python<'_>, item: Self::Item) -> PyResult<Py<PyAny>> {
         Ok(Py::new(py, DeadLetter::from_memq(py, item.value()))?.into_any())
@@ -292,4 +312,9 @@ pub struct DeadLetterSubscriber {
     pub(crate) slot: Arc<Slot<memq::Subscriber<memq::DeadLetter<Bytes>>>>,
 }
 
-reader_class!(DeadLetterSubscriber, memq::Subscriber<memq::DeadLetter<Bytes>>, "DeadLetterSubscriber", {});
+reader_class!(
+    DeadLetterSubscriber,
+    memq::Subscriber<memq::DeadLetter<Bytes>>,
+    "DeadLetterSubscriber",
+    {}
+);

@@ -143,19 +143,27 @@ impl Route {
         match (key, partition) {
             (Some(_), Some(_)) => Err(Exc::InvalidArgument.err("pass key or partition, not both")),
             (Some(k), None) => Ok(Route::Key(util::key(k)?)),
-            (None, Some(p)) => Ok(Route::To(util::int(p, "partition", 0, i128::from(u32::MAX))? as u32)),
+            (None, Some(p)) => Ok(Route::To(
+                util::int(p, "partition", 0, i128::from(u32::MAX))? as u32,
+            )),
             (None, None) => Ok(Route::Any),
         }
     }
 }
 
 fn receipt(py: Python<'_>, r: memq::Receipt) -> PyResult<Py<PyAny>> {
-    Ok(PyTuple::new(py, [r.partition as u64, r.offset])?.into_any().unbind())
+    Ok(PyTuple::new(py, [r.partition as u64, r.offset])?
+        .into_any()
+        .unbind())
 }
 
 fn batch_of(items: &Bound<'_, PyAny>) -> PyResult<Vec<Bytes>> {
-    if items.is_instance_of::<pyo3::types::PyBytes>() || items.is_instance_of::<pyo3::types::PyString>() {
-        return Err(Exc::InvalidType.err("a batch is an iterable of bytes-like payloads, not one payload"));
+    if items.is_instance_of::<pyo3::types::PyBytes>()
+        || items.is_instance_of::<pyo3::types::PyString>()
+    {
+        return Err(
+            Exc::InvalidType.err("a batch is an iterable of bytes-like payloads, not one payload")
+        );
     }
     let iter = items.try_iter().map_err(|_| {
         Exc::InvalidType.err(format!(
@@ -189,7 +197,9 @@ macro_rules! publish_one {
         };
         match tried {
             Ok(r) => Ok(r),
-            Err(memq::PublishError::Full(v)) if $limit != Some(Duration::ZERO) && t.overflow() == memq::Overflow::Block => {
+            Err(memq::PublishError::Full(v))
+                if $limit != Some(Duration::ZERO) && t.overflow() == memq::Overflow::Block =>
+            {
                 let mut fut = match &$route {
                     Route::Any => t.publish(v),
                     Route::Key(k) => t.publish_keyed(k, v),
@@ -254,7 +264,12 @@ impl Topic {
         )
     }
 
-    fn publish_batch_async(&self, py: Python<'_>, route: Route, value: Vec<Bytes>) -> PyResult<Py<PyAny>> {
+    fn publish_batch_async(
+        &self,
+        py: Python<'_>,
+        route: Route,
+        value: Vec<Bytes>,
+    ) -> PyResult<Py<PyAny>> {
         let t = self.inner.clone();
         aio::awaitable(
             py,
@@ -291,7 +306,13 @@ impl Topic {
     ) -> PyResult<Self> {
         let one = 1u32.into_pyobject(py)?.into_any();
         let default_cap = 1024u32.into_pyobject(py)?.into_any();
-        let c = config(capacity.unwrap_or(&default_cap), partitions.unwrap_or(&one), overflow, ttl, release_on_read)?;
+        let c = config(
+            capacity.unwrap_or(&default_cap),
+            partitions.unwrap_or(&one),
+            overflow,
+            ttl,
+            release_on_read,
+        )?;
         Ok(Topic {
             inner: memq::Topic::new(c).map_err(errors::from_error)?,
         })
@@ -396,7 +417,12 @@ impl Topic {
 
     /// Joins the consumer group `name` (created at `start` if new).
     #[pyo3(signature = (name, start=None))]
-    fn group(&self, py: Python<'_>, name: &str, start: Option<&Bound<'_, PyAny>>) -> PyResult<Consumer> {
+    fn group(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        start: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Consumer> {
         let _ = py;
         let start = util::start_opt(start)?;
         let c = self.inner.group(name, start).map_err(errors::from_error)?;
@@ -557,7 +583,13 @@ impl DeadLetterTopic {
     fn new(py: Python<'_>, capacity: Option<&Bound<'_, PyAny>>, overflow: &str) -> PyResult<Self> {
         let one = 1u32.into_pyobject(py)?.into_any();
         let default_cap = 1024u32.into_pyobject(py)?.into_any();
-        let c = config(capacity.unwrap_or(&default_cap), &one, overflow, None, false)?;
+        let c = config(
+            capacity.unwrap_or(&default_cap),
+            &one,
+            overflow,
+            None,
+            false,
+        )?;
         Ok(DeadLetterTopic {
             inner: memq::Topic::new(c).map_err(errors::from_error)?,
         })
@@ -565,9 +597,16 @@ impl DeadLetterTopic {
 
     /// A subscriber of the dead letters, from `start`.
     #[pyo3(signature = (start=None))]
-    fn subscribe(&self, py: Python<'_>, start: Option<&Bound<'_, PyAny>>) -> PyResult<DeadLetterSubscriber> {
+    fn subscribe(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<DeadLetterSubscriber> {
         let _ = py;
-        let sub = self.inner.subscribe(util::start_opt(start)?).map_err(errors::from_error)?;
+        let sub = self
+            .inner
+            .subscribe(util::start_opt(start)?)
+            .map_err(errors::from_error)?;
         Ok(DeadLetterSubscriber {
             slot: Slot::new(sub, "subscriber"),
         })
@@ -625,7 +664,13 @@ impl Broker {
     ) -> PyResult<Topic> {
         let one = 1u32.into_pyobject(py)?.into_any();
         let default_cap = 1024u32.into_pyobject(py)?.into_any();
-        let c = config(capacity.unwrap_or(&default_cap), partitions.unwrap_or(&one), overflow, ttl, release_on_read)?;
+        let c = config(
+            capacity.unwrap_or(&default_cap),
+            partitions.unwrap_or(&one),
+            overflow,
+            ttl,
+            release_on_read,
+        )?;
         Ok(Topic {
             inner: self.inner.create(name, c).map_err(errors::from_error)?,
         })
@@ -653,9 +698,18 @@ impl Broker {
     ) -> PyResult<Topic> {
         let one = 1u32.into_pyobject(py)?.into_any();
         let default_cap = 1024u32.into_pyobject(py)?.into_any();
-        let c = config(capacity.unwrap_or(&default_cap), partitions.unwrap_or(&one), overflow, ttl, release_on_read)?;
+        let c = config(
+            capacity.unwrap_or(&default_cap),
+            partitions.unwrap_or(&one),
+            overflow,
+            ttl,
+            release_on_read,
+        )?;
         Ok(Topic {
-            inner: self.inner.get_or_create(name, c).map_err(errors::from_error)?,
+            inner: self
+                .inner
+                .get_or_create(name, c)
+                .map_err(errors::from_error)?,
         })
     }
 
@@ -671,7 +725,11 @@ impl Broker {
 
     /// Stats of every topic.
     fn stats(&self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
-        self.inner.stats().iter().map(|s| stats_to_py(py, s)).collect()
+        self.inner
+            .stats()
+            .iter()
+            .map(|s| stats_to_py(py, s))
+            .collect()
     }
 
     fn __contains__(&self, name: &str) -> bool {

@@ -196,7 +196,9 @@ impl<T> std::fmt::Debug for Slot<T> {
 
 impl<T> std::fmt::Debug for Lease<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lease").field("what", &self.slot.what).finish()
+        f.debug_struct("Lease")
+            .field("what", &self.slot.what)
+            .finish()
     }
 }
 
@@ -277,7 +279,9 @@ pub struct Lease<T> {
 impl<T> Lease<T> {
     /// The value lent.
     pub fn get(&mut self) -> &mut T {
-        self.value.as_mut().expect("a lease holds its value until dropped")
+        self.value
+            .as_mut()
+            .expect("a lease holds its value until dropped")
     }
 }
 
@@ -304,20 +308,16 @@ impl<T> Drop for Lease<T> {
 /// An integer argument in `min..=max`: a bool or a non-integer is `InvalidType`, a value
 /// out of range `InvalidArgument` (never a silently wrapped value).
 pub fn int(obj: &Bound<'_, PyAny>, what: &str, min: i128, max: i128) -> PyResult<i128> {
-    if obj.is_instance_of::<pyo3::types::PyBool>() || !obj.is_instance_of::<pyo3::types::PyInt>()
-    {
-        return Err(Exc::InvalidType.err(format!(
-            "{what} is an int, not {}",
-            type_name(obj)
-        )));
+    if obj.is_instance_of::<pyo3::types::PyBool>() || !obj.is_instance_of::<pyo3::types::PyInt>() {
+        return Err(Exc::InvalidType.err(format!("{what} is an int, not {}", type_name(obj))));
     }
     let v: i128 = obj
         .extract()
         .map_err(|_| Exc::InvalidArgument.err(format!("{what} is out of range")))?;
     if v < min || v > max {
-        return Err(Exc::InvalidArgument.err(format!(
-            "{what} must be from {min} to {max}, not {v}"
-        )));
+        return Err(
+            Exc::InvalidArgument.err(format!("{what} must be from {min} to {max}, not {v}"))
+        );
     }
     Ok(v)
 }
