@@ -73,6 +73,6 @@ rm -rf "$py_run"
 # ---- `pip install ./python`, as the README says ---------------------------------------------
 # Into the tools environment, which has maturin: without build isolation pip uses it and
 # the same target directory, so this reuses the build above instead of making another.
-CARGO_TARGET_DIR="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)" \
+PATH="$py_tools/bin:$PATH" CARGO_TARGET_DIR="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)" \
     run "${py_pip[@]}" --no-build-isolation --force-reinstall --no-deps ./python
 (cd "$py_root" && run "$py_tools/bin/python" -c "import memq; memq.Topic(1).close()")
