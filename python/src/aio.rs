@@ -39,7 +39,20 @@ pub type BoxFut = Pin<Box<dyn Future<Output = Done> + Send>>;
 /// Whether a coroutine is running on an asyncio event loop in this thread.
 pub fn in_loop(py: Python<'_>) -> PyResult<bool> {
     static GET: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    let get = GET.import(py, "asyncio.events", "_get_running_loop")?;
+    let get = match GET.get(py) {
+        Some(get) => get.bind(py),
+        None => {
+            // Until asyncio is imported no loop can run: do not import it (that takes
+            // tens of milliseconds) for a program that never uses it.
+            static MODULES: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+            let modules = MODULES.import(py, "sys", "modules")?;
+            if !modules.contains(pyo3::intern!(py, "asyncio.events"))? {
+                return Ok(false);
+            }
+            GET.import(py, "asyncio.events", "_get_running_loop")?
+                .as_any()
+        }
+    };
     Ok(!get.call0()?.is_none())
 }
 
