@@ -378,8 +378,8 @@ impl Topic {
     }
 
     /// `publish` as an awaitable, wherever it is called.
-    #[pyo3(signature = (data, *, key=None, partition=None))]
-    fn publish_async_(
+    #[pyo3(name = "publish_async", signature = (data, *, key=None, partition=None))]
+    fn py_publish_async(
         &self,
         py: Python<'_>,
         data: &Bound<'_, PyAny>,

@@ -148,3 +148,29 @@ def test_never_awaited_warns():
         assert t.stats().published == 0
 
     run(main())
+
+
+def test_explicit_async_variants_from_plain_code():
+    # recv_async()/publish_async() are awaitables wherever they are made; run them on a
+    # loop from plain code.
+    t = memq.Topic(4)
+    s = t.subscribe()
+    pub = t.publish_async(b"made outside the loop")
+    rec = s.recv_async()
+
+    async def main():
+        assert await pub == (0, 0)
+        return await rec
+
+    assert asyncio.run(asyncio.wait_for(main(), SOON)).data == b"made outside the loop"
+
+
+def test_many_loops_in_turn():
+    for _ in range(3):
+        async def main():
+            t = memq.Topic(4)
+            s = t.subscribe()
+            await t.publish(b"x")
+            return (await s.recv()).data
+
+        assert run(main()) == b"x"
