@@ -143,7 +143,10 @@ impl Delivery {
             }
             .map_err(errors::from_ack),
             Lease::Durable(d) => match how {
-                Settle::Ack => d.ack().map_err(errors::from_store),
+                // A durable ack may write the group's positions: without the GIL.
+                Settle::Ack => {
+                    Python::attach(|py| py.detach(|| d.ack())).map_err(errors::from_store)
+                }
                 Settle::Nack(None) => {
                     d.nack();
                     Ok(())
