@@ -150,3 +150,19 @@ def test_idle_pool_drains_at_once():
     pool = memq.Pool(t, print, workers=4)
     st = pool.drain(timeout=SOON)
     assert st.processed == 0 and pool.finished
+
+
+def test_interpreter_exits_cleanly_with_a_busy_pool():
+    import subprocess
+    import sys
+
+    code = (
+        "import memq\n"
+        "t = memq.Topic(1024)\n"
+        "p = memq.Pool(t, lambda m: sum(range(100)), workers=4)\n"
+        "for i in range(20000): t.publish(b'x')\n"
+        "print('bye')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=SOON)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "bye"
