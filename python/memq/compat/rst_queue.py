@@ -32,8 +32,10 @@ What differs, on purpose (rst_queue's defects):
 - ``pending_items()`` is O(1) and reorders nothing.
 - ``AsyncPersistenceQueue`` stores items in a durable memq topic (``sync="always"``: a
   push returns once the item is on disk) in push order; items are acked after their
-  worker returned, so a restart hands the unprocessed ones to the workers again and
-  never the processed ones.
+  worker returned. After ``close()`` a restart hands the workers exactly the items not
+  processed. After a crash it is at least once: the durable group writes its positions
+  every 256 items, so up to that many processed items can be handed out again (never
+  an item lost).
 - Errors are precise ``memq.Error`` subclasses that also subclass ``TypeError``, which
   rst_queue raised for everything, so existing ``except TypeError`` clauses still work.
 """
