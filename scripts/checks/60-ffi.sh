@@ -2,8 +2,9 @@
 # ffi/src; the C examples (pub/sub and groups; explicit acks and dead letters; a durable
 # topic across a restart) and the C++
 # one build without a warning against it and libmemq, check every message they receive,
-# and do so again under valgrind (or AddressSanitizer) with no error and no leak; the Python
-# examples (ctypes over libmemq.so) run the same kinds of checks from Python threads.
+# and do so again under valgrind (or AddressSanitizer) with no error and no leak. (Python
+# has a binding of its own, of the memq crate rather than the C ABI: python/, checked by
+# stage 65-python.)
 
 # The one cbindgen version that generates include/memq.h. To move to another: change it
 # here, regenerate the header with it (see ffi/cbindgen.toml) and commit both.
@@ -146,47 +147,6 @@ if [ $ffi_has_c = 1 ]; then
             "cmake missing and apt-get cannot install it"
     fi
     rm -rf "$ffi_prefix" "$ffi_ibuild"
-fi
-
-# ---- Python, through the same library (ctypes) ----------------------------------------------
-if ensure_apt python3 python3; then
-    export MEMQ_LIB="$ffi_lib_abs/libmemq.so"
-    # Its ctypes structs match the header, field by field (needs the C compiler).
-    if [ $ffi_has_c = 1 ]; then
-        mkdir -p examples/python/build
-        run "${ffi_c[@]}" examples/python/layout.c -o examples/python/build/layout
-        examples/python/build/layout | python3 examples/python/check_layout.py
-    fi
-    bounded 300 python3 examples/python/demo.py
-    # A durable topic across a restart: acks kept, unacked orders again, replay from disk.
-    bounded 300 python3 examples/python/durable_demo.py
-    # The binding's edges: argument checks, leases, and the Pool when handlers misbehave.
-    bounded 300 python3 examples/python/test_memq.py
-    # Installed with pip (setup.py copies the library MEMQ_LIB names into the wheel): the
-    # installed module finds its own library, with MEMQ_LIB unset and away from the
-    # workspace. Needs venv and PyPI (for setuptools); without them only this step skips.
-    ffi_venv=$(mktemp -d)
-    if ! python3 -m venv "$ffi_venv" >/dev/null 2>&1 &&
-        ! { apt_install python3-venv && python3 -m venv "$ffi_venv" >/dev/null 2>&1; }; then
-        skip "pip install of the Python binding" "python3 -m venv does not work here"
-    elif ! run "$ffi_venv/bin/pip" install --quiet --disable-pip-version-check \
-        "setuptools>=61" wheel; then
-        skip "pip install of the Python binding" "pip could not fetch setuptools from PyPI"
-    else
-        # With its build tools in place, a failure to build or install is the binding's.
-        run "$ffi_venv/bin/pip" install --quiet --disable-pip-version-check \
-            --no-build-isolation examples/python
-        mkdir -p "$ffi_venv/tests"
-        cp examples/python/test_memq.py "$ffi_venv/tests/"
-        (cd "$ffi_venv/tests" && unset MEMQ_LIB &&
-            run "$ffi_venv/bin/python" -c \
-                "import memq, os; assert memq._find_library().startswith(os.path.dirname(memq.__file__)), memq._find_library()" &&
-            bounded 300 "$ffi_venv/bin/python" test_memq.py)
-    fi
-    rm -rf "$ffi_venv" examples/python/*.egg-info
-    unset MEMQ_LIB
-else
-    skip "Python example of the C ABI" "python3 missing and apt-get cannot install it"
 fi
 
 # Under a memory checker, with fewer messages (valgrind runs code ~50x slower).
