@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::errors::{self, Exc};
-use crate::message::{Delivery, Message};
+use crate::message::{DeadLetter, Delivery, Message};
 use crate::reader::{from_durable, Fail, Reader, Step};
 use crate::topic::{self, Route};
 use crate::util::{self, Slot};
@@ -182,22 +182,29 @@ impl DurableTopic {
         let r = match tried {
             Ok(r) => r,
             Err(store::DurablePublishError::Full(v)) if limit != Some(Duration::ZERO) => {
-                if let Route::To(p) = &route {
-                    // memq-store has no async publish to a given partition: this one
-                    // waits for room with the GIL released, but without a time limit
-                    // and without waking for Ctrl-C.
-                    let p = *p;
-                    let r = py.detach(|| t.publish_to_blocking(p, v));
-                    return receipt(py, &r.map_err(errors::from_durable_publish)?);
-                }
-                // Wait for room in slices, waking for Ctrl-C; the future keeps its place.
-                let mut fut = std::pin::pin!(async {
-                    match &route {
-                        Route::Key(k) => t.publish_keyed(Bytes::copy_from_slice(k), v).await,
-                        _ => t.publish(v).await,
+                // Waits for room in slices (waking for Ctrl-C on the main thread): each
+                // slice is a publish with a time limit on the wait for room, which hands
+                // the payload back if none came, so a timeout never leaves a message
+                // half-published.
+                let mut value = Some(v);
+                let got = util::wait(py, limit, |d| {
+                    let v = value.take()?;
+                    let r = match &route {
+                        Route::Any => t.publish_blocking_timeout(v, d),
+                        Route::Key(k) => {
+                            t.publish_keyed_blocking_timeout(Bytes::copy_from_slice(k), v, d)
+                        }
+                        Route::To(p) => t.publish_to_blocking_timeout(*p, v, d),
+                    };
+                    match r {
+                        Err(store::DurablePublishError::Full(back)) => {
+                            value = Some(back);
+                            None
+                        }
+                        other => Some(other),
                     }
-                });
-                match util::wait(py, limit, |d| memq::block_on_timeout(fut.as_mut(), d))? {
+                })?;
+                match got {
                     Some(r) => r.map_err(errors::from_durable_publish)?,
                     None => return Err(Exc::Timeout.err("no room in time")),
                 }
@@ -251,6 +258,29 @@ impl DurableTopic {
             .map_err(errors::from_error)?;
         Ok(DurableSubscriber {
             slot: Slot::new(sub, "subscriber"),
+        })
+    }
+
+    /// The dead letters of group `name` from `start` ("earliest" by default, "latest"
+    /// or an offset): what it gave up on after `max_deliveries`, or what a member
+    /// rejected, with where it came from. The group need not be open.
+    #[pyo3(signature = (name, start=None))]
+    fn dead_letters(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        start: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<DurableDeadLetters> {
+        let start = match start {
+            None => memq::StartAt::Earliest,
+            Some(_) => util::start_opt(start)?,
+        };
+        let t = self.handle()?;
+        let reader = py
+            .detach(|| t.dead_letters(name, start))
+            .map_err(errors::from_store)?;
+        Ok(DurableDeadLetters {
+            slot: Slot::new(reader, "dead-letter reader"),
         })
     }
 
@@ -379,6 +409,37 @@ impl Reader for store::DurableSubscriber {
         Ok(Py::new(py, Message::from_durable(py, &item))?.into_any())
     }
 }
+
+impl Reader for store::DeadLetters {
+    type Item = store::DurableDeadLetter;
+    fn try_recv(&mut self) -> Step<Self::Item> {
+        from_durable(store::DeadLetters::try_recv(self))
+    }
+    fn recv_timeout(&mut self, d: Duration) -> Step<Self::Item> {
+        from_durable(self.recv_blocking_timeout(d))
+    }
+    async fn recv_async(&mut self) -> Result<Self::Item, Fail> {
+        from_durable(self.recv().await).and_then(|m| m.ok_or(Fail::Closed))
+    }
+    fn to_py(py: Python<'_>, item: Self::Item) -> PyResult<Py<PyAny>> {
+        Ok(Py::new(py, DeadLetter::from_durable(py, &item))?.into_any())
+    }
+}
+
+/// A reader of a durable group's dead letters (`DurableTopic.dead_letters`), handing out
+/// `DeadLetter` objects.
+#[pyclass(frozen, module = "memq")]
+#[derive(Debug)]
+pub struct DurableDeadLetters {
+    slot: Arc<Slot<store::DeadLetters>>,
+}
+
+crate::readers::reader_class!(
+    DurableDeadLetters,
+    store::DeadLetters,
+    "DurableDeadLetters",
+    {}
+);
 
 /// A durable topic's subscriber.
 #[pyclass(frozen, module = "memq")]

@@ -38,6 +38,7 @@ fn _memq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<message::Message>()?;
     m.add_class::<message::Delivery>()?;
     m.add_class::<message::DeadLetter>()?;
+    m.add_class::<durable::DurableDeadLetters>()?;
     m.add_class::<durable::DurableTopic>()?;
     m.add_class::<durable::DurableSubscriber>()?;
     m.add_class::<durable::DurableConsumer>()?;

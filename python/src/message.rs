@@ -151,10 +151,10 @@ impl Delivery {
                     d.nack();
                     Ok(())
                 }
-                Settle::Nack(Some(_)) | Settle::Reject => {
-                    let msg = "a durable delivery supports ack() and nack() only";
-                    *lock(&self.lease) = Some(Lease::Durable(d));
-                    Err(Exc::InvalidArgument.err(msg))
+                Settle::Nack(Some(t)) => d.nack_after(t).map_err(errors::from_store),
+                // A reject publishes to the group's dead-letter log: without the GIL.
+                Settle::Reject => {
+                    Python::attach(|py| py.detach(|| d.reject())).map_err(errors::from_store)
                 }
             },
         }
@@ -215,9 +215,7 @@ impl Delivery {
         match &mut *lock(&self.lease) {
             None => Err(Exc::LeaseExpired.err("the delivery was settled already")),
             Some(Lease::Memory(d)) => d.touch().map_err(errors::from_ack),
-            Some(Lease::Durable(_)) => {
-                Err(Exc::InvalidArgument.err("a durable delivery supports ack() and nack() only"))
-            }
+            Some(Lease::Durable(d)) => d.touch().map_err(errors::from_store),
         }
     }
 
@@ -281,6 +279,22 @@ pub struct DeadLetter {
 }
 
 impl DeadLetter {
+    /// From a durable group's dead letter.
+    pub fn from_durable(py: Python<'_>, d: &memq::durable::DurableDeadLetter) -> DeadLetter {
+        DeadLetter {
+            topic: None,
+            group: d.group.clone(),
+            partition: d.partition,
+            offset: d.offset,
+            deliveries: d.deliveries,
+            reason: match d.reason {
+                memq::DeadLetterReason::MaxDeliveries => "max_deliveries",
+                _ => "rejected",
+            },
+            data: data(py, &d.payload),
+        }
+    }
+
     /// From memq's dead letter.
     pub fn from_memq(py: Python<'_>, d: &memq::DeadLetter<Bytes>) -> DeadLetter {
         DeadLetter {

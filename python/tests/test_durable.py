@@ -67,3 +67,75 @@ def test_durable_pool(tmp_path):
         assert st.processed == 50
         got = pool.results.recv_many(100, timeout=0)
         assert sorted(r.value for r in got) == sorted(b"%d!" % i for i in range(50))
+
+
+def test_durable_deliveries_settle_every_way_and_dead_letters_keep_their_origin(tmp_path):
+    path = str(tmp_path / "jobs")
+    with memq.DurableTopic(path, 16) as t:
+        for i in range(4):
+            t.publish(b"job %d" % i, key=b"k")
+        g = t.group("workers", ack_wait=SOON, max_deliveries=3)
+        d = g.recv(timeout=SOON)
+        d.touch()  # the lease is kept
+        d.nack_after(0)  # delivered again at once
+        again = g.recv(timeout=SOON)
+        assert (again.offset, again.deliveries) == (0, 2)
+        again.reject()  # a poison message: to the dead letters
+        try:
+            again.ack()
+            raise AssertionError("settled twice")
+        except memq.LeaseExpired:
+            pass
+        for _ in range(3):
+            g.recv(timeout=SOON).ack()
+        g.close()
+        dead = t.dead_letters("workers")
+        letter = dead.recv(timeout=SOON)
+        assert letter.data == b"job 0"
+        assert (letter.group, letter.partition, letter.offset) == ("workers", 0, 0)
+        assert (letter.deliveries, letter.reason) == (2, "rejected")
+        try:
+            dead.recv(timeout=0)
+            raise AssertionError("a second dead letter")
+        except memq.Timeout:
+            pass
+        dead.close()
+    # After a restart: the letter is still there, and nothing comes back to the group.
+    with memq.DurableTopic(path, 16) as t:
+        dead = t.dead_letters("workers", "earliest")
+        assert dead.recv(timeout=SOON).data == b"job 0"
+        dead.close()
+        g = t.group("workers", ack_wait=SOON, max_deliveries=3)
+        try:
+            g.recv(timeout=0)
+            raise AssertionError("a settled message came back")
+        except memq.Timeout:
+            pass
+        g.close()
+
+
+def test_a_durable_publish_with_a_timeout_on_a_full_log_hands_nothing_half_done(tmp_path):
+    path = str(tmp_path / "full")
+    with memq.DurableTopic(
+        path, 8, sync="never", segment_bytes=4096, retention_bytes=8192
+    ) as t:
+        slow = t.subscribe("earliest")  # holds every segment
+        n = 0
+        while True:
+            try:
+                t.publish(b"x" * 500, timeout=0)
+                n += 1
+            except memq.Full:
+                break
+        for part in (None, 0):
+            try:
+                t.publish(b"y" * 500, partition=part, timeout=0.05)
+                raise AssertionError("published into a full log")
+            except memq.Timeout:
+                pass
+        assert t.next_offset() == n  # nothing was published by the timed-out calls
+        for _ in range(n):
+            slow.recv(timeout=SOON)
+        # Room again: a publish with a long limit goes through at once.
+        assert t.publish(b"z" * 500, timeout=SOON)[1] == n
+        slow.close()
