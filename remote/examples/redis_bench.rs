@@ -1,0 +1,2 @@
+//! Placeholder, written in a later commit.
+fn main() {}
