@@ -718,8 +718,9 @@ async fn read_group(ctx: Arc<Ctx>, p: u32, tx: mpsc::Sender<RedisDelivery>) {
     };
     let mut cursor = "0-0".to_string();
     let mut next_claim = Instant::now();
-    // A member under a fixed name reads what is pending for it first (ID 0), then new.
-    let mut own_pending = ctx.config.consumer.is_some();
+    // A member under a fixed name reads what is pending for it first (from ID 0, one
+    // page after another), then new messages.
+    let mut own_pending: Option<String> = ctx.config.consumer.is_some().then(|| "0-0".to_string());
     let mut attempt = 0;
     loop {
         let step = if Instant::now() >= next_claim {
@@ -732,27 +733,27 @@ async fn read_group(ctx: Arc<Ctx>, p: u32, tx: mpsc::Sender<RedisDelivery>) {
             let block = next_claim
                 .saturating_duration_since(Instant::now())
                 .min(BLOCK);
-            let from = if own_pending { "0" } else { ">" };
+            let from = own_pending.clone().unwrap_or_else(|| ">".to_string());
             let mut cmd = redis::cmd("XREADGROUP");
             cmd.arg("GROUP")
                 .arg(&ctx.group)
                 .arg(&ctx.consumer)
                 .arg("COUNT")
                 .arg(1);
-            if !own_pending {
+            if own_pending.is_none() {
                 cmd.arg("BLOCK").arg(block.as_millis().max(1) as u64);
             }
             cmd.arg("STREAMS").arg(&key).arg(from);
             match conn.query::<Value>(&cmd).await {
                 Ok(v) => match entry::parse_read(p, &v) {
                     Ok(ms) if ms.is_empty() => {
-                        own_pending = false;
+                        own_pending = None;
                         Ok(Step::Idle)
                     }
                     Ok(ms) => {
                         let mut ready = Vec::new();
                         for m in ms {
-                            let d = if own_pending {
+                            let d = if own_pending.is_some() {
                                 delivery_count(&mut conn, &key, &ctx.group, m.offset)
                                     .await
                                     .ok()
@@ -761,6 +762,9 @@ async fn read_group(ctx: Arc<Ctx>, p: u32, tx: mpsc::Sender<RedisDelivery>) {
                             } else {
                                 1
                             };
+                            if own_pending.is_some() {
+                                own_pending = Some(id_of(m.offset));
+                            }
                             ready.push((m, d));
                         }
                         Ok(Step::Ready(ready))

@@ -15,6 +15,21 @@ use std::time::{Duration, Instant};
 /// The environment variable that says Redis servers are expected (tests must not skip).
 pub const REQUIRED_ENV: &str = "MEMQ_REDIS_REQUIRED";
 
+/// The environment variable naming a directory for the servers' directories (else the
+/// system's temporary directory). Each server writes its pid to `redis.pid` there, so
+/// that a script can stop, by pid, the servers of a test process that was killed before
+/// it could stop them itself.
+pub const RUN_DIR_ENV: &str = "MEMQ_REDIS_RUN_DIR";
+
+fn server_dir() -> std::io::Result<tempfile::TempDir> {
+    let mut b = tempfile::Builder::new();
+    b.prefix("memq-redis-");
+    match std::env::var_os(RUN_DIR_ENV) {
+        Some(dir) => b.tempdir_in(dir),
+        None => b.tempdir(),
+    }
+}
+
 /// How long a server may take to answer `PING` (far beyond the milliseconds it takes).
 const START_LIMIT: Duration = Duration::from_secs(30);
 
@@ -55,14 +70,13 @@ impl RedisServer {
     }
 
     fn start_inner(cluster: bool) -> std::io::Result<RedisServer> {
-        let dir = tempfile::Builder::new().prefix("memq-redis-").tempdir()?;
         let mut last = None;
         for _ in 0..5 {
             let port = free_port()?;
             let mut s = RedisServer {
                 child: None,
                 port,
-                dir: tempfile::Builder::new().prefix("memq-redis-").tempdir()?,
+                dir: server_dir()?,
                 cluster,
             };
             match s.spawn() {
@@ -70,7 +84,6 @@ impl RedisServer {
                 Err(e) => last = Some(e),
             }
         }
-        drop(dir);
         Err(last.unwrap_or_else(|| std::io::Error::other("redis-server did not start")))
     }
 
@@ -85,6 +98,8 @@ impl RedisServer {
             .args(["--appendonly", "yes", "--appendfsync", "always"])
             .args(["--save", ""])
             .args(["--protected-mode", "no"])
+            .arg("--pidfile")
+            .arg(self.dir.path().join("redis.pid"))
             .arg("--logfile")
             .arg(self.dir.path().join("redis.log"))
             .stdin(Stdio::null())
