@@ -81,7 +81,12 @@ impl From<redis::RedisError> for Error {
 /// A publish that failed, with its message (or its whole batch) handed back, never
 /// dropped. Whether Redis stored it is unknown when the connection failed after the
 /// command was sent: publishing it again is at-least-once (it may then be stored twice).
-/// A batch is one `MULTI`/`EXEC` transaction: it was stored whole or not at all.
+/// A batch sent as one `MULTI`/`EXEC` transaction ([`BatchMode::Atomic`], the default)
+/// was stored whole or not at all; a pipelined one ([`BatchMode::Pipelined`]) may have
+/// been stored in part.
+///
+/// [`BatchMode::Atomic`]: crate::BatchMode::Atomic
+/// [`BatchMode::Pipelined`]: crate::BatchMode::Pipelined
 pub struct PublishError<T> {
     /// What failed.
     pub error: Error,

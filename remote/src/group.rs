@@ -505,6 +505,29 @@ impl RedisDelivery {
     /// As [`RedisDelivery::ack`].
     pub async fn nack_after(mut self, delay: Duration) -> Result<(), Error> {
         self.settled = true;
+        self.release(delay).await
+    }
+
+    /// Returns it to the group after `delay`, or, if this was its last delivery
+    /// (`max_deliveries`), moves it to the dead-letter topic now, as memq does.
+    async fn release(&self, delay: Duration) -> Result<(), Error> {
+        if self
+            .ctx
+            .config
+            .max_deliveries
+            .is_some_and(|max| self.deliveries >= max)
+        {
+            self.lease_op("check", 0).await?;
+            let mut conn = self.ctx.topic.redis().conn();
+            return dead_letter(
+                &self.ctx,
+                &mut conn,
+                &self.message,
+                self.deliveries,
+                DeadLetterReason::MaxDeliveries,
+            )
+            .await;
+        }
         let idle = self.ctx.config.ack_wait.saturating_sub(delay);
         self.lease_op("nack", idle.as_millis() as u64).await
     }
@@ -553,9 +576,8 @@ impl Drop for RedisDelivery {
                 settled: true,
                 fetched: self.fetched,
             };
-            let idle = self.ctx.config.ack_wait.as_millis() as u64;
             rt.spawn(async move {
-                let _ = d.lease_op("nack", idle).await;
+                let _ = d.release(Duration::ZERO).await;
             });
         }
     }

@@ -65,6 +65,6 @@ pub use error::{Error, PublishError, RecvError};
 pub use group::{ConsumerCounters, GroupConfig, RedisConsumer, RedisDelivery};
 pub use subscriber::RedisSubscriber;
 pub use topic::{
-    RedisGroupPartitionStats, RedisGroupStats, RedisPartitionStats, RedisReceipt, RedisTopic,
-    RedisTopicConfig, RedisTopicStats,
+    BatchMode, RedisGroupPartitionStats, RedisGroupStats, RedisPartitionStats, RedisReceipt,
+    RedisTopic, RedisTopicConfig, RedisTopicStats,
 };

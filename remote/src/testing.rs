@@ -45,6 +45,7 @@ pub struct RedisServer {
     port: u16,
     dir: tempfile::TempDir,
     cluster: bool,
+    extra: Vec<String>,
 }
 
 /// A free TCP port of 127.0.0.1 (and its cluster bus port + 10000 free too).
@@ -66,10 +67,20 @@ impl RedisServer {
     ///
     /// If `redis-server` is missing or does not answer `PING` in time.
     pub fn start() -> std::io::Result<RedisServer> {
-        Self::start_inner(false)
+        Self::start_inner(false, &[])
     }
 
-    fn start_inner(cluster: bool) -> std::io::Result<RedisServer> {
+    /// Starts a server with more `redis-server` arguments, which override the defaults
+    /// (for example `["--appendonly", "no"]` for a benchmark of the server's own limit).
+    ///
+    /// # Errors
+    ///
+    /// As [`RedisServer::start`].
+    pub fn start_with(args: &[&str]) -> std::io::Result<RedisServer> {
+        Self::start_inner(false, args)
+    }
+
+    fn start_inner(cluster: bool, args: &[&str]) -> std::io::Result<RedisServer> {
         let mut last = None;
         for _ in 0..5 {
             let port = free_port()?;
@@ -78,6 +89,7 @@ impl RedisServer {
                 port,
                 dir: server_dir()?,
                 cluster,
+                extra: args.iter().map(|a| a.to_string()).collect(),
             };
             match s.spawn() {
                 Ok(()) => return Ok(s),
@@ -111,6 +123,7 @@ impl RedisServer {
                 .arg(self.dir.path().join("nodes.conf"))
                 .args(["--cluster-node-timeout", "5000"]);
         }
+        cmd.args(&self.extra);
         let child = cmd.spawn()?;
         self.child = Some(child);
         let t0 = Instant::now();
@@ -216,7 +229,7 @@ impl RedisCluster {
     /// up in time.
     pub fn start() -> std::io::Result<RedisCluster> {
         let nodes = (0..3)
-            .map(|_| RedisServer::start_inner(true))
+            .map(|_| RedisServer::start_inner(true, &[]))
             .collect::<std::io::Result<Vec<_>>>()?;
         let mut cmd = Command::new("redis-cli");
         cmd.arg("--cluster").arg("create");

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use memq_core::{DeadLetterReason, StartAt};
-use memq_redis::{Error, GroupConfig, RecvError, Redis, RedisTopic, RedisTopicConfig};
+use memq_redis::{BatchMode, Error, GroupConfig, RecvError, Redis, RedisTopic, RedisTopicConfig};
 
 use super::PATIENCE;
 
@@ -139,6 +139,22 @@ pub async fn batches_and_errors(redis: &Redis, name: &str) {
     let total: u64 = stats.partitions.iter().map(|p| p.depth).sum();
     assert_eq!(total, 100);
     topic.delete().await.unwrap();
+    // Pipelined batches: one round trip, no transaction.
+    let piped = RedisTopic::open(
+        redis,
+        &format!("{name}-piped"),
+        RedisTopicConfig::new(1).batches(BatchMode::Pipelined),
+    )
+    .await
+    .unwrap();
+    let r = piped.publish_batch(batch.clone()).await.unwrap();
+    assert_eq!((r.partition, r.offset, r.count), (0, 0, 50));
+    let mut sub = piped.subscribe(StartAt::Earliest).await.unwrap();
+    for (i, want) in batch.iter().enumerate() {
+        let m = recv_sub(&mut sub).await;
+        assert_eq!((m.offset, &m.payload), (i as u64, want));
+    }
+    piped.delete().await.unwrap();
 }
 
 /// Each message goes to exactly one of the group's members; the group outlives its
