@@ -43,6 +43,7 @@
 //! delivery.ack().await?; // never delivered again, in any process
 //! # Ok(())
 //! # }
+//! # fn main() { let _ = run; } // needs a server: compiled, not run
 //! ```
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 #![forbid(unsafe_code)]
