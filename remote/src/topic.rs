@@ -428,10 +428,15 @@ impl RedisTopic {
         if self.inner.config.batches == BatchMode::Atomic {
             pipe.atomic();
         }
-        for payload in &batch {
+        for (i, payload) in batch.iter().enumerate() {
             let mut cmd = redis::Cmd::new();
             self.xadd(&mut cmd, partition, key.as_ref(), payload, t);
             pipe.add_command(cmd);
+            // Only the first ID is needed (the receipt's offset): the others are not
+            // collected (an error reply still fails the batch).
+            if i > 0 {
+                pipe.ignore();
+            }
         }
         let mut conn = self.inner.redis.conn();
         let ids: Vec<Vec<u8>> = match conn.pipe(&pipe).await {

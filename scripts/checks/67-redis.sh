@@ -37,6 +37,6 @@ run cargo test -p memq-redis --features testing --all-targets --profile "$MEMQ_P
 bounded 600 cargo test -p memq-redis --features testing --all-targets --profile "$MEMQ_PROFILE"
 bounded 300 cargo test -p memq-redis --features testing --doc --profile "$MEMQ_PROFILE"
 # The same worker program in memory and on Redis.
-bounded 120 "$(target_dir)/examples/redis_worker"
+bounded 300 cargo run -p memq-redis --features testing --profile "$MEMQ_PROFILE" --example redis_worker
 # The publish benchmark, once, small: it runs; its figures are docs/BENCHMARKS.md's.
-bounded 300 "$(target_dir)/examples/redis_bench" --quick
+bounded 300 cargo run -p memq-redis --features testing --profile "$MEMQ_PROFILE" --example redis_bench -- --quick
