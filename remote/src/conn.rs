@@ -20,8 +20,8 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// A handle on a Redis server or a Redis Cluster; cheap to clone (clones share one
-/// multiplexed connection).
+/// A handle on a Redis server or a Redis Cluster; cheap to clone (clones share two
+/// multiplexed connections).
 ///
 /// Connections reconnect with exponential backoff (from 100 ms, up to 2 s) when the
 /// server goes away: a command that fails meanwhile returns its error (a publish hands
@@ -34,8 +34,14 @@ pub struct Redis {
 
 struct Inner {
     kind: Kind,
-    conn: Conn,
+    /// Shared connections, taken in turn: a multiplexed connection has one task that
+    /// encodes and decodes for every caller, so two share that work over two threads.
+    conns: Vec<Conn>,
+    next: std::sync::atomic::AtomicUsize,
 }
+
+/// Shared connections per handle.
+const SHARED: usize = 2;
 
 enum Kind {
     Single(redis::Client),
@@ -60,11 +66,15 @@ impl Redis {
     /// [`Error::Redis`] if the URL is bad or the server cannot be reached now.
     pub async fn connect(url: &str) -> Result<Redis, Error> {
         let client = redis::Client::open(url)?;
-        let conn = Conn::Single(manager(&client, RESPONSE_TIMEOUT).await?);
+        let mut conns = Vec::with_capacity(SHARED);
+        for _ in 0..SHARED {
+            conns.push(Conn::Single(manager(&client, RESPONSE_TIMEOUT).await?));
+        }
         Ok(Redis {
             inner: Arc::new(Inner {
                 kind: Kind::Single(client),
-                conn,
+                conns,
+                next: Default::default(),
             }),
         })
     }
@@ -78,11 +88,15 @@ impl Redis {
     /// [`Error::Redis`] if no node can be reached now.
     pub async fn connect_cluster(urls: &[String]) -> Result<Redis, Error> {
         let client = cluster_client(urls)?;
-        let conn = Conn::Cluster(client.get_async_connection().await?);
+        let mut conns = Vec::with_capacity(SHARED);
+        for _ in 0..SHARED {
+            conns.push(Conn::Cluster(client.get_async_connection().await?));
+        }
         Ok(Redis {
             inner: Arc::new(Inner {
                 kind: Kind::Cluster(Box::new(client)),
-                conn,
+                conns,
+                next: Default::default(),
             }),
         })
     }
@@ -92,9 +106,13 @@ impl Redis {
         matches!(self.inner.kind, Kind::Cluster(_))
     }
 
-    /// The shared connection.
+    /// A shared connection (the next in turn).
     pub(crate) fn conn(&self) -> Conn {
-        self.inner.conn.clone()
+        let n = self
+            .inner
+            .next
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.conns[n % self.inner.conns.len()].clone()
     }
 
     /// A connection of its own for a blocking reader that blocks for up to `block`.
