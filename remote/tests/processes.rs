@@ -14,6 +14,8 @@ use memq_core::StartAt;
 use memq_redis::{GroupConfig, Redis, RedisTopic, RedisTopicConfig};
 
 const URL_ENV: &str = "MEMQ_REDIS_MEMBER_URL";
+/// Set (to anything) when `MEMQ_REDIS_MEMBER_URL` is a comma-separated list of cluster nodes.
+const CLUSTER_ENV: &str = "MEMQ_REDIS_MEMBER_CLUSTER";
 const TOPIC: &str = "procs";
 const MESSAGES: u64 = 3000;
 
@@ -23,7 +25,12 @@ async fn member_process() {
     let Ok(url) = std::env::var(URL_ENV) else {
         return;
     };
-    let redis = Redis::connect(&url).await.unwrap();
+    let redis = if std::env::var_os(CLUSTER_ENV).is_some() {
+        let urls: Vec<String> = url.split(',').map(str::to_string).collect();
+        Redis::connect_cluster(&urls).await.unwrap()
+    } else {
+        Redis::connect(&url).await.unwrap()
+    };
     let topic = RedisTopic::open(&redis, TOPIC, RedisTopicConfig::new(3))
         .await
         .unwrap();
@@ -67,26 +74,43 @@ async fn exactly_once_across_processes() {
         return;
     };
     let redis = Redis::connect(&server.url()).await.unwrap();
-    let topic = RedisTopic::open(&redis, TOPIC, RedisTopicConfig::new(3))
+    across_processes(&redis, &server.url(), false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_across_processes_on_a_cluster() {
+    if std::env::var_os(URL_ENV).is_some() {
+        return;
+    }
+    let Some(cluster) = common::cluster() else {
+        return;
+    };
+    let redis = Redis::connect_cluster(&cluster.urls()).await.unwrap();
+    across_processes(&redis, &cluster.urls().join(","), true).await;
+}
+
+/// Three member processes on `url` (a node, or the cluster's nodes joined by commas).
+async fn across_processes(redis: &Redis, url: &str, cluster: bool) {
+    let topic = RedisTopic::open(redis, TOPIC, RedisTopicConfig::new(3))
         .await
         .unwrap();
     let exe = std::env::current_exe().unwrap();
     let mut members: Vec<Member> = (0..3)
         .map(|_| {
-            Member(
-                Command::new(&exe)
-                    .args([
-                        "--exact",
-                        "member_process",
-                        "--nocapture",
-                        "--test-threads=1",
-                    ])
-                    .env(URL_ENV, server.url())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::inherit())
-                    .spawn()
-                    .unwrap(),
-            )
+            let mut cmd = Command::new(&exe);
+            cmd.args([
+                "--exact",
+                "member_process",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(URL_ENV, url)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+            if cluster {
+                cmd.env(CLUSTER_ENV, "1");
+            }
+            Member(cmd.spawn().unwrap())
         })
         .collect();
     // Publish while the members join and work.
