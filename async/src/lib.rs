@@ -48,6 +48,8 @@
 //! - `serde`, `postcard`, `json`, `msgpack`, `gzip`, `zstd`: the codecs in [`codec`].
 //! - `durable`: [`durable`], topics whose messages, offsets and group positions live on
 //!   disk (the crate `memq-store`).
+//! - `redis`: [`redis`], the same topics, groups, acks and dead letters on Redis Streams,
+//!   shared by processes and machines (the crate `memq-redis`, on Tokio).
 //!
 //! These docs are meant to be built with every feature on (`cargo doc --all-features`);
 //! in a build with some off, a link to what is missing leads to this list.
@@ -78,6 +80,8 @@
 #![cfg_attr(not(feature = "smol"), doc = "[`rt::Smol`]: crate#features")]
 #![cfg_attr(feature = "durable", doc = "[`durable`]: durable")]
 #![cfg_attr(not(feature = "durable"), doc = "[`durable`]: crate#features")]
+#![cfg_attr(feature = "redis", doc = "[`redis`]: redis")]
+#![cfg_attr(not(feature = "redis"), doc = "[`redis`]: crate#features")]
 
 pub use memq_core::*;
 
@@ -94,6 +98,14 @@ pub mod rt;
 #[cfg(feature = "durable")]
 pub mod durable {
     pub use memq_store::*;
+}
+
+/// The same topics, consumer groups, explicit acks and dead letters on Redis Streams,
+/// single node or Redis Cluster (the crate `memq-redis`, on Tokio; see `docs/REDIS.md`
+/// for the mapping of memq's concepts to Redis commands and what differs).
+#[cfg(feature = "redis")]
+pub mod redis {
+    pub use memq_redis::*;
 }
 
 /// The README's example, compiled and run as a doctest.

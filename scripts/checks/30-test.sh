@@ -2,11 +2,13 @@
 # profile (optimised, debug assertions on). This also builds every example. memq-bench
 # (bench/) has no tests: stage 50 builds its binaries and benches once, in their own form,
 # instead of a second time as test harnesses here.
+# memq-redis (remote/) needs Redis servers: stage 67-redis installs them and runs its
+# tests there, once.
 # Builds first, then runs under `timeout`: a hung test (a lost wake-up) fails the stage
 # in minutes instead of eating CI's budget.
-run cargo test --workspace --exclude memq-bench --all-targets --all-features --profile "$MEMQ_PROFILE" --no-run
-bounded 900 cargo test --workspace --exclude memq-bench --all-targets --all-features --profile "$MEMQ_PROFILE"
-bounded 900 cargo test --workspace --exclude memq-bench --doc --all-features --profile "$MEMQ_PROFILE"
+run cargo test --workspace --exclude memq-bench --exclude memq-redis --all-targets --all-features --profile "$MEMQ_PROFILE" --no-run
+bounded 900 cargo test --workspace --exclude memq-bench --exclude memq-redis --all-targets --all-features --profile "$MEMQ_PROFILE"
+bounded 900 cargo test --workspace --exclude memq-bench --exclude memq-redis --doc --all-features --profile "$MEMQ_PROFILE"
 if [ "${MEMQ_QUICK:-0}" = 1 ]; then
     note "quick mode: the core alone with its default features is tested by the full run"
     return 0

@@ -1,0 +1,188 @@
+//! Bridges between a memq topic of this process and a Redis topic, each way, at least
+//! once: a message is acknowledged on the side it comes from only after the other side
+//! has it, so a restart of either side (or of the bridge) loses nothing and may repeat
+//! what was in flight.
+//!
+//! - [`forward_to_redis`]: an explicit-ack group on the local topic; each delivery is
+//!   published to the Redis partition of the same index (modulo the Redis topic's
+//!   partition count), retried with backoff while Redis is away (the lease is renewed
+//!   meanwhile), then acked.
+//! - [`forward_from_redis`]: an explicit-ack group on the Redis topic under a fixed
+//!   consumer name (a restarted bridge reads what was pending for it first); each
+//!   delivery is published to the local partition of the same index (waiting for room
+//!   under `Overflow::Block`, the lease renewed meanwhile), then acked in Redis.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use memq_core::{AckConfig, StartAt, Topic};
+
+use crate::subscriber::{backoff, TaskGuard};
+use crate::{Error, GroupConfig, RedisTopic};
+
+/// Counters of a bridge.
+#[derive(Debug, Default)]
+pub struct BridgeCounters {
+    forwarded: AtomicU64,
+    retries: AtomicU64,
+    lagged: AtomicU64,
+}
+
+impl BridgeCounters {
+    /// Messages forwarded and acknowledged at their source.
+    pub fn forwarded(&self) -> u64 {
+        self.forwarded.load(Ordering::Relaxed)
+    }
+
+    /// Failed publishes that were retried.
+    pub fn retries(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
+    }
+
+    /// Messages the source evicted before the bridge read them (only under a lossy
+    /// overflow policy of the local topic, or trimming of the Redis stream).
+    pub fn lagged(&self) -> u64 {
+        self.lagged.load(Ordering::Relaxed)
+    }
+}
+
+/// A running bridge; stops when dropped or with [`Bridge::stop`].
+#[derive(Debug)]
+pub struct Bridge {
+    counters: Arc<BridgeCounters>,
+    task: Option<TaskGuard>,
+}
+
+impl Bridge {
+    /// Its counters.
+    pub fn counters(&self) -> &BridgeCounters {
+        &self.counters
+    }
+
+    /// Stops it and waits for its task to end. What was in flight comes back to the
+    /// source group (at once for a local topic, after `ack_wait` or at the next start of
+    /// the same bridge for Redis).
+    pub async fn stop(mut self) {
+        if let Some(mut t) = self.task.take() {
+            t.0.abort();
+            let _ = (&mut t.0).await;
+        }
+    }
+
+    /// Whether its task has ended (the local topic was closed).
+    pub fn is_finished(&self) -> bool {
+        self.task.as_ref().is_none_or(|t| t.0.is_finished())
+    }
+}
+
+/// Forwards every message of `local` to `remote`, through the local explicit-ack group
+/// `group` (created at `Earliest` if new; a bridge started again on the same topic goes
+/// on from the group's position). Runs on the current Tokio runtime.
+///
+/// # Errors
+///
+/// The errors of memq's `group_acked` (for example a zero `ack_wait`).
+pub fn forward_to_redis(
+    local: &Topic<Bytes>,
+    group: &str,
+    remote: RedisTopic,
+    ack_wait: Duration,
+) -> Result<Bridge, memq_core::Error> {
+    let mut consumer = local.group_acked(
+        group,
+        StartAt::Earliest,
+        AckConfig::new().ack_wait(ack_wait),
+    )?;
+    let counters = Arc::new(BridgeCounters::default());
+    let c = counters.clone();
+    let task = tokio::spawn(async move {
+        loop {
+            let mut d = match consumer.recv().await {
+                Ok(d) => d,
+                Err(memq_core::RecvError::Lagged(n)) => {
+                    c.lagged.fetch_add(n, Ordering::Relaxed);
+                    continue;
+                }
+                Err(_) => return,
+            };
+            let p = d.message().partition() % remote.partitions();
+            let value = d.message().value().clone();
+            let mut attempt = 0;
+            loop {
+                match remote.publish_to(p, value.clone()).await {
+                    Ok(_) => {
+                        // A refused ack (the lease ran out meanwhile) means the message
+                        // comes back and is forwarded again: at least once.
+                        let _ = d.ack();
+                        c.forwarded.fetch_add(1, Ordering::Relaxed);
+                        break;
+                    }
+                    Err(_) => {
+                        c.retries.fetch_add(1, Ordering::Relaxed);
+                        let _ = d.touch();
+                        backoff(attempt).await;
+                        attempt += 1;
+                    }
+                }
+            }
+        }
+    });
+    Ok(Bridge {
+        counters,
+        task: Some(TaskGuard(task)),
+    })
+}
+
+/// Forwards every message of `remote` to `local`, through the Redis group `group`
+/// (created at `Earliest` if new) under the consumer name `bridge-<group>`. Runs on the
+/// current Tokio runtime.
+///
+/// # Errors
+///
+/// The errors of [`RedisTopic::group`].
+pub async fn forward_from_redis(
+    remote: &RedisTopic,
+    group: &str,
+    local: Topic<Bytes>,
+    ack_wait: Duration,
+) -> Result<Bridge, Error> {
+    let config = GroupConfig::acked(ack_wait).consumer_name(format!("bridge-{group}"));
+    let mut consumer = remote.group(group, StartAt::Earliest, config).await?;
+    let counters = Arc::new(BridgeCounters::default());
+    let c = counters.clone();
+    let task = tokio::spawn(async move {
+        let renew = (ack_wait / 3).max(Duration::from_millis(1));
+        while let Ok(mut d) = consumer.recv_delivery().await {
+            let p = d.partition() % local.partitions();
+            let value = d.value().clone();
+            let published = {
+                let publish = local.publish_to(p, value);
+                tokio::pin!(publish);
+                loop {
+                    tokio::select! {
+                        r = &mut publish => break r,
+                        _ = tokio::time::sleep(renew) => { let _ = d.touch().await; }
+                    }
+                }
+            };
+            match published {
+                Ok(_) => {
+                    // A failed ack leaves it pending: it comes back (at least once).
+                    let _ = d.ack().await;
+                    c.forwarded.fetch_add(1, Ordering::Relaxed);
+                }
+                // The local topic is closed: leave the message in Redis and stop.
+                Err(_) => {
+                    let _ = d.nack().await;
+                    return;
+                }
+            }
+        }
+    });
+    Ok(Bridge {
+        counters,
+        task: Some(TaskGuard(task)),
+    })
+}

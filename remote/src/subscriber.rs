@@ -1,0 +1,284 @@
+//! Broadcast subscribers of a Redis topic: [`RedisSubscriber`], one `XREAD BLOCK` reader
+//! task per partition on a connection of its own, feeding one channel. A subscriber's
+//! position lives in the subscriber (as in memq), not in Redis.
+
+use std::time::Duration;
+
+use redis::Value;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::conn::{Conn, Redis};
+use crate::entry::{self, id_before};
+use crate::topic::{partition_stats, RedisTopic};
+use crate::{Error, RecvError, RedisMessage};
+use memq_core::StartAt;
+
+/// How long one blocking read waits before it is issued again (it is woken at once by a
+/// publish; this only bounds how long a reader holds its connection).
+pub(crate) const BLOCK: Duration = Duration::from_secs(2);
+
+/// Messages a reader task fetches per round trip.
+const READ_COUNT: usize = 64;
+
+/// What a reader task hands its subscriber.
+pub(crate) enum Item<M> {
+    Msg(M),
+    Lagged(u32, u64),
+}
+
+/// Aborts its task when dropped.
+#[derive(Debug)]
+pub(crate) struct TaskGuard(pub(crate) JoinHandle<()>);
+
+impl Drop for TaskGuard {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Sleeps before the `attempt`-th retry: 50 ms doubling up to 2 s.
+pub(crate) async fn backoff(attempt: u32) {
+    let ms = 50u64.saturating_mul(1 << attempt.min(6)).min(2000);
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+}
+
+/// Gets a dedicated connection, retrying with backoff until it is had (or the receiver
+/// is gone: `None`).
+pub(crate) async fn connect_with_backoff<T>(
+    redis: &Redis,
+    tx: &mpsc::Sender<T>,
+    reconnects: Option<&std::sync::atomic::AtomicU64>,
+) -> Option<Conn> {
+    let mut attempt = 0;
+    loop {
+        if tx.is_closed() {
+            return None;
+        }
+        match redis.dedicated(BLOCK).await {
+            Ok(c) => return Some(c),
+            Err(_) => {
+                if let Some(r) = reconnects {
+                    r.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                backoff(attempt).await;
+                attempt += 1;
+            }
+        }
+    }
+}
+
+/// A broadcast subscriber of a Redis topic: reads every partition from its own position
+/// (`XREAD`), as memq's `Subscriber`. Order holds within a partition.
+///
+/// Reader tasks run on the Tokio runtime the subscriber was made on; they reconnect with
+/// backoff when the server goes away and go on from where they were.
+#[derive(Debug)]
+pub struct RedisSubscriber {
+    topic: RedisTopic,
+    rx: mpsc::Receiver<Item<RedisMessage>>,
+    tasks: Vec<TaskGuard>,
+    /// The next offset to hand over, per partition.
+    next: Vec<u64>,
+}
+
+impl RedisTopic {
+    /// Subscribes to every partition at `start` (`Latest` is the end of each partition
+    /// now; `Offset(n)` is offset `n` of every partition).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Redis`] if the end of the partitions cannot be read (for `Latest`).
+    pub async fn subscribe(&self, start: StartAt) -> Result<RedisSubscriber, Error> {
+        let mut next = Vec::with_capacity(self.partitions() as usize);
+        let mut conn = self.redis().conn();
+        for p in 0..self.partitions() {
+            next.push(match start {
+                StartAt::Earliest => 0,
+                StartAt::Offset(n) => n,
+                StartAt::Latest => {
+                    partition_stats(&mut conn, self.stream_key_of(p), p)
+                        .await?
+                        .high
+                }
+            });
+        }
+        let (tx, rx) = mpsc::channel(1);
+        let mut sub = RedisSubscriber {
+            topic: self.clone(),
+            rx,
+            tasks: Vec::new(),
+            next,
+        };
+        drop(tx);
+        sub.start();
+        Ok(sub)
+    }
+
+    pub(crate) fn stream_key_of(&self, p: u32) -> &str {
+        &self.inner.keys[p as usize]
+    }
+}
+
+impl RedisSubscriber {
+    fn start(&mut self) {
+        let (tx, rx) = mpsc::channel(READ_COUNT * self.next.len().max(1));
+        self.rx = rx;
+        self.tasks = (0..self.next.len() as u32)
+            .map(|p| {
+                let task = read_partition(
+                    self.topic.redis().clone(),
+                    self.topic.stream_key_of(p).to_string(),
+                    p,
+                    self.next[p as usize],
+                    tx.clone(),
+                );
+                TaskGuard(tokio::spawn(task))
+            })
+            .collect();
+    }
+
+    /// Receives the next message of any partition.
+    ///
+    /// # Errors
+    ///
+    /// [`RecvError::Lagged`] once when retention trimmed messages this subscriber had not
+    /// read (it goes on with the oldest kept); [`RecvError::Closed`] if its tasks ended.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a receive dropped before it completes loses no message.
+    pub async fn recv(&mut self) -> Result<RedisMessage, RecvError> {
+        match self.rx.recv().await {
+            Some(Item::Msg(m)) => {
+                self.next[m.partition as usize] = m.offset + 1;
+                Ok(m)
+            }
+            Some(Item::Lagged(p, n)) => {
+                self.next[p as usize] += n;
+                Err(RecvError::Lagged(n))
+            }
+            None => Err(RecvError::Closed),
+        }
+    }
+
+    /// [`RedisSubscriber::recv`] for at most `timeout`: `Ok(None)` if nothing came.
+    ///
+    /// # Errors
+    ///
+    /// As [`RedisSubscriber::recv`].
+    pub async fn recv_timeout(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Option<RedisMessage>, RecvError> {
+        match tokio::time::timeout(timeout, self.recv()).await {
+            Ok(r) => r.map(Some),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Moves every partition's position to `offset`: the next receives start there.
+    pub fn seek(&mut self, offset: u64) {
+        for n in &mut self.next {
+            *n = offset;
+        }
+        self.restart();
+    }
+
+    /// Moves one partition's position to `offset`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PartitionOutOfRange`].
+    pub fn seek_partition(&mut self, partition: u32, offset: u64) -> Result<(), Error> {
+        let partitions = self.next.len() as u32;
+        let n = self
+            .next
+            .get_mut(partition as usize)
+            .ok_or(Error::PartitionOutOfRange {
+                partition,
+                partitions,
+            })?;
+        *n = offset;
+        self.restart();
+        Ok(())
+    }
+
+    fn restart(&mut self) {
+        self.tasks.clear();
+        self.start();
+    }
+
+    /// The next offset this subscriber hands over from `partition`.
+    pub fn position(&self, partition: u32) -> Option<u64> {
+        self.next.get(partition as usize).copied()
+    }
+
+    /// Messages published and not yet handed over, over every partition.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Redis`].
+    pub async fn lag(&self) -> Result<u64, Error> {
+        let stats = self.topic.stats().await?;
+        Ok(stats
+            .partitions
+            .iter()
+            .map(|s| s.high.saturating_sub(self.next[s.partition as usize]))
+            .sum())
+    }
+}
+
+/// The reader of one partition: `XREAD BLOCK` from `next`, with gap detection (a gap is
+/// what retention trimmed before it was read).
+async fn read_partition(
+    redis: Redis,
+    key: String,
+    p: u32,
+    mut next: u64,
+    tx: mpsc::Sender<Item<RedisMessage>>,
+) {
+    let Some(mut conn) = connect_with_backoff(&redis, &tx, None).await else {
+        return;
+    };
+    let mut attempt = 0;
+    loop {
+        let cmd = redis::cmd("XREAD")
+            .arg("COUNT")
+            .arg(READ_COUNT)
+            .arg("BLOCK")
+            .arg(BLOCK.as_millis() as u64)
+            .arg("STREAMS")
+            .arg(&key)
+            .arg(id_before(next))
+            .to_owned();
+        let reply: Value = match conn.query(&cmd).await {
+            Ok(v) => {
+                attempt = 0;
+                v
+            }
+            Err(_) => {
+                if tx.is_closed() {
+                    return;
+                }
+                backoff(attempt).await;
+                attempt += 1;
+                continue;
+            }
+        };
+        let Ok(entries) = entry::parse_read(p, &reply) else {
+            // Not a memq stream entry: nothing to hand over; wait rather than spin.
+            backoff(6).await;
+            continue;
+        };
+        for m in entries {
+            if m.offset > next && tx.send(Item::Lagged(p, m.offset - next)).await.is_err() {
+                return;
+            }
+            next = m.offset + 1;
+            if tx.send(Item::Msg(m)).await.is_err() {
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,421 @@
+//! The semantic scenarios of memq's in-memory topics, against Redis: each takes a
+//! connection (single node or cluster) and a topic name of its own.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use bytes::Bytes;
+use memq_core::{DeadLetterReason, StartAt};
+use memq_redis::{BatchMode, Error, GroupConfig, RecvError, Redis, RedisTopic, RedisTopicConfig};
+
+use super::PATIENCE;
+
+async fn recv_sub(sub: &mut memq_redis::RedisSubscriber) -> memq_redis::RedisMessage {
+    match tokio::time::timeout(PATIENCE, sub.recv()).await {
+        Ok(Ok(m)) => m,
+        Ok(Err(e)) => panic!("recv: {e}"),
+        Err(_) => panic!("nothing received within {PATIENCE:?}"),
+    }
+}
+
+async fn recv_delivery(c: &mut memq_redis::RedisConsumer) -> memq_redis::RedisDelivery {
+    match tokio::time::timeout(PATIENCE, c.recv_delivery()).await {
+        Ok(Ok(d)) => d,
+        Ok(Err(e)) => panic!("recv_delivery: {e}"),
+        Err(_) => panic!("no delivery within {PATIENCE:?}"),
+    }
+}
+
+/// Waits until `cond` holds, checking every 10 ms, for at most [`PATIENCE`].
+pub async fn eventually<F, Fut>(mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let t0 = std::time::Instant::now();
+    while !cond().await {
+        assert!(
+            t0.elapsed() < PATIENCE,
+            "condition not met within {PATIENCE:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Keyed publishes land on memq's own partition for the key; a subscriber from
+/// `Earliest` replays everything in per-partition order with consecutive offsets.
+pub async fn replay_and_routing(redis: &Redis, name: &str) {
+    let topic = RedisTopic::open(redis, name, RedisTopicConfig::new(4))
+        .await
+        .unwrap();
+    let memory =
+        memq_core::Topic::<u32>::new(memq_core::TopicConfig::new(1024).partitions(4)).unwrap();
+    let mut expected: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    for i in 0..200u32 {
+        let key = format!("user-{}", i % 37);
+        let r = topic
+            .publish_keyed(key.clone(), format!("m{i}"))
+            .await
+            .unwrap();
+        assert_eq!(r.partition, memq_core::key_partition(&key, 4));
+        let mem = memory.try_publish_keyed(key.as_bytes(), i).unwrap();
+        assert_eq!(
+            mem.partition, r.partition,
+            "the same partition in memory and in Redis"
+        );
+        expected.entry(r.partition).or_default().push(r.offset);
+    }
+    for offsets in expected.values() {
+        let want: Vec<u64> = (0..offsets.len() as u64).collect();
+        assert_eq!(offsets, &want, "consecutive offsets from 0");
+    }
+    let mut sub = topic.subscribe(StartAt::Earliest).await.unwrap();
+    let mut got: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    for _ in 0..200 {
+        let m = recv_sub(&mut sub).await;
+        assert!(m.key.is_some());
+        got.entry(m.partition).or_default().push(m.offset);
+    }
+    assert_eq!(got, expected, "every message once, in order per partition");
+    assert_eq!(sub.lag().await.unwrap(), 0);
+    // Replay again from an offset, with seek.
+    sub.seek(5);
+    let mut again = HashSet::new();
+    let total: u64 = expected
+        .values()
+        .map(|o| o.len().saturating_sub(5) as u64)
+        .sum();
+    for _ in 0..total {
+        let m = recv_sub(&mut sub).await;
+        assert!(m.offset >= 5);
+        assert!(again.insert((m.partition, m.offset)));
+    }
+    // Latest sees only what comes after.
+    let mut late = topic.subscribe(StartAt::Latest).await.unwrap();
+    let r = topic.publish_to(2, "after").await.unwrap();
+    let m = recv_sub(&mut late).await;
+    assert_eq!(
+        (m.partition, m.offset, m.payload.as_ref()),
+        (2, r.offset, &b"after"[..])
+    );
+    topic.delete().await.unwrap();
+}
+
+/// Batches are transactions at consecutive offsets; bad arguments are errors that hand
+/// the messages back.
+pub async fn batches_and_errors(redis: &Redis, name: &str) {
+    let topic = RedisTopic::open(redis, name, RedisTopicConfig::new(2))
+        .await
+        .unwrap();
+    let batch: Vec<Bytes> = (0..50).map(|i| Bytes::from(format!("b{i}"))).collect();
+    let r = topic.publish_batch_to(1, batch.clone()).await.unwrap();
+    assert_eq!((r.partition, r.offset, r.count), (1, 0, 50));
+    let r2 = topic.publish_batch_keyed("k", batch.clone()).await.unwrap();
+    assert_eq!(r2.partition, memq_core::key_partition("k", 2));
+    let e = topic.publish_to(9, "x").await.unwrap_err();
+    assert!(matches!(
+        e.error,
+        Error::PartitionOutOfRange {
+            partition: 9,
+            partitions: 2
+        }
+    ));
+    assert_eq!(e.into_inner(), Bytes::from("x"));
+    let e = topic.publish_batch_to(7, batch.clone()).await.unwrap_err();
+    assert_eq!(e.into_inner().len(), 50);
+    assert!(matches!(
+        RedisTopic::open(redis, name, RedisTopicConfig::new(3)).await,
+        Err(Error::PartitionMismatch {
+            existing: 2,
+            requested: 3
+        })
+    ));
+    assert!(
+        RedisTopic::open(redis, "bad{name}", RedisTopicConfig::new(1))
+            .await
+            .is_err()
+    );
+    let stats = topic.stats().await.unwrap();
+    let total: u64 = stats.partitions.iter().map(|p| p.depth).sum();
+    assert_eq!(total, 100);
+    topic.delete().await.unwrap();
+    // Pipelined batches: one round trip, no transaction.
+    let piped = RedisTopic::open(
+        redis,
+        &format!("{name}-piped"),
+        RedisTopicConfig::new(1).batches(BatchMode::Pipelined),
+    )
+    .await
+    .unwrap();
+    let r = piped.publish_batch(batch.clone()).await.unwrap();
+    assert_eq!((r.partition, r.offset, r.count), (0, 0, 50));
+    let mut sub = piped.subscribe(StartAt::Earliest).await.unwrap();
+    for (i, want) in batch.iter().enumerate() {
+        let m = recv_sub(&mut sub).await;
+        assert_eq!((m.offset, &m.payload), (i as u64, want));
+    }
+    piped.delete().await.unwrap();
+}
+
+/// Each message goes to exactly one of the group's members; the group outlives its
+/// members; a new group starts where `StartAt` says.
+pub async fn group_exactly_once(redis: &Redis, name: &str) {
+    let topic = RedisTopic::open(redis, name, RedisTopicConfig::new(3))
+        .await
+        .unwrap();
+    let n = 600u32;
+    let mut members = Vec::new();
+    for _ in 0..3 {
+        members.push(
+            topic
+                .group("workers", StartAt::Earliest, GroupConfig::auto())
+                .await
+                .unwrap(),
+        );
+    }
+    let publisher = {
+        let topic = topic.clone();
+        tokio::spawn(async move {
+            for i in 0..n {
+                topic.publish(format!("{i}")).await.unwrap();
+            }
+        })
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut handles = Vec::new();
+    for (id, mut m) in members.into_iter().enumerate() {
+        let tx = tx.clone();
+        handles.push(tokio::spawn(async move {
+            while let Ok(Some(msg)) = m.recv_timeout(PATIENCE).await {
+                if tx.send((id, msg.payload)).is_err() {
+                    break;
+                }
+            }
+        }));
+    }
+    drop(tx);
+    let mut seen = HashSet::new();
+    let mut per_member = [0usize; 3];
+    for _ in 0..n {
+        let (id, payload) = tokio::time::timeout(PATIENCE, rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(seen.insert(payload), "delivered twice");
+        per_member[id] += 1;
+    }
+    publisher.await.unwrap();
+    for h in &handles {
+        h.abort();
+    }
+    assert_eq!(seen.len(), n as usize);
+    let stats = topic.group_stats("workers").await.unwrap();
+    assert_eq!(stats.lag(), 0);
+    // A later member resumes at the group's position: nothing old again.
+    let mut late = topic
+        .group("workers", StartAt::Earliest, GroupConfig::auto())
+        .await
+        .unwrap();
+    topic.publish("new").await.unwrap();
+    let m = late.recv_timeout(PATIENCE).await.unwrap().unwrap();
+    assert_eq!(m.payload.as_ref(), b"new");
+    // A new group from Earliest replays everything.
+    let mut other = topic
+        .group("audit", StartAt::Earliest, GroupConfig::auto())
+        .await
+        .unwrap();
+    let mut count = 0;
+    while count < n + 1 {
+        other.recv_timeout(PATIENCE).await.unwrap().unwrap();
+        count += 1;
+    }
+    topic.delete().await.unwrap();
+}
+
+/// Explicit acks: acked messages never come back; an expired lease returns the message
+/// (to another member), whose old ack is refused; a nack redelivers after its delay;
+/// a dropped delivery comes back.
+pub async fn acks_and_redelivery(redis: &Redis, name: &str) {
+    let topic = RedisTopic::open(redis, name, RedisTopicConfig::new(1))
+        .await
+        .unwrap();
+    let lease = Duration::from_millis(300);
+    let config = GroupConfig::acked(lease).claim_interval(Duration::from_millis(20));
+    let mut a = topic
+        .group("jobs", StartAt::Earliest, config.clone())
+        .await
+        .unwrap();
+    for i in 0..4 {
+        topic.publish(format!("job{i}")).await.unwrap();
+    }
+    // job0: acked.
+    let d0 = recv_delivery(&mut a).await;
+    assert_eq!((d0.offset(), d0.deliveries()), (0, 1));
+    d0.ack().await.unwrap();
+    // job1: a takes it and sits on it past its lease (a stuck worker); it comes back (to
+    // a or b) with a higher delivery count, and a's late ack is refused. job2 is nacked
+    // with a delay and job3 dropped unsettled the first time they are seen; both come
+    // back. Workers settle at once what they are not told to sit on.
+    let held = recv_delivery(&mut a).await;
+    assert_eq!(held.offset(), 1);
+    let mut b = topic
+        .group("jobs", StartAt::Earliest, config.clone())
+        .await
+        .unwrap();
+    let mut first_seen: HashSet<u64> = HashSet::new();
+    let mut settled: HashSet<u64> = HashSet::new();
+    while settled.len() < 3 {
+        let d = tokio::select! {
+            d = a.recv_delivery() => d.unwrap(),
+            d = b.recv_delivery() => d.unwrap(),
+            _ = tokio::time::sleep(PATIENCE) => panic!("not everything came back: settled {settled:?}"),
+        };
+        assert_ne!(d.offset(), 0, "an acked message came back");
+        match d.offset() {
+            1 => {
+                assert!(d.deliveries() >= 2);
+                d.ack().await.unwrap();
+                settled.insert(1);
+            }
+            o if first_seen.insert(o) => {
+                if o == 2 {
+                    d.nack_after(Duration::from_millis(100)).await.unwrap();
+                } else {
+                    drop(d);
+                }
+            }
+            o => {
+                assert!(d.deliveries() >= 2);
+                d.ack().await.unwrap();
+                settled.insert(o);
+            }
+        }
+    }
+    assert!(matches!(held.ack().await, Err(Error::LeaseExpired)));
+    // Nothing comes back once everything is acked (waits only for what would be wrong).
+    let stray = a.recv_delivery_timeout(lease * 3).await.unwrap();
+    assert!(stray.is_none(), "acked message came back: {stray:?}");
+    let stats = topic.group_stats("jobs").await.unwrap();
+    assert_eq!((stats.pending(), stats.lag()), (0, 0));
+    topic.delete().await.unwrap();
+}
+
+/// After `max_deliveries`, a message goes to the dead-letter topic with its origin; a
+/// rejected one goes there at once.
+pub async fn dead_letters(redis: &Redis, name: &str) {
+    let topic = RedisTopic::open(redis, name, RedisTopicConfig::new(2))
+        .await
+        .unwrap();
+    let dlq = RedisTopic::open(redis, &format!("{name}-dlq"), RedisTopicConfig::new(1))
+        .await
+        .unwrap();
+    let config = GroupConfig::acked(Duration::from_millis(200))
+        .claim_interval(Duration::from_millis(20))
+        .max_deliveries(2)
+        .dead_letter(dlq.clone());
+    let mut c = topic
+        .group("jobs", StartAt::Earliest, config)
+        .await
+        .unwrap();
+    let poison = topic.publish_to(1, "poison").await.unwrap();
+    let bad = topic.publish_to(0, "bad").await.unwrap();
+    let mut dlq_sub = dlq.subscribe(StartAt::Earliest).await.unwrap();
+    let mut poison_deliveries = 0;
+    let mut rejected = false;
+    let mut letters = Vec::new();
+    while letters.len() < 2 {
+        tokio::select! {
+            d = c.recv_delivery() => {
+                let d = d.unwrap();
+                if d.value().as_ref() == b"bad" {
+                    assert!(!rejected);
+                    rejected = true;
+                    d.reject().await.unwrap();
+                } else {
+                    poison_deliveries += 1;
+                    assert_eq!(d.deliveries(), poison_deliveries);
+                    d.nack().await.unwrap();
+                }
+            }
+            m = dlq_sub.recv() => letters.push(m.unwrap()),
+            _ = tokio::time::sleep(PATIENCE) => panic!("no dead letter"),
+        }
+    }
+    assert_eq!(
+        poison_deliveries, 2,
+        "delivered max_deliveries times, then dead-lettered"
+    );
+    letters.sort_by_key(|m| m.payload.clone());
+    let o = letters[0].origin.clone().unwrap();
+    assert_eq!(letters[0].payload.as_ref(), b"bad");
+    assert_eq!((o.topic.as_deref(), o.group.as_str()), (Some(name), "jobs"));
+    assert_eq!(
+        (o.partition, o.offset, o.deliveries, o.reason),
+        (0, bad.offset, 1, DeadLetterReason::Rejected)
+    );
+    let o = letters[1].origin.clone().unwrap();
+    assert_eq!(letters[1].payload.as_ref(), b"poison");
+    assert_eq!(
+        (o.partition, o.offset, o.deliveries, o.reason),
+        (1, poison.offset, 2, DeadLetterReason::MaxDeliveries)
+    );
+    // The member counts after it published the letter: wait for the count.
+    eventually(|| async { c.counters().dead_lettered == 2 }).await;
+    let stats = topic.group_stats("jobs").await.unwrap();
+    assert_eq!((stats.pending(), stats.lag()), (0, 0));
+    topic.delete().await.unwrap();
+    dlq.delete().await.unwrap();
+}
+
+/// Retention by count trims what readers have not read: a subscriber is told how many it
+/// missed (`Lagged`), as memq's `DropOldest`; retention by age trims old messages.
+pub async fn retention(redis: &Redis, name: &str) {
+    let topic = RedisTopic::open(redis, name, RedisTopicConfig::new(1).max_len(10))
+        .await
+        .unwrap();
+    let mut sub = topic.subscribe(StartAt::Earliest).await.unwrap();
+    // The subscriber's reader may already have fetched the first messages: publish in
+    // one transaction so that it sees either nothing or everything.
+    let batch: Vec<Bytes> = (0..1000).map(|i| Bytes::from(format!("{i}"))).collect();
+    topic.publish_batch(batch).await.unwrap();
+    let stats = topic.stats().await.unwrap().partitions[0];
+    assert_eq!(stats.high, 1000);
+    assert!(stats.depth >= 10 && stats.depth < 1000, "{stats:?}");
+    let first = match tokio::time::timeout(PATIENCE, sub.recv()).await.unwrap() {
+        Err(RecvError::Lagged(n)) => {
+            assert_eq!(n, stats.low);
+            recv_sub(&mut sub).await
+        }
+        other => panic!("expected Lagged, got {other:?}"),
+    };
+    assert_eq!(first.offset, stats.low);
+    // By age.
+    let aged = RedisTopic::open(
+        redis,
+        &format!("{name}-aged"),
+        RedisTopicConfig::new(2).max_age(Duration::from_millis(50)),
+    )
+    .await
+    .unwrap();
+    aged.publish_batch_to(0, vec![Bytes::from("old"); 5])
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(120)).await;
+    aged.publish_to(0, "young").await.unwrap();
+    let trimmed = aged.trim_by_age().await.unwrap();
+    assert_eq!(trimmed, 5);
+    let s = aged.stats().await.unwrap().partitions[0];
+    assert_eq!((s.low, s.high, s.depth), (5, 6, 1));
+    topic.delete().await.unwrap();
+    aged.delete().await.unwrap();
+}
+
+/// Every scenario, one after the other, on one server or cluster.
+pub async fn all(redis: &Redis, prefix: &str) {
+    replay_and_routing(redis, &format!("{prefix}-replay")).await;
+    batches_and_errors(redis, &format!("{prefix}-batches")).await;
+    group_exactly_once(redis, &format!("{prefix}-group")).await;
+    acks_and_redelivery(redis, &format!("{prefix}-acks")).await;
+    dead_letters(redis, &format!("{prefix}-dlq")).await;
+    retention(redis, &format!("{prefix}-retention")).await;
+}
