@@ -9,8 +9,10 @@
 //! With 64 publishers that is one system call of each kind per round instead of 64
 //! writes, each made under the log's lock while the others wait for it.
 //!
-//! A publisher that finds nothing queued and no round running does its round itself, on
-//! its own thread (one publisher pays no hand-off to another thread). The commit thread
+//! A publisher that finds nothing queued and no round running, after a round that held
+//! one publish, does its round itself, on its own thread (one publisher pays no hand-off
+//! to another thread); after a round of many, the publishers it released queue, so that
+//! the first one back does not take a round of its own. The commit thread
 //! starts with the first publish that has to queue, and ends when the topic closes.
 //!
 //! Like a database's commit delay, the commit thread waits, before a round, until as many
@@ -150,11 +152,24 @@ impl Entry {
             slot.waker.take()
         };
         if let Some(w) = waker {
-            w.wake();
+            wake(w);
         }
         if let Some(t) = &self.thread {
             self.done.store(true, Ordering::Release);
             t.unpark();
+        }
+    }
+
+    /// Completes the publish with `outcome()` unless it was completed already (after a
+    /// round that panicked).
+    pub(crate) fn complete_if_pending(&self, outcome: impl FnOnce(Option<Request>) -> Outcome) {
+        let pending = {
+            let mut slot = self.lock();
+            (slot.outcome.is_none() && !self.done.load(Ordering::Acquire))
+                .then(|| slot.request.take())
+        };
+        if let Some(request) = pending {
+            self.complete(outcome(request));
         }
     }
 
@@ -226,36 +241,40 @@ impl WakeChain {
     }
 }
 
-/// Completes the publishes of a round: async publishers are woken at once, blocked ones
-/// through a [`WakeChain`]. Every blocked one is woken: each that wakes wakes
-/// [`FAN_OUT`] more until none is left (and takes its reference to the chain, so that
-/// the chain, which holds the entries, is freed with the last).
+/// Wakes an async publisher. A waker is the user's runtime's code: one that panics must
+/// not take the commit thread (and every publish queued behind it) with it.
+fn wake(w: Waker) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.wake()));
+}
+
+/// Completes the publishes of a round: every outcome is set first, then async publishers
+/// are woken, and blocked ones through a [`WakeChain`]. Every blocked one is woken: each
+/// that wakes wakes [`FAN_OUT`] more until none is left (and takes its reference to the
+/// chain, so that the chain, which holds the entries, is freed with the last).
 pub(crate) fn complete_all(done: impl IntoIterator<Item = (Arc<Entry>, Outcome)>) {
     let mut blocked = Vec::new();
+    let mut wakers = Vec::new();
     for (entry, outcome) in done {
-        let waker = {
+        {
             let mut slot = entry.lock();
             slot.outcome = Some(outcome);
-            slot.waker.take()
-        };
-        if let Some(w) = waker {
-            w.wake();
+            wakers.extend(slot.waker.take());
         }
         if entry.thread.is_some() {
             blocked.push(entry);
         }
     }
-    if blocked.is_empty() {
-        return;
+    if !blocked.is_empty() {
+        let chain = Arc::new(WakeChain {
+            entries: blocked,
+            next: AtomicUsize::new(0),
+        });
+        for entry in &chain.entries {
+            entry.lock().chain = Some(Arc::clone(&chain));
+        }
+        chain.wake_next(FAN_OUT);
     }
-    let chain = Arc::new(WakeChain {
-        entries: blocked,
-        next: AtomicUsize::new(0),
-    });
-    for entry in &chain.entries {
-        entry.lock().chain = Some(Arc::clone(&chain));
-    }
-    chain.wake_next(FAN_OUT);
+    wakers.into_iter().for_each(wake);
 }
 
 /// The publishes of one partition waiting for a round, and whether one runs.
@@ -284,6 +303,26 @@ struct QueueState {
     /// Publishes in the last round, and how long its sync took: the commit delay.
     last_round: usize,
     last_sync: Duration,
+}
+
+/// A publisher's own round under way (see [`CommitQueue::own_round`]).
+#[derive(Debug)]
+pub(crate) struct OwnRound<'a> {
+    queue: &'a CommitQueue,
+    began: Instant,
+}
+
+impl OwnRound<'_> {
+    /// The sync starts now: the round's time is counted from here.
+    pub(crate) fn syncing(&mut self) {
+        self.began = Instant::now();
+    }
+}
+
+impl Drop for OwnRound<'_> {
+    fn drop(&mut self) {
+        self.queue.leave(self.began.elapsed());
+    }
 }
 
 /// What a publisher is to do, from [`CommitQueue::enter`].
@@ -327,6 +366,15 @@ impl CommitQueue {
             self.work.notify_one();
         }
         Turn::Queued { start_thread }
+    }
+
+    /// A publisher's own round: [`CommitQueue::leave`] when dropped, however the round
+    /// ends (a panic in it too, which would otherwise leave the queue busy for good).
+    pub(crate) fn own_round(&self) -> OwnRound<'_> {
+        OwnRound {
+            queue: self,
+            began: Instant::now(),
+        }
     }
 
     /// A publisher's own round ended.
@@ -415,6 +463,14 @@ impl CommitQueue {
             q.busy = true;
             return Some(std::mem::take(&mut q.entries));
         }
+    }
+
+    /// The commit thread died (a panic it did not catch): the next publisher to queue
+    /// starts another.
+    pub(crate) fn thread_gone(&self) {
+        let mut q = self.lock();
+        q.thread = false;
+        q.busy = false;
     }
 
     /// The commit thread's round of `count` publishes ended; its sync took `took`.

@@ -5,8 +5,9 @@
 //! [`GroupConfig::max_deliveries`](crate::GroupConfig) times without an ack, or
 //! [rejected](crate::Delivery::reject) by a member) to its dead-letter log: a durable
 //! topic of one partition in `dead-letters/<group>` under the topic's directory, with
-//! the topic's sync policy and no retention limit (dead letters are kept until the
-//! directory is removed). The move is a publish to that log, made before the message is
+//! the topic's sync policy, no retention limit (dead letters are kept until the
+//! directory is removed), segments of at most 1 MiB, and room for any message the
+//! topic took plus its envelope. The move is a publish to that log, made before the message is
 //! settled in the group: a crash between the two delivers the message again after the
 //! restart, and it may be dead-lettered twice (at least once, never lost).
 //!
@@ -43,6 +44,8 @@ const MAGIC: &[u8; 4] = b"MQDL";
 const VERSION: u8 = 1;
 /// Bytes of the envelope before the group's name.
 const FIXED: usize = 4 + 1 + 1 + 4 + 8 + 4 + 8 + 2;
+/// The segment size of a dead-letter log, at most.
+const DEAD_LETTER_SEGMENT: u64 = 1 << 20;
 
 /// A message a durable group gave up on, read back from its dead-letter log.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -165,6 +168,15 @@ impl Inner {
         let dir = dead_letter_dir(self, group);
         let durable = DurableConfig {
             retention: Retention::default(),
+            // A letter is its message and an envelope of at most FIXED + u16::MAX bytes:
+            // any message the topic took fits.
+            max_record_bytes: self
+                .durable
+                .max_record_bytes
+                .saturating_add((FIXED + u16::MAX as usize) as u32),
+            // Dead letters are few: small segments (and, under `Always`, a small
+            // preallocated one), not the topic's.
+            segment_bytes: self.durable.segment_bytes.min(DEAD_LETTER_SEGMENT),
             ..self.durable
         };
         let t = DurableTopic::open(&dir, TopicConfig::new(64), durable).map_err(|e| match e {

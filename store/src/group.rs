@@ -190,6 +190,29 @@ struct Lease {
     deliveries: u32,
 }
 
+/// A message given up on, waiting to be moved to the dead-letter log.
+#[derive(Debug, Clone, Copy)]
+struct DeadEntry {
+    partition: u32,
+    offset: u64,
+    deliveries: u32,
+    reason: DeadLetterReason,
+    /// A member is moving it now.
+    moving: bool,
+}
+
+impl DeadEntry {
+    fn new(partition: u32, offset: u64, deliveries: u32, reason: DeadLetterReason) -> Self {
+        DeadEntry {
+            partition,
+            offset,
+            deliveries,
+            reason,
+            moving: false,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct State {
     members: Vec<u64>,
@@ -199,9 +222,11 @@ struct State {
     in_flight: BTreeMap<(u32, u64), Lease>,
     /// Delivered before, not settled, to be handed out again (with its count so far).
     again: VecDeque<(u32, u64, u32)>,
-    /// Given up on, to be moved to the dead-letter log (and then settled) by the next
-    /// [`GroupShared::move_dead_letters`], made with the state's lock let go.
-    dead: Vec<(u32, u64, u32, DeadLetterReason)>,
+    /// Given up on, to be moved to the dead-letter log (and then settled) by
+    /// [`GroupShared::move_dead_letters`], made with the state's lock let go. A letter
+    /// stays here until the lock hold that settles it (it holds the committed offset
+    /// back meanwhile); one being moved is marked, so that no other member moves it too.
+    dead: Vec<DeadEntry>,
     /// Settled offsets at or above their partition's committed offset.
     settled_above: Settled,
     since_write: u32,
@@ -221,9 +246,9 @@ impl State {
                 c = c.min(o);
             }
         }
-        for &(q, o, _, _) in &self.dead {
-            if q == p {
-                c = c.min(o);
+        for d in &self.dead {
+            if d.partition == p {
+                c = c.min(d.offset);
             }
         }
         c
@@ -353,28 +378,49 @@ impl GroupShared {
     /// Opening the dead-letter log, or publishing to it, failed: the letters not moved
     /// stay to be moved next time.
     fn move_dead_letters(&self) -> Result<(), StoreError> {
-        let letters = {
+        let letters: Vec<DeadEntry> = {
             let mut s = self.lock();
-            if s.dead.is_empty() {
-                return Ok(());
-            }
-            std::mem::take(&mut s.dead)
+            s.dead
+                .iter_mut()
+                .filter(|d| !d.moving)
+                .map(|d| {
+                    d.moving = true;
+                    *d
+                })
+                .collect()
         };
-        let mut letters = letters.into_iter();
-        let put_back = |rest: &mut dyn Iterator<Item = (u32, u64, u32, DeadLetterReason)>| {
-            self.lock().dead.extend(rest);
+        if letters.is_empty() {
+            return Ok(());
+        }
+        // Letters not moved go back to waiting (unmarked) for the next try.
+        let unmark = |from: &[DeadEntry]| {
+            let mut s = self.lock();
+            for d in s.dead.iter_mut() {
+                if from
+                    .iter()
+                    .any(|l| (l.partition, l.offset) == (d.partition, d.offset))
+                {
+                    d.moving = false;
+                }
+            }
         };
         let log = match self.topic.dead_letter_topic(&self.name) {
             Ok(log) => log,
             Err(e) => {
-                put_back(&mut letters);
+                unmark(&letters);
                 return Err(e);
             }
         };
-        while let Some(letter @ (p, o, deliveries, reason)) = letters.next() {
+        for (i, letter) in letters.iter().enumerate() {
+            let (p, o) = (letter.partition, letter.offset);
             let sent = match read_disk(&self.topic, p, o) {
                 Ok(m) => {
-                    let body = crate::dead_letter::envelope(&self.name, &m, deliveries, reason);
+                    let body = crate::dead_letter::envelope(
+                        &self.name,
+                        &m,
+                        letter.deliveries,
+                        letter.reason,
+                    );
                     let sent = match m.key {
                         Some(k) => log.publish_keyed_blocking(k, body),
                         None => log.publish_blocking(body),
@@ -384,13 +430,11 @@ impl GroupShared {
                         // The topic closes: the letter stays unsettled (delivered again
                         // after a restart, and moved then).
                         Err(crate::DurablePublishError::Closed(_)) => {
-                            self.lock().dead.push(letter);
-                            put_back(&mut letters);
+                            unmark(&letters[i..]);
                             return Ok(());
                         }
                         Err(e) => {
-                            self.lock().dead.push(letter);
-                            put_back(&mut letters);
+                            unmark(&letters[i..]);
                             return Err(match e {
                                 crate::DurablePublishError::Store(e, _) => e,
                                 other => StoreError::Format {
@@ -404,13 +448,13 @@ impl GroupShared {
                 // Deleted by retention: nothing to move.
                 Err(DurableRecvError::Lagged(_)) => false,
                 Err(DurableRecvError::Store(e)) => {
-                    self.lock().dead.push(letter);
-                    put_back(&mut letters);
+                    unmark(&letters[i..]);
                     return Err(e);
                 }
                 Err(_) => false,
             };
             let mut s = self.lock();
+            s.dead.retain(|d| (d.partition, d.offset) != (p, o));
             if sent {
                 s.dead_lettered += 1;
             }
@@ -422,7 +466,7 @@ impl GroupShared {
             let written = self.write(&mut s);
             drop(s);
             if let Err(e) = written {
-                put_back(&mut letters);
+                unmark(&letters[i + 1..]);
                 return Err(e);
             }
         }
@@ -769,11 +813,14 @@ impl Delivery {
     /// [`DurableTopic::dead_letters`]) with [`DeadLetterReason::Rejected`], and settles
     /// it: it is never delivered again. For a message no member can ever process.
     ///
+    /// If the topic closes before the move, the message stays unsettled: it is delivered
+    /// again after a restart (and can be rejected then).
+    ///
     /// # Errors
     ///
-    /// [`StoreError::LeaseExpired`] if its lease ran out (it will be delivered again,
-    /// and can be rejected then); as [`Delivery::ack`] if the move failed (it stays to
-    /// be moved by the group's next receive).
+    /// [`StoreError::LeaseExpired`] if it was handed out again since (its lease ran
+    /// out); as [`Delivery::ack`] if the move failed (it stays to be moved by the
+    /// group's next receive).
     pub fn reject(self) -> Result<(), StoreError> {
         let shared = self.shared.clone();
         let key = (self.message.partition, self.message.offset);
@@ -783,8 +830,12 @@ impl Delivery {
                 return Err(StoreError::LeaseExpired);
             }
             let l = s.in_flight.remove(&key).expect("looked up");
-            s.dead
-                .push((key.0, key.1, l.deliveries, DeadLetterReason::Rejected));
+            s.dead.push(DeadEntry::new(
+                key.0,
+                key.1,
+                l.deliveries,
+                DeadLetterReason::Rejected,
+            ));
         }
         let moved = shared.move_dead_letters();
         if shared.topic.topic.is_closed() {
@@ -799,8 +850,9 @@ impl Delivery {
     ///
     /// # Errors
     ///
-    /// [`StoreError::LeaseExpired`] if its lease ran out already (it is delivered
-    /// again, or waits to be).
+    /// [`StoreError::LeaseExpired`] if it was handed out again since (its lease ran
+    /// out, and a receive took it back). A lease that ran out and was not taken back
+    /// yet is still this delivery's, as for [`Delivery::ack`].
     pub fn touch(&mut self) -> Result<(), StoreError> {
         let key = (self.message.partition, self.message.offset);
         let wait = self.shared.config.ack_wait;
@@ -821,8 +873,8 @@ impl Delivery {
     ///
     /// # Errors
     ///
-    /// [`StoreError::LeaseExpired`] if its lease ran out already (it is delivered
-    /// again, or waits to be).
+    /// [`StoreError::LeaseExpired`] if it was handed out again since (as
+    /// [`Delivery::touch`]).
     pub fn nack_after(self, delay: Duration) -> Result<(), StoreError> {
         let key = (self.message.partition, self.message.offset);
         {
@@ -1126,18 +1178,15 @@ impl DurableConsumer {
     /// Takes the next message for this member, and moves what the group gave up on to
     /// its dead-letter log.
     fn claim(&mut self) -> Result<Claim, DurableRecvError> {
-        self.shared
-            .move_dead_letters()
-            .map_err(DurableRecvError::Store)?;
+        // A move that fails leaves its letters to the next receive: it never keeps this
+        // one from handing out a message, or from saying what retention deleted.
+        let before = self.shared.move_dead_letters();
         let claim = self.claim_locked()?;
-        if let Err(e) = self.shared.move_dead_letters() {
-            // The letters stay to be moved by the next receive; a message claimed is
-            // handed over all the same (it is leased).
-            if !matches!(claim, Claim::Got(..)) {
-                return Err(DurableRecvError::Store(e));
-            }
+        let after = self.shared.move_dead_letters();
+        match (claim, before.and(after)) {
+            (Claim::Wait(_), Err(e)) => Err(DurableRecvError::Store(e)),
+            (claim, _) => Ok(claim),
         }
-        Ok(claim)
     }
 
     /// Takes the next message for this member under the group's lock.
@@ -1172,7 +1221,8 @@ impl DurableConsumer {
             let (p, o, n) = s.again.remove(i).expect("found");
             if max.is_some_and(|m| n >= m) {
                 // Moved to the dead-letter log once the lock is let go (see `claim`).
-                s.dead.push((p, o, n, DeadLetterReason::MaxDeliveries));
+                s.dead
+                    .push(DeadEntry::new(p, o, n, DeadLetterReason::MaxDeliveries));
                 continue;
             }
             // A count of 0: handed back before it was ever handed over (a failed read).

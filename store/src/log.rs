@@ -72,6 +72,9 @@ pub struct SegmentLog {
     /// once the segment being written is half full, or at once when it is not a
     /// preallocated one).
     prepare_asked: bool,
+    /// The segment being written was created by this open (it held no record then): it
+    /// moves to the prepared file as soon as one is ready, not at its roll.
+    move_early: bool,
     /// Set when a failed write could not be cut back: no more appends to that segment.
     broken: Option<String>,
     /// Lowest offset retention must keep (what readers under `Block` still need).
@@ -130,8 +133,11 @@ impl SegmentLog {
                 Some(t)
             }
         };
+        // Under `Always`, a prepared file is asked for at once if the segment being
+        // written holds no record (it replaces it), else when it is half full.
+        let fresh = segments.back().is_some_and(|s| s.len == FILE_HEADER);
         let preparer = match config.sync {
-            SyncPolicy::Always => Preparer::start(&dir, config.segment_bytes),
+            SyncPolicy::Always => Preparer::start(&dir, config.segment_bytes, fresh),
             _ => None,
         };
         Ok(SegmentLog {
@@ -142,7 +148,8 @@ impl SegmentLog {
             durability,
             sync_thread,
             preparer,
-            prepare_asked: true,
+            prepare_asked: fresh,
+            move_early: fresh,
             broken: None,
             floor: None,
             scratch: Vec::new(),
@@ -303,11 +310,15 @@ impl SegmentLog {
         }
         if active.len > FILE_HEADER && active.len + bytes.len() as u64 > self.config.segment_bytes {
             self.roll()?;
-        } else if active.capacity < self.config.segment_bytes
+        } else if self.move_early
+            && active.capacity < self.config.segment_bytes
             && self.preparer.as_ref().is_some_and(|p| p.is_ready())
         {
-            // A prepared file waits and the segment being written is not one: move to
-            // it now rather than at the next roll (see `crate::prealloc`).
+            // A new log's first segment, not a preallocated one: the prepared file takes
+            // its place (renamed over it while it holds no record, else by a roll). A
+            // segment found at open goes on to its roll instead, so that reopening a
+            // log does not start a segment each time.
+            self.move_early = false;
             if active.len == FILE_HEADER {
                 self.adopt_prepared()?;
             } else {
@@ -370,8 +381,12 @@ impl SegmentLog {
             self.fail(&err);
             return Err(err);
         }
-        // Not synced: a lost index is rebuilt on open.
-        active.write_index()?;
+        // Not synced: a lost index is rebuilt on open. So a failure to write it (a
+        // full disk) does not stop the roll: the partial file goes, and the next open
+        // rebuilds it.
+        if active.write_index().is_err() {
+            let _ = std::fs::remove_file(active.index_path());
+        }
         let prepared = self.preparer.as_ref().and_then(|p| p.take());
         let seg = match prepared {
             Some(file) => match Segment::from_prepared(&self.dir, next, &file) {

@@ -11,10 +11,13 @@
 //! against 119 µs. `fallocate` alone is not enough: its blocks are "unwritten", and the
 //! first write to each is a metadata change too (111 and 171 µs).
 //!
-//! One file is prepared at a time: when the log opens, and then once the segment being
-//! written is half full (so a small topic holds one spare segment, not two). A log whose
-//! segment is not a preallocated one moves to the prepared file as soon as it is ready
-//! (an early roll, or, for a segment with no record yet, a rename over it). The file is
+//! One file is prepared at a time: when the log opens with a segment that holds no
+//! record yet, and otherwise once the segment being written is half full (so a small
+//! topic holds one spare segment, not two). The first segment of a log that opened
+//! with no record moves to the prepared file as soon as it is ready (a rename over it
+//! while it holds no record, else an early roll); a segment found at open with records
+//! goes on to its roll, where the next segment is the prepared file (so that reopening a
+//! log does not start a segment each time). The file is
 //! prepared as `prealloc.tmp`, renamed to `prealloc.next` once whole and on disk, and
 //! taken at a roll as `prealloc.taken`, which gets its segment header (synced)
 //! and then the segment's name. Opening a log keeps a `prealloc.next` of the right size
@@ -60,9 +63,10 @@ struct State {
 
 impl Preparer {
     /// Starts the preparer of `dir`'s segments of `size` bytes: a `prealloc.next` left by
-    /// an earlier run is kept if whole, and one is prepared otherwise. `None` if the
-    /// system refuses a thread (segments are then grown by appends, as without it).
-    pub(crate) fn start(dir: &Path, size: u64) -> Option<Arc<Preparer>> {
+    /// an earlier run is kept if whole, and with `now` one is prepared otherwise (else
+    /// when asked). `None` if the system refuses a thread (segments are then grown by
+    /// appends, as without it).
+    pub(crate) fn start(dir: &Path, size: u64, now: bool) -> Option<Arc<Preparer>> {
         let _ = std::fs::remove_file(dir.join(TMP));
         let _ = std::fs::remove_file(dir.join(TAKEN));
         let next = dir.join(NEXT);
@@ -78,7 +82,7 @@ impl Preparer {
             dir: dir.to_path_buf(),
             size,
             state: Mutex::new(State {
-                wanted: !ready,
+                wanted: now && !ready,
                 stop: false,
             }),
             changed: Condvar::new(),

@@ -824,12 +824,11 @@ impl DurableTopic {
         let entry = Entry::blocking(request);
         match part.commit.enter(&entry, true) {
             Turn::Own => {
+                let mut round = part.commit.own_round();
                 let request = entry.take_request().expect("not queued, so not taken");
                 let outcome = self.inner.write_one(p, request);
-                let began = Instant::now();
-                let outcome = self.inner.sync_outcome(p, outcome);
-                part.commit.leave(began.elapsed());
-                outcome
+                round.syncing();
+                self.inner.sync_outcome(p, outcome)
             }
             Turn::Queued { start_thread } => {
                 if start_thread {
@@ -1309,41 +1308,88 @@ fn records(
 /// Partition `p`'s commit thread (see [`crate::commit`]): rounds of the publishes queued
 /// under [`SyncPolicy::Always`], each one write and one sync, until the topic closes.
 fn run_commit_thread(inner: &Weak<Inner>, queue: &CommitQueue, p: u32) {
+    // Marks the thread gone if it ends by a panic the rounds do not catch, so that the
+    // next publisher to queue starts another.
+    struct Gone<'a>(&'a CommitQueue);
+    impl Drop for Gone<'_> {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                self.0.thread_gone();
+            }
+        }
+    }
+    let _gone = Gone(queue);
     while let Some(entries) = queue.next_round() {
         let count = entries.len();
-        let Some(inner) = inner.upgrade() else {
-            // The topic is gone: nothing more is written.
+        let round = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            commit_round(inner, queue, p, &entries)
+        }));
+        if round.is_err() {
+            // Whatever the round did not answer is answered now: it may or may not have
+            // been written (the panic came somewhere in the round).
             for entry in &entries {
-                if let Some(request) = entry.take_request() {
-                    entry.complete(Err(DurablePublishError::Closed(request)));
-                }
+                entry.complete_if_pending(|request| {
+                    let why = std::io::Error::other(
+                        "the commit round panicked; the message may or may not be in the log",
+                    );
+                    Err(DurablePublishError::Store(
+                        StoreError::io("commit", inner_dir(inner, p), why),
+                        request.unwrap_or_else(Request::empty),
+                    ))
+                });
             }
             queue.round_done(count, Duration::ZERO);
-            continue;
-        };
-        // Requests whose async publisher gave up are not written.
-        let (live, requests): (Vec<_>, Vec<_>) = entries
-            .iter()
-            .filter_map(|e| e.take_request().map(|r| (e, r)))
-            .unzip();
-        let outcomes = inner.write_group(p, requests);
-        let last = outcomes
-            .iter()
-            .filter_map(|o| o.as_ref().ok())
-            .filter(|r| !r.is_empty())
-            .map(|r| r.end - 1)
-            .max();
-        let began = Instant::now();
-        let synced = match last {
-            Some(last) => {
-                let d = read_log(&inner.parts[p as usize]).durability().clone();
-                d.wait_synced(last)
+        }
+    }
+}
+
+fn inner_dir(inner: &Weak<Inner>, p: u32) -> PathBuf {
+    inner
+        .upgrade()
+        .map(|i| i.dir.join(format!("partition-{p}")))
+        .unwrap_or_default()
+}
+
+/// One round of the commit thread: writes the queued publishes in one write, syncs once,
+/// and answers each.
+fn commit_round(inner: &Weak<Inner>, queue: &CommitQueue, p: u32, entries: &[Arc<Entry>]) {
+    let count = entries.len();
+    let Some(inner) = inner.upgrade() else {
+        // The topic is gone: nothing more is written.
+        for entry in entries {
+            if let Some(request) = entry.take_request() {
+                entry.complete(Err(DurablePublishError::Closed(request)));
             }
-            None => Ok(()),
-        };
-        queue.round_done(count, began.elapsed());
-        crate::commit::complete_all(live.into_iter().cloned().zip(outcomes).map(
-            |(entry, outcome)| {
+        }
+        queue.round_done(count, Duration::ZERO);
+        return;
+    };
+    // Requests whose async publisher gave up are not written.
+    let (live, requests): (Vec<_>, Vec<_>) = entries
+        .iter()
+        .filter_map(|e| e.take_request().map(|r| (e, r)))
+        .unzip();
+    let outcomes = inner.write_group(p, requests);
+    let last = outcomes
+        .iter()
+        .filter_map(|o| o.as_ref().ok())
+        .filter(|r| !r.is_empty())
+        .map(|r| r.end - 1)
+        .max();
+    let began = Instant::now();
+    let synced = match last {
+        Some(last) => {
+            let d = read_log(&inner.parts[p as usize]).durability().clone();
+            d.wait_synced(last)
+        }
+        None => Ok(()),
+    };
+    queue.round_done(count, began.elapsed());
+    crate::commit::complete_all(
+        live.into_iter()
+            .cloned()
+            .zip(outcomes)
+            .map(|(entry, outcome)| {
                 let outcome = match (&synced, outcome) {
                     (Err(e), Ok(range)) if !range.is_empty() => {
                         Err(DurablePublishError::Store(e.duplicate(), Request::empty()))
@@ -1351,9 +1397,8 @@ fn run_commit_thread(inner: &Weak<Inner>, queue: &CommitQueue, p: u32) {
                     (_, outcome) => outcome,
                 };
                 (entry, outcome)
-            },
-        ));
-    }
+            }),
+    );
 }
 
 fn unreachable_publish(e: &memq_core::PublishError<Stored>) {
