@@ -59,6 +59,24 @@ fn config() -> DurableConfig {
 
 #[test]
 fn disk_full_fails_the_append_hands_nothing_half_written_and_recovers_when_space_is_freed() {
+    // `Interval`: nothing else on the disk moves, so a second append on the full disk
+    // fails too.
+    disk_full_run(
+        DurableConfig::new(SyncPolicy::Interval(std::time::Duration::from_millis(5)))
+            .segment_bytes(64 << 10),
+        true,
+    );
+}
+
+#[test]
+fn disk_full_under_always_with_preallocated_segments() {
+    // `Always`: the thread that prepares the next segment gives its file up when the
+    // disk is full, which frees space: a later append may then go through. Each append
+    // is whole or refused either way.
+    disk_full_run(config(), false);
+}
+
+fn disk_full_run(config: DurableConfig, nothing_else_frees_space: bool) {
     let Some(fs) = Tmpfs::mount("512k") else {
         return;
     };
@@ -66,7 +84,7 @@ fn disk_full_fails_the_append_hands_nothing_half_written_and_recovers_when_space
     let filler: PathBuf = fs.path().join("filler");
     std::fs::write(&filler, vec![0u8; 128 << 10]).unwrap();
     let dir = fs.path().join("log");
-    let mut log = SegmentLog::open(&dir, config()).unwrap();
+    let mut log = SegmentLog::open(&dir, config).unwrap();
     let record = |i: u64| vec![(i % 251) as u8; 1000 + (i % 7) as usize * 100];
     let mut appended = 0u64;
     let err = loop {
@@ -88,12 +106,19 @@ fn disk_full_fails_the_append_hands_nothing_half_written_and_recovers_when_space
     for r in &all.records {
         assert_eq!(r.payload, record(r.offset));
     }
-    // Still full: still an error, still nothing appended.
-    assert!(log
-        .append(None, None, &record(appended))
-        .unwrap_err()
-        .is_disk_full());
-    assert_eq!(log.next_offset(), appended);
+    // Still full: still an error, still nothing appended (unless the preparer gave its
+    // file up meanwhile: then the record is appended whole).
+    match log.append(Some(appended), None, &record(appended)) {
+        Err(e) => {
+            assert!(e.is_disk_full(), "{e}");
+            assert_eq!(log.next_offset(), appended);
+        }
+        Ok(off) => {
+            assert!(!nothing_else_frees_space, "appended on a full disk");
+            assert_eq!(off, appended);
+            appended += 1;
+        }
+    }
 
     // Space is freed: the log goes on.
     std::fs::remove_file(&filler).unwrap();
@@ -106,7 +131,7 @@ fn disk_full_fails_the_append_hands_nothing_half_written_and_recovers_when_space
     }
     log.sync().unwrap();
     drop(log);
-    let log = SegmentLog::open(&dir, config()).unwrap();
+    let log = SegmentLog::open(&dir, config).unwrap();
     assert_eq!(log.recovery().truncated, None);
     let all = log.read(0, usize::MAX).unwrap();
     assert_eq!(all.records.len() as u64, appended);
