@@ -103,15 +103,7 @@ impl DurableTopic {
         retention_age: Option<&Bound<'_, PyAny>>,
         retention_segments: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let one = 1u32.into_pyobject(py)?.into_any();
-        let default_cap = 1024u32.into_pyobject(py)?.into_any();
-        let tc = topic::config(
-            capacity.unwrap_or(&default_cap),
-            partitions.unwrap_or(&one),
-            overflow,
-            None,
-            false,
-        )?;
+        let tc = topic::config(capacity, partitions, overflow, None, false)?;
         let policy = match sync {
             "always" => SyncPolicy::Always,
             "never" => SyncPolicy::Never,

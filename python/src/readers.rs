@@ -132,32 +132,44 @@ pub(crate) use reader_class;
 
 // ---- broadcast subscriber --------------------------------------------------------------
 
-impl Reader for memq::Subscriber<Bytes> {
-    type Item = memq::Message<Bytes>;
-    fn try_recv(&mut self) -> Step<Self::Item> {
-        from_try(memq::Subscriber::try_recv(self))
-    }
-    fn recv_timeout(&mut self, d: Duration) -> Step<Self::Item> {
-        from_timeout(self.recv_blocking_timeout(d))
-    }
-    fn try_recv_many(&mut self, buf: &mut Vec<Self::Item>, limit: usize) -> Result<usize, Fail> {
-        Ok(from_try(memq::Subscriber::try_recv_many(self, buf, limit))?.unwrap_or(0))
-    }
-    fn recv_many_timeout(
-        &mut self,
-        buf: &mut Vec<Self::Item>,
-        limit: usize,
-        d: Duration,
-    ) -> Result<usize, Fail> {
-        Ok(from_timeout(self.recv_many_blocking_timeout(buf, limit, d))?.unwrap_or(0))
-    }
-    async fn recv_async(&mut self) -> Result<Self::Item, Fail> {
-        self.recv().await.map_err(Fail::from)
-    }
-    fn to_py(py: Python<'_>, item: Self::Item) -> PyResult<Py<PyAny>> {
-        Ok(Py::new(py, Message::from_memq(py, &item))?.into_any())
-    }
+/// [`Reader`] for memq's in-memory readers of messages (a subscriber and a group
+/// member), which have the same receive methods.
+macro_rules! memq_message_reader {
+    ($reader:ident) => {
+        impl Reader for memq::$reader<Bytes> {
+            type Item = memq::Message<Bytes>;
+            fn try_recv(&mut self) -> Step<Self::Item> {
+                from_try(memq::$reader::try_recv(self))
+            }
+            fn recv_timeout(&mut self, d: Duration) -> Step<Self::Item> {
+                from_timeout(self.recv_blocking_timeout(d))
+            }
+            fn try_recv_many(
+                &mut self,
+                buf: &mut Vec<Self::Item>,
+                limit: usize,
+            ) -> Result<usize, Fail> {
+                Ok(from_try(memq::$reader::try_recv_many(self, buf, limit))?.unwrap_or(0))
+            }
+            fn recv_many_timeout(
+                &mut self,
+                buf: &mut Vec<Self::Item>,
+                limit: usize,
+                d: Duration,
+            ) -> Result<usize, Fail> {
+                Ok(from_timeout(self.recv_many_blocking_timeout(buf, limit, d))?.unwrap_or(0))
+            }
+            async fn recv_async(&mut self) -> Result<Self::Item, Fail> {
+                self.recv().await.map_err(Fail::from)
+            }
+            fn to_py(py: Python<'_>, item: Self::Item) -> PyResult<Py<PyAny>> {
+                Ok(Py::new(py, Message::from_memq(py, &item))?.into_any())
+            }
+        }
+    };
 }
+
+memq_message_reader!(Subscriber);
 
 /// A broadcast subscriber: sees every message of the topic from its own position.
 #[pyclass(frozen, module = "memq")]
@@ -185,32 +197,7 @@ reader_class!(Subscriber, memq::Subscriber<Bytes>, "Subscriber", {
 
 // ---- consumer group member -------------------------------------------------------------
 
-impl Reader for memq::Consumer<Bytes> {
-    type Item = memq::Message<Bytes>;
-    fn try_recv(&mut self) -> Step<Self::Item> {
-        from_try(memq::Consumer::try_recv(self))
-    }
-    fn recv_timeout(&mut self, d: Duration) -> Step<Self::Item> {
-        from_timeout(self.recv_blocking_timeout(d))
-    }
-    fn try_recv_many(&mut self, buf: &mut Vec<Self::Item>, limit: usize) -> Result<usize, Fail> {
-        Ok(from_try(memq::Consumer::try_recv_many(self, buf, limit))?.unwrap_or(0))
-    }
-    fn recv_many_timeout(
-        &mut self,
-        buf: &mut Vec<Self::Item>,
-        limit: usize,
-        d: Duration,
-    ) -> Result<usize, Fail> {
-        Ok(from_timeout(self.recv_many_blocking_timeout(buf, limit, d))?.unwrap_or(0))
-    }
-    async fn recv_async(&mut self) -> Result<Self::Item, Fail> {
-        self.recv().await.map_err(Fail::from)
-    }
-    fn to_py(py: Python<'_>, item: Self::Item) -> PyResult<Py<PyAny>> {
-        Ok(Py::new(py, Message::from_memq(py, &item))?.into_any())
-    }
-}
+memq_message_reader!(Consumer);
 
 /// A member of a consumer group: each message of the group goes to exactly one member.
 #[pyclass(frozen, module = "memq")]

@@ -17,16 +17,26 @@ use crate::util::{self, Slot};
 /// The largest capacity accepted from Python (memq refuses what it cannot allocate).
 const MAX_CAPACITY: i128 = 1 << 40;
 
-/// Builds a topic's configuration from Python arguments.
+/// A topic's capacity when Python does not give one.
+const DEFAULT_CAPACITY: usize = 1024;
+
+/// Builds a topic's configuration from Python arguments (`None`: a capacity of
+/// [`DEFAULT_CAPACITY`], one partition).
 pub fn config(
-    capacity: &Bound<'_, PyAny>,
-    partitions: &Bound<'_, PyAny>,
+    capacity: Option<&Bound<'_, PyAny>>,
+    partitions: Option<&Bound<'_, PyAny>>,
     overflow: &str,
     ttl: Option<&Bound<'_, PyAny>>,
     release_on_read: bool,
 ) -> PyResult<memq::TopicConfig> {
-    let cap = util::int(capacity, "capacity", 1, MAX_CAPACITY)? as usize;
-    let parts = util::int(partitions, "partitions", 1, 1 << 16)? as u32;
+    let cap = match capacity {
+        Some(c) => util::int(c, "capacity", 1, MAX_CAPACITY)? as usize,
+        None => DEFAULT_CAPACITY,
+    };
+    let parts = match partitions {
+        Some(p) => util::int(p, "partitions", 1, 1 << 16)? as u32,
+        None => 1,
+    };
     let overflow = match overflow {
         "block" => memq::Overflow::Block,
         "drop_oldest" => memq::Overflow::DropOldest,
@@ -297,22 +307,13 @@ impl Topic {
     #[new]
     #[pyo3(signature = (capacity=None, *, partitions=None, overflow="block", ttl=None, release_on_read=false))]
     fn new(
-        py: Python<'_>,
         capacity: Option<&Bound<'_, PyAny>>,
         partitions: Option<&Bound<'_, PyAny>>,
         overflow: &str,
         ttl: Option<&Bound<'_, PyAny>>,
         release_on_read: bool,
     ) -> PyResult<Self> {
-        let one = 1u32.into_pyobject(py)?.into_any();
-        let default_cap = 1024u32.into_pyobject(py)?.into_any();
-        let c = config(
-            capacity.unwrap_or(&default_cap),
-            partitions.unwrap_or(&one),
-            overflow,
-            ttl,
-            release_on_read,
-        )?;
+        let c = config(capacity, partitions, overflow, ttl, release_on_read)?;
         Ok(Topic {
             inner: memq::Topic::new(c).map_err(errors::from_error)?,
         })
@@ -580,16 +581,8 @@ impl DeadLetterTopic {
     /// a group never waits on a dead-letter topic nobody reads).
     #[new]
     #[pyo3(signature = (capacity=None, *, overflow="drop_oldest"))]
-    fn new(py: Python<'_>, capacity: Option<&Bound<'_, PyAny>>, overflow: &str) -> PyResult<Self> {
-        let one = 1u32.into_pyobject(py)?.into_any();
-        let default_cap = 1024u32.into_pyobject(py)?.into_any();
-        let c = config(
-            capacity.unwrap_or(&default_cap),
-            &one,
-            overflow,
-            None,
-            false,
-        )?;
+    fn new(capacity: Option<&Bound<'_, PyAny>>, overflow: &str) -> PyResult<Self> {
+        let c = config(capacity, None, overflow, None, false)?;
         Ok(DeadLetterTopic {
             inner: memq::Topic::new(c).map_err(errors::from_error)?,
         })
@@ -651,10 +644,8 @@ impl Broker {
 
     /// Creates the topic `name` (raises `TopicExists` if there is one).
     #[pyo3(signature = (name, capacity=None, *, partitions=None, overflow="block", ttl=None, release_on_read=false))]
-    #[allow(clippy::too_many_arguments)]
     fn create(
         &self,
-        py: Python<'_>,
         name: &str,
         capacity: Option<&Bound<'_, PyAny>>,
         partitions: Option<&Bound<'_, PyAny>>,
@@ -662,15 +653,7 @@ impl Broker {
         ttl: Option<&Bound<'_, PyAny>>,
         release_on_read: bool,
     ) -> PyResult<Topic> {
-        let one = 1u32.into_pyobject(py)?.into_any();
-        let default_cap = 1024u32.into_pyobject(py)?.into_any();
-        let c = config(
-            capacity.unwrap_or(&default_cap),
-            partitions.unwrap_or(&one),
-            overflow,
-            ttl,
-            release_on_read,
-        )?;
+        let c = config(capacity, partitions, overflow, ttl, release_on_read)?;
         Ok(Topic {
             inner: self.inner.create(name, c).map_err(errors::from_error)?,
         })
@@ -685,10 +668,8 @@ impl Broker {
 
     /// The topic `name`, created with these settings if there is none.
     #[pyo3(signature = (name, capacity=None, *, partitions=None, overflow="block", ttl=None, release_on_read=false))]
-    #[allow(clippy::too_many_arguments)]
     fn get_or_create(
         &self,
-        py: Python<'_>,
         name: &str,
         capacity: Option<&Bound<'_, PyAny>>,
         partitions: Option<&Bound<'_, PyAny>>,
@@ -696,15 +677,7 @@ impl Broker {
         ttl: Option<&Bound<'_, PyAny>>,
         release_on_read: bool,
     ) -> PyResult<Topic> {
-        let one = 1u32.into_pyobject(py)?.into_any();
-        let default_cap = 1024u32.into_pyobject(py)?.into_any();
-        let c = config(
-            capacity.unwrap_or(&default_cap),
-            partitions.unwrap_or(&one),
-            overflow,
-            ttl,
-            release_on_read,
-        )?;
+        let c = config(capacity, partitions, overflow, ttl, release_on_read)?;
         Ok(Topic {
             inner: self
                 .inner
