@@ -21,7 +21,7 @@ const MAX_CAPACITY: i128 = 1 << 40;
 const DEFAULT_CAPACITY: usize = 1024;
 
 /// Builds a topic's configuration from Python arguments (`None`: a capacity of
-/// [`DEFAULT_CAPACITY`], one partition).
+/// `DEFAULT_CAPACITY`, one partition).
 pub fn config(
     capacity: Option<&Bound<'_, PyAny>>,
     partitions: Option<&Bound<'_, PyAny>>,
