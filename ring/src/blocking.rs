@@ -1,0 +1,151 @@
+//! A blocking front: writers that wait for room and readers that wait for messages park
+//! their thread on a mutex and condvar, touched only when the ring's flags say someone
+//! waits.
+//!
+//! A waiting reader holds the readers' mutex from before it sets the flag until the
+//! condvar releases it, and a waking writer takes that mutex to notify, so a wake-up
+//! cannot fall between a reader's last look and its sleep.
+
+use crate::group::Member;
+use crate::reader::{Reader, TryRecvError};
+use crate::ring::{Published, Ring, TryPublishError, Waiters};
+use crate::sync::{Condvar, Mutex, MutexGuard};
+
+/// [`Waiters`] that park threads: make a ring with
+/// `Ring::with_waiters(config, Parking::default())`.
+#[derive(Debug, Default)]
+pub struct Parking {
+    readers: Mutex<()>,
+    readers_cv: Condvar,
+    writers: Mutex<()>,
+    writers_cv: Condvar,
+}
+
+fn lock(m: &Mutex<()>) -> MutexGuard<'_, ()> {
+    // The mutexes guard nothing but the hand-over of a wake-up, so a poisoned one is
+    // as good as a clean one.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Waiters for Parking {
+    fn wake_readers(&self) {
+        let _g = lock(&self.readers);
+        self.readers_cv.notify_all();
+    }
+
+    fn wake_writers(&self) {
+        let _g = lock(&self.writers);
+        self.writers_cv.notify_all();
+    }
+}
+
+/// How long a wait may last: forever, or until a deadline (not under loom, whose condvar
+/// has no timed wait).
+#[derive(Clone, Copy)]
+enum Until {
+    Forever,
+    #[cfg(not(loom))]
+    Deadline(std::time::Instant),
+}
+
+/// Waits on `cv` with `g` held, until woken or `until`; returns `false` once the deadline
+/// has passed.
+fn wait(cv: &Condvar, g: MutexGuard<'_, ()>, until: Until) -> bool {
+    match until {
+        Until::Forever => {
+            drop(cv.wait(g).unwrap_or_else(|e| e.into_inner()));
+            true
+        }
+        #[cfg(not(loom))]
+        Until::Deadline(d) => {
+            let now = std::time::Instant::now();
+            if now >= d {
+                return false;
+            }
+            drop(
+                cv.wait_timeout(g, d - now)
+                    .unwrap_or_else(|e| e.into_inner()),
+            );
+            true
+        }
+    }
+}
+
+impl<T> Ring<T, Parking> {
+    /// Publishes `value`, waiting while the readers hold every slot; the value comes
+    /// back if the ring is closed.
+    pub fn publish(&self, value: T) -> Result<Published<T>, T> {
+        self.publish_until(value, Until::Forever)
+            .map_err(TryPublishError::into_inner)
+    }
+
+    /// [`Ring::publish`], waiting until `deadline` at most (then `Full` comes back).
+    #[cfg(not(loom))]
+    pub fn publish_deadline(
+        &self,
+        value: T,
+        deadline: std::time::Instant,
+    ) -> Result<Published<T>, TryPublishError<T>> {
+        self.publish_until(value, Until::Deadline(deadline))
+    }
+
+    fn publish_until(&self, value: T, until: Until) -> Result<Published<T>, TryPublishError<T>> {
+        let mut value = value;
+        loop {
+            match self.try_publish(value) {
+                Err(TryPublishError::Full(v)) => {
+                    value = v;
+                    let w = self.waiters();
+                    let g = lock(&w.writers);
+                    if self.prepare_publisher_wait() && !wait(&w.writers_cv, g, until) {
+                        return Err(TryPublishError::Full(value));
+                    }
+                }
+                done => return done,
+            }
+        }
+    }
+}
+
+/// The receive of a reader or a member, waiting while it finds nothing.
+macro_rules! blocking_recv {
+    ($ty:ident) => {
+        impl<T: Clone> $ty<T, Parking> {
+            /// The next message and its offset, waiting until one is published: `Err`
+            /// once the ring is closed and everything was received
+            /// ([`TryRecvError::Closed`]), or for messages missed
+            /// ([`TryRecvError::Lagged`]).
+            pub fn recv(&mut self) -> Result<(u64, T), TryRecvError> {
+                self.recv_until(Until::Forever)
+            }
+
+            /// [`Self::recv`], waiting until `deadline` at most (then
+            /// [`TryRecvError::Empty`]).
+            #[cfg(not(loom))]
+            pub fn recv_deadline(
+                &mut self,
+                deadline: std::time::Instant,
+            ) -> Result<(u64, T), TryRecvError> {
+                self.recv_until(Until::Deadline(deadline))
+            }
+
+            fn recv_until(&mut self, until: Until) -> Result<(u64, T), TryRecvError> {
+                loop {
+                    match self.try_recv() {
+                        Err(TryRecvError::Empty) => {
+                            let w = self.ring().waiters();
+                            let g = lock(&w.readers);
+                            if self.prepare_wait() && !wait(&w.readers_cv, g, until) {
+                                return Err(TryRecvError::Empty);
+                            }
+                        }
+                        done => return done,
+                    }
+                }
+            }
+        }
+    };
+}
+
+blocking_recv!(Reader);
+blocking_recv!(Member);

@@ -1,0 +1,150 @@
+//! Groups: members that share one position, each message to exactly one of them.
+//!
+//! A member claims offset `c` with a CAS on the group's position. Between that CAS and
+//! the end of its clone, the group's position no longer holds writers back from `c`, so
+//! the member first publishes `c` as its hazard, an entry among the readers' positions:
+//! it stores the hazard, then checks that the group's position is still `c` (both
+//! sequentially consistent). A rescan loads the groups' positions before the hazards, so
+//! one that sees the position past `c` sees the hazard too, and the floor stays at most
+//! `c` until the member clears it.
+
+use core::fmt;
+
+use crate::reader::TryRecvError;
+use crate::ring::{Ring, RingError, SlotState, Start, Waiters, IDLE};
+use crate::sync::{Arc, Ordering};
+
+struct Shared<T, W: Waiters> {
+    ring: Arc<Ring<T, W>>,
+    claim: usize,
+}
+
+impl<T, W: Waiters> Drop for Shared<T, W> {
+    fn drop(&mut self) {
+        self.ring.detach(self.ring.claim_entry(self.claim));
+    }
+}
+
+/// A group reading a [`Ring`]: its members ([`Member`]) share its position. It is
+/// attached as long as the group or one of its members lives.
+pub struct Group<T, W: Waiters = crate::NoWaiters> {
+    shared: Arc<Shared<T, W>>,
+}
+
+impl<T, W: Waiters> fmt::Debug for Group<T, W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Group")
+            .field("position", &self.position())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T, W: Waiters> Group<T, W> {
+    /// Attaches a group to `ring` at `start` (clamped to the oldest message held).
+    pub fn new(ring: &Arc<Ring<T, W>>, start: Start) -> Result<Self, RingError> {
+        let (claim, _) = ring.attach_group(start)?;
+        Ok(Self {
+            shared: Arc::new(Shared {
+                ring: ring.clone(),
+                claim,
+            }),
+        })
+    }
+
+    /// The offset of the next message the group hands out.
+    pub fn position(&self) -> u64 {
+        self.shared
+            .ring
+            .claim_entry(self.shared.claim)
+            .load(Ordering::Acquire)
+    }
+
+    /// A new member.
+    pub fn member(&self) -> Result<Member<T, W>, RingError> {
+        let hazard = self.shared.ring.attach_member()?;
+        Ok(Member {
+            shared: self.shared.clone(),
+            hazard,
+        })
+    }
+}
+
+/// One member of a [`Group`]: receives the messages no other member received.
+pub struct Member<T, W: Waiters = crate::NoWaiters> {
+    shared: Arc<Shared<T, W>>,
+    hazard: usize,
+}
+
+impl<T, W: Waiters> fmt::Debug for Member<T, W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Member").finish_non_exhaustive()
+    }
+}
+
+/// Clears a member's hazard when its receive ends, a panicking clone included.
+struct Hazard<'a>(&'a crate::sync::AtomicU64);
+
+impl Drop for Hazard<'_> {
+    fn drop(&mut self) {
+        self.0.store(IDLE, Ordering::Release);
+    }
+}
+
+impl<T, W: Waiters> Member<T, W> {
+    /// The next message of the group and its offset, if one is published.
+    #[inline]
+    pub fn try_recv(&mut self) -> Result<(u64, T), TryRecvError>
+    where
+        T: Clone,
+    {
+        let ring = &self.shared.ring;
+        let claim = ring.claim_entry(self.shared.claim);
+        let hazard = ring.cursor(self.hazard);
+        let _clear = Hazard(hazard);
+        loop {
+            let c = claim.load(Ordering::Acquire);
+            hazard.store(c, Ordering::SeqCst);
+            if claim.load(Ordering::SeqCst) != c {
+                continue;
+            }
+            if !ring.is_ready(c) {
+                return Err(if ring.finished_at(c) {
+                    TryRecvError::Closed
+                } else {
+                    TryRecvError::Empty
+                });
+            }
+            if claim
+                .compare_exchange(c, c + 1, Ordering::SeqCst, Ordering::Relaxed)
+                .is_err()
+            {
+                continue;
+            }
+            ring.reader_moved(c + 1);
+            return match ring.read_at(c) {
+                SlotState::Ready(value) => Ok((c, value)),
+                // Ruled out by the hazard: counted, not lost, if it ever happened.
+                SlotState::Empty | SlotState::Gone => Err(TryRecvError::Lagged(1)),
+            };
+        }
+    }
+
+    /// The ring read.
+    pub fn ring(&self) -> &Arc<Ring<T, W>> {
+        &self.shared.ring
+    }
+
+    /// For a front that parks members: as [`Reader::prepare_wait`](crate::Reader::prepare_wait).
+    pub fn prepare_wait(&self) -> bool {
+        let ring = &self.shared.ring;
+        let c = ring.claim_entry(self.shared.claim).load(Ordering::SeqCst);
+        ring.reader_may_sleep(c)
+    }
+}
+
+impl<T, W: Waiters> Drop for Member<T, W> {
+    fn drop(&mut self) {
+        let ring = &self.shared.ring;
+        ring.detach(ring.cursor(self.hazard));
+    }
+}

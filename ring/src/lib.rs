@@ -1,0 +1,66 @@
+//! The lock-free ring under memq: a bounded log of offsets `0, 1, 2, …` written by any
+//! number of writers and read by broadcast readers and groups, with no lock on any
+//! message's path.
+//!
+//! - A slot holds its value in a cell and a stamp, `offset + 1`; offsets never wrap, so a
+//!   stamp never repeats.
+//! - A publish claims its offset with one CAS on the claim counter, gated by a cached
+//!   floor of the readers' positions (rescanned only when the ring looks full), writes,
+//!   and stamps the slot with one Release store.
+//! - A broadcast [`Reader`] reads when the stamp is its position plus one, and stores its
+//!   new position: no read-modify-write.
+//! - The members of a [`Group`] claim offsets from the group's shared position with a
+//!   CAS, each message to exactly one member.
+//! - Waiting is the front's business ([`Waiters`]; [`blocking::Parking`] parks threads):
+//!   the ring only keeps two flags, and a writer or reader touches a wait list only when
+//!   the flag says someone waits.
+//!
+//! This crate holds all the `unsafe` code of memq's engine, so that memq-core can keep
+//! forbidding it. Every block says why it is sound (`// SAFETY:`), and every atomic and
+//! cell goes through one facade (`sync`) that loom replaces: the models in `tests/loom.rs`
+//! check every interleaving of small rings, and the ring's own tests run under miri.
+//!
+//! ```
+//! use memq_ring::{Group, Reader, Ring, RingConfig, Start, TryRecvError};
+//! use std::sync::Arc;
+//!
+//! let ring = Arc::new(Ring::new(RingConfig::new(4)).unwrap());
+//! let mut everyone = Reader::new(&ring, Start::Earliest).unwrap();
+//! let group = Group::new(&ring, Start::Earliest).unwrap();
+//! let (mut a, mut b) = (group.member().unwrap(), group.member().unwrap());
+//! for n in 0..4 {
+//!     ring.try_publish(n).unwrap();
+//! }
+//! // The reader holds every slot: a fifth message waits for it.
+//! assert!(ring.try_publish(4).is_err());
+//! assert_eq!(everyone.try_recv(), Ok((0, 0)));
+//! assert_eq!(a.try_recv(), Ok((0, 0)));
+//! assert_eq!(b.try_recv(), Ok((1, 1)));
+//! // The reader is past offset 0, the group past 1: room for one more.
+//! assert_eq!(ring.try_publish(4).unwrap().offset, 4);
+//! assert!(ring.try_publish(5).is_err());
+//! // Without readers, the oldest message makes room for the newest.
+//! drop((everyone, a, b, group));
+//! let published = ring.try_publish(5).unwrap();
+//! assert_eq!((published.offset, published.evicted), (5, Some(0)));
+//! assert_eq!(Reader::new(&ring, Start::Latest).unwrap().try_recv(), Err(TryRecvError::Empty));
+//! ```
+#![no_std]
+#![deny(missing_docs)]
+
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+#[cfg(feature = "std")]
+pub mod blocking;
+mod group;
+mod reader;
+mod ring;
+mod sync;
+
+pub use group::{Group, Member};
+pub use reader::{Reader, TryRecvError};
+pub use ring::{
+    NoWaiters, Published, Ring, RingConfig, RingError, Start, TryPublishError, Waiters,
+};

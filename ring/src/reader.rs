@@ -1,0 +1,141 @@
+//! Broadcast readers: each reads every message from its own position, with no
+//! read-modify-write on its path (a Release store of its position per message).
+
+use core::fmt;
+
+use crate::ring::{Attached, Ring, RingError, SlotState, Start, Waiters};
+use crate::sync::{Arc, Ordering};
+
+/// Why a receive returned no message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TryRecvError {
+    /// Nothing published at the reader's position yet.
+    Empty,
+    /// The ring is closed and the reader received everything published before.
+    Closed,
+    /// The reader was behind what the ring still holds and moved to its oldest message;
+    /// this many messages were missed. Only a reader that attached or sought to a
+    /// position already gone sees it.
+    Lagged(u64),
+}
+
+impl fmt::Display for TryRecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TryRecvError::Empty => f.write_str("nothing to receive yet"),
+            TryRecvError::Closed => f.write_str("the ring is closed"),
+            TryRecvError::Lagged(n) => write!(f, "the reader missed {n} messages"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for TryRecvError {}
+
+/// A reader of every message of a [`Ring`], from its own position. While it is attached,
+/// writers do not overwrite what it has not read.
+pub struct Reader<T, W: Waiters = crate::NoWaiters> {
+    ring: Arc<Ring<T, W>>,
+    index: usize,
+    pos: u64,
+    /// Messages missed at attachment or a seek, reported by the next receive.
+    missed: u64,
+}
+
+impl<T, W: Waiters> fmt::Debug for Reader<T, W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reader")
+            .field("position", &self.pos)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T, W: Waiters> Reader<T, W> {
+    /// Attaches a reader to `ring` at `start`. A start before the oldest message the
+    /// ring holds begins at that message, and the first receive reports what was missed.
+    pub fn new(ring: &Arc<Ring<T, W>>, start: Start) -> Result<Self, RingError> {
+        let (index, Attached { pos, missed }) = ring.attach_reader(start)?;
+        Ok(Self {
+            ring: ring.clone(),
+            index,
+            pos,
+            missed,
+        })
+    }
+
+    /// The offset of the next message this reader receives.
+    #[inline]
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// The ring read.
+    pub fn ring(&self) -> &Arc<Ring<T, W>> {
+        &self.ring
+    }
+
+    /// Moves the reader to `start` (backwards too, within what the ring holds).
+    pub fn seek(&mut self, start: Start) -> Result<(), RingError> {
+        let at = self.ring.place(self.ring.cursor(self.index), start)?;
+        self.pos = at.pos;
+        self.missed = at.missed;
+        self.ring.wake_writers_if_waiting();
+        Ok(())
+    }
+
+    /// The message at the reader's position and its offset, if it is published.
+    #[inline]
+    pub fn try_recv(&mut self) -> Result<(u64, T), TryRecvError>
+    where
+        T: Clone,
+    {
+        if self.missed != 0 {
+            return Err(TryRecvError::Lagged(core::mem::take(&mut self.missed)));
+        }
+        let pos = self.pos;
+        match self.ring.read_at(pos) {
+            SlotState::Ready(value) => {
+                self.pos = pos + 1;
+                self.ring
+                    .cursor(self.index)
+                    .store(pos + 1, Ordering::Release);
+                self.ring.reader_moved(pos + 1);
+                Ok((pos, value))
+            }
+            SlotState::Empty if self.ring.finished_at(pos) => Err(TryRecvError::Closed),
+            SlotState::Empty => Err(TryRecvError::Empty),
+            SlotState::Gone => self.relocate(),
+        }
+    }
+
+    /// A reader overtaken by the writers (which its attachment rules out): moves to the
+    /// oldest message and reports the gap rather than lose track.
+    #[cold]
+    fn relocate(&mut self) -> Result<(u64, T), TryRecvError> {
+        let asked = self.pos;
+        match self
+            .ring
+            .place(self.ring.cursor(self.index), Start::Earliest)
+        {
+            Ok(at) => {
+                self.pos = at.pos;
+                Err(TryRecvError::Lagged(at.pos.saturating_sub(asked)))
+            }
+            Err(_) => Err(TryRecvError::Empty),
+        }
+    }
+
+    /// For a front that parks readers: announces that this reader is about to wait
+    /// (the ring's next publish calls [`Waiters::wake_readers`]), then looks again.
+    /// Returns whether it may sleep: nothing arrived meanwhile. The front registers the
+    /// reader with its waiters before calling this, so that the wake-up finds it.
+    pub fn prepare_wait(&self) -> bool {
+        self.missed == 0 && self.ring.reader_may_sleep(self.pos)
+    }
+}
+
+impl<T, W: Waiters> Drop for Reader<T, W> {
+    fn drop(&mut self) {
+        self.ring.detach(self.ring.cursor(self.index));
+    }
+}

@@ -1,0 +1,709 @@
+//! The ring: its slots, the claim counter, the floor that gates claims, the registry of
+//! readers' positions, and the flags that say someone waits.
+//!
+//! # How a publish goes
+//!
+//! A writer reads the claim counter `tail` (the next offset) and the `floor`, a lower
+//! bound on the oldest position any reader still needs. While `tail < floor + capacity`
+//! it claims `tail` with one CAS, waits (in practice never) for the slot's previous lap
+//! to be stamped, moves the old value out, writes its own, and stamps the slot with
+//! `offset + 1` in one Release store. Readers read a slot when its stamp is their
+//! position plus one; offsets never wrap, so a stamp never repeats (no ABA).
+//!
+//! When the ring looks full, the writer rescans the readers' positions (under the claim
+//! lock, see below) and stores their minimum as the new floor: only then, once per lap at
+//! most, does a writer read the readers' cache lines.
+//!
+//! # Registrations
+//!
+//! A reader attaching at a position, or seeking back, must not be overtaken by a writer
+//! working from an older, higher floor. It takes the claim lock (bit 63 of `tail`: no
+//! claim succeeds while it is set), checks its position against `tail - capacity`,
+//! publishes it and lowers the floor to it, and unlocks. One writer can still claim with
+//! the floor it read before the lock: the one whose CAS expected exactly the `tail` the
+//! registration saw (the lock and unlock leave `tail`'s value as it was). That claim
+//! overwrites offset `tail - capacity - 1`, one lap back, and the ring has one slot more
+//! than its capacity so that this offset is never one a reader was allowed to attach at.
+//! Rescans of the floor take the same lock, so a rescan never raises the floor over a
+//! registration it did not see.
+//!
+//! # Waiting
+//!
+//! The ring never parks anyone itself. A reader that finds nothing sets `READERS_WAIT`,
+//! fences, and looks again before it sleeps; a writer fences after its stamp and looks
+//! at the flag: with a sequentially consistent fence on each side, one of the two sees
+//! the other (Dekker's pattern), so a wake-up is never lost, and a writer with nobody
+//! waiting touches no waiter list. Writers waiting for room are found the same way by readers, at every
+//! `wake_batch`-th position and before a reader sleeps.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::fmt;
+use core::mem::MaybeUninit;
+
+use crossbeam_utils::CachePadded;
+
+use crate::sync::{fence, pause, AtomicU64, AtomicUsize, Cell, Ordering};
+
+/// Bit 63 of `tail`: a registration or a rescan holds the claim counter.
+pub(crate) const LOCKED: u64 = 1 << 63;
+/// Bit 62 of `tail`: the ring is closed; no claim succeeds any more.
+pub(crate) const CLOSED: u64 = 1 << 62;
+/// The bits of `tail` that are not the offset.
+const MARKS: u64 = LOCKED | CLOSED;
+/// A registry entry nobody holds.
+pub(crate) const FREE: u64 = u64::MAX;
+/// A group member's entry while it reads nothing.
+pub(crate) const IDLE: u64 = u64::MAX - 1;
+/// The largest offset a ring hands out: below the closed bit.
+pub(crate) const MAX_OFFSET: u64 = CLOSED - 1;
+
+const READERS_WAIT: usize = 1;
+const WRITERS_WAIT: usize = 2;
+
+/// Who is woken when the ring's flags say someone waits: implemented by the front that
+/// parks readers and writers (the `blocking` module's, or an async one's wait lists).
+///
+/// The ring calls these after clearing the flag, from the thread that published (for
+/// readers) or read (for writers). An implementation wakes every waiter of the kind it is
+/// asked for; each that still has to wait sets the flag again before it sleeps.
+pub trait Waiters {
+    /// Something was published: wake every waiting reader.
+    fn wake_readers(&self);
+    /// Readers moved (or left): wake every writer waiting for room.
+    fn wake_writers(&self);
+}
+
+/// [`Waiters`] for a ring whose users never wait: nothing to wake.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoWaiters;
+
+impl Waiters for NoWaiters {
+    #[inline]
+    fn wake_readers(&self) {}
+    #[inline]
+    fn wake_writers(&self) {}
+}
+
+/// Why a ring could not be made or a reader not attached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RingError {
+    /// A capacity of zero: nothing could ever be published.
+    ZeroCapacity,
+    /// More slots than memory, or than offsets can index.
+    CapacityTooLarge,
+    /// Every reader entry (or group entry) is taken: the ring was made with room for
+    /// fewer readers.
+    TooManyReaders,
+    /// A start position past the end of what was published.
+    PastEnd {
+        /// The position asked for.
+        asked: u64,
+        /// The next offset to be published.
+        end: u64,
+    },
+}
+
+impl fmt::Display for RingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RingError::ZeroCapacity => f.write_str("a ring needs a capacity of at least 1"),
+            RingError::CapacityTooLarge => f.write_str("the ring's capacity cannot be allocated"),
+            RingError::TooManyReaders => {
+                f.write_str("every reader entry of the ring is taken (see RingConfig::readers)")
+            }
+            RingError::PastEnd { asked, end } => write!(
+                f,
+                "position {asked} is past the end of the ring (next offset {end})"
+            ),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for RingError {}
+
+/// Where a reader starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// The oldest message still in the ring.
+    Earliest,
+    /// The next message published.
+    Latest,
+    /// This offset, or the oldest still in the ring if it is gone (the reader's first
+    /// receive then reports how many it missed).
+    Offset(u64),
+}
+
+/// The size of a ring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RingConfig {
+    /// Messages the ring holds.
+    pub capacity: usize,
+    /// Broadcast readers and group members that can be attached at once.
+    pub readers: usize,
+    /// Groups that can be attached at once.
+    pub groups: usize,
+}
+
+impl RingConfig {
+    /// A ring of `capacity` messages with room for 64 readers and 16 groups.
+    pub const fn new(capacity: usize) -> Self {
+        Self {
+            capacity,
+            readers: 64,
+            groups: 16,
+        }
+    }
+}
+
+/// A successful publish.
+#[derive(Debug)]
+pub struct Published<T> {
+    /// The message's offset.
+    pub offset: u64,
+    /// The value one lap back that this message's slot held, every reader being past it:
+    /// the caller drops it (outside any lock it holds).
+    pub evicted: Option<T>,
+}
+
+/// Why a publish did not go through; the value comes back.
+#[derive(Debug, PartialEq, Eq)]
+pub enum TryPublishError<T> {
+    /// The attached readers hold every slot.
+    Full(T),
+    /// The ring is closed ([`Ring::close`]).
+    Closed(T),
+}
+
+impl<T> TryPublishError<T> {
+    /// The value that was not published.
+    pub fn into_inner(self) -> T {
+        match self {
+            TryPublishError::Full(v) | TryPublishError::Closed(v) => v,
+        }
+    }
+}
+
+/// Where a registration put its reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Attached {
+    /// Its position.
+    pub(crate) pos: u64,
+    /// Messages between the position asked for and the one given (gone already).
+    pub(crate) missed: u64,
+}
+
+struct Slot<T> {
+    /// `offset + 1` of the value held, 0 before the first lap reaches the slot.
+    seq: AtomicU64,
+    value: Cell<MaybeUninit<T>>,
+}
+
+/// A bounded log of offsets `0, 1, 2, …` in a ring of slots, written by any number of
+/// writers and read by broadcast readers ([`Reader`](crate::Reader)) and groups
+/// ([`Group`](crate::Group)), without a lock on any message's path.
+///
+/// Writers never overwrite a message an attached reader has not passed (`Block`); with
+/// no reader attached, the oldest message makes room for the newest.
+pub struct Ring<T, W = NoWaiters> {
+    slots: Box<[Slot<T>]>,
+    capacity: u64,
+    /// Slots: `capacity + 1` (see the module's notes on registrations).
+    lap: u64,
+    wake_batch: u64,
+    tail: CachePadded<AtomicU64>,
+    floor: CachePadded<AtomicU64>,
+    /// Groups' claim positions: scanned before `cursors` (see `Group`).
+    claims: Box<[CachePadded<AtomicU64>]>,
+    /// Broadcast readers' positions and group members' hazards.
+    cursors: Box<[CachePadded<AtomicU64>]>,
+    flags: CachePadded<AtomicUsize>,
+    waiters: W,
+}
+
+// SAFETY: values move in from one thread and out to another (`Send`), and readers clone
+// them through shared references from several threads at once (`Sync`); every access to
+// a slot's cell is ordered by its stamp (see `write` and `read_at`).
+unsafe impl<T: Send + Sync, W: Send> Send for Ring<T, W> {}
+// SAFETY: as for `Send`; `W` is called from every thread that publishes or reads.
+unsafe impl<T: Send + Sync, W: Sync> Sync for Ring<T, W> {}
+
+impl<T, W: Waiters> fmt::Debug for Ring<T, W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ring")
+            .field("capacity", &self.capacity)
+            .field("tail", &self.end())
+            .finish_non_exhaustive()
+    }
+}
+
+fn registry(n: usize) -> Result<Box<[CachePadded<AtomicU64>]>, RingError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| RingError::CapacityTooLarge)?;
+    v.extend((0..n).map(|_| CachePadded::new(AtomicU64::new(FREE))));
+    Ok(v.into_boxed_slice())
+}
+
+impl<T, W: Waiters> Ring<T, W> {
+    /// An empty ring of `config.capacity` messages, which calls `waiters` when readers or
+    /// writers wait.
+    pub fn with_waiters(config: RingConfig, waiters: W) -> Result<Self, RingError> {
+        if config.capacity == 0 {
+            return Err(RingError::ZeroCapacity);
+        }
+        let lap = config
+            .capacity
+            .checked_add(1)
+            .ok_or(RingError::CapacityTooLarge)?;
+        let mut slots = Vec::new();
+        slots
+            .try_reserve_exact(lap)
+            .map_err(|_| RingError::CapacityTooLarge)?;
+        slots.extend((0..lap).map(|_| Slot {
+            seq: AtomicU64::new(0),
+            value: Cell::new(MaybeUninit::uninit()),
+        }));
+        let capacity = config.capacity as u64;
+        Ok(Self {
+            slots: slots.into_boxed_slice(),
+            capacity,
+            lap: lap as u64,
+            wake_batch: (capacity / 16).clamp(1, 64),
+            tail: CachePadded::new(AtomicU64::new(0)),
+            floor: CachePadded::new(AtomicU64::new(0)),
+            claims: registry(config.groups)?,
+            cursors: registry(config.readers)?,
+            flags: CachePadded::new(AtomicUsize::new(0)),
+            waiters,
+        })
+    }
+
+    /// Messages the ring holds at most.
+    #[inline]
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// The next offset to be published (claimed, perhaps not written yet).
+    #[inline]
+    pub fn end(&self) -> u64 {
+        self.tail.load(Ordering::Acquire) & !MARKS
+    }
+
+    /// Whether the ring is closed.
+    #[inline]
+    pub fn is_closed(&self) -> bool {
+        self.tail.load(Ordering::Acquire) & CLOSED != 0
+    }
+
+    /// Closes the ring: publishes fail from now on ([`TryPublishError::Closed`]), and
+    /// readers receive what was published before, then learn that it is closed.
+    /// Waiting readers and writers are woken.
+    pub fn close(&self) {
+        self.tail.fetch_or(CLOSED, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        self.wake(READERS_WAIT);
+        self.wake(WRITERS_WAIT);
+    }
+
+    /// The waiters this ring calls.
+    #[inline]
+    pub fn waiters(&self) -> &W {
+        &self.waiters
+    }
+
+    #[inline]
+    fn slot(&self, offset: u64) -> &Slot<T> {
+        // `lap` is `slots.len()`, so the index is in bounds.
+        &self.slots[(offset % self.lap) as usize]
+    }
+
+    // ----- publishing --------------------------------------------------------------
+
+    /// Publishes `value` unless attached readers hold every slot or the ring is closed
+    /// (then it comes back in the error). Never waits for readers; waits only, and in
+    /// practice never, for a writer of the previous lap of the same slot that claimed
+    /// it and has not written it yet, which can happen only with no reader attached.
+    #[inline]
+    pub fn try_publish(&self, value: T) -> Result<Published<T>, TryPublishError<T>> {
+        let offset = match self.claim() {
+            Claim::Offset(o) => o,
+            Claim::Full => return Err(TryPublishError::Full(value)),
+            Claim::Closed => return Err(TryPublishError::Closed(value)),
+        };
+        let evicted = self.write(offset, value);
+        self.after_write();
+        Ok(Published { offset, evicted })
+    }
+
+    /// Claims the next offset.
+    #[inline]
+    fn claim(&self) -> Claim {
+        let mut spins = 0;
+        loop {
+            // `tail` before `floor`: a floor lowered by a registration is seen by every
+            // claim that reads the `tail` its unlock left (see the module's notes).
+            let t = self.tail.load(Ordering::Acquire);
+            if t & MARKS != 0 {
+                if t & CLOSED != 0 {
+                    return Claim::Closed;
+                }
+                pause(&mut spins);
+                continue;
+            }
+            let floor = self.floor.load(Ordering::Acquire);
+            if t >= floor.saturating_add(self.capacity) {
+                if !self.refresh_floor() {
+                    return Claim::Full;
+                }
+                continue;
+            }
+            if t >= MAX_OFFSET {
+                return Claim::Full;
+            }
+            if self
+                .tail
+                .compare_exchange_weak(t, t + 1, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Claim::Offset(t);
+            }
+        }
+    }
+
+    /// Writes `value` at its claimed `offset` and stamps the slot; returns the value of
+    /// the slot's previous lap.
+    #[inline]
+    fn write(&self, offset: u64, value: T) -> Option<T> {
+        let slot = self.slot(offset);
+        // The previous lap's stamp, 0 if the slot was never written.
+        let prev = offset.checked_sub(self.lap).map_or(0, |p| p + 1);
+        let mut spins = 0;
+        loop {
+            let s = slot.seq.load(Ordering::Acquire);
+            if s == prev {
+                break;
+            }
+            debug_assert!(
+                s < prev,
+                "slot of offset {offset} stamped {s} ahead of its lap"
+            );
+            pause(&mut spins);
+        }
+        let evicted = slot.value.with_mut(|p| {
+            // SAFETY: this writer claimed `offset`, and no other writer can claim the same
+            // slot before this one stamps it (the next lap's writer waits for the stamp
+            // above, as this one did for `prev`). No reader reads the previous lap's
+            // value: a claim needs `offset < floor + capacity` with the floor at most every
+            // attached reader's position, or, for the one claim a registration can race
+            // with, a reader attached at `offset - capacity` or later (module notes); so
+            // every reader that could read offset `prev - 1` has moved past it, and its
+            // Release store of that position came before the floor this claim read
+            // (through the rescan that Acquire-loaded it), so its clone is finished. When
+            // `prev > 0` the cell holds that lap's value, written before its stamp, which
+            // the Acquire load above saw.
+            unsafe {
+                debug_assert!(prev == 0 || slot.seq.load(Ordering::Relaxed) == prev);
+                let old = if prev == 0 {
+                    None
+                } else {
+                    Some((*p).assume_init_read())
+                };
+                (*p).write(value);
+                old
+            }
+        });
+        slot.seq.store(offset + 1, Ordering::Release);
+        evicted
+    }
+
+    /// After a stamp: wakes waiting readers if the flag says there are any.
+    #[inline]
+    fn after_write(&self) {
+        // Orders the stamp before the flag's load, against a reader's flag set before
+        // its second look at the stamp (Dekker's pattern).
+        fence(Ordering::SeqCst);
+        if self.flags.load(Ordering::Relaxed) & READERS_WAIT != 0 {
+            self.wake(READERS_WAIT);
+        }
+    }
+
+    #[cold]
+    fn wake(&self, who: usize) {
+        if self.flags.fetch_and(!who, Ordering::SeqCst) & who != 0 {
+            if who == READERS_WAIT {
+                self.waiters.wake_readers();
+            } else {
+                self.waiters.wake_writers();
+            }
+        }
+    }
+
+    /// Whether a publish would find room now: rescans the readers if the floor says
+    /// the ring is full. For a writer about to wait, after it set the writers' flag.
+    pub(crate) fn has_room(&self) -> bool {
+        if self.is_closed() {
+            return true;
+        }
+        let t = self.end();
+        t < self
+            .floor
+            .load(Ordering::SeqCst)
+            .saturating_add(self.capacity)
+            || self.refresh_floor()
+    }
+
+    /// Rescans the readers' positions under the claim lock and stores their minimum as
+    /// the floor (`tail` if no reader is attached: everything may be overwritten).
+    /// Returns whether the next claim has room.
+    #[cold]
+    #[inline(never)]
+    fn refresh_floor(&self) -> bool {
+        let t = self.lock_tail();
+        let floor = self.min_position().unwrap_or(t);
+        self.floor.store(floor, Ordering::SeqCst);
+        self.unlock_tail();
+        t < floor.saturating_add(self.capacity)
+    }
+
+    /// The smallest position an attached reader or group needs, if any is attached.
+    /// Claims first, then members' hazards (see `Member::try_recv`).
+    fn min_position(&self) -> Option<u64> {
+        let mut min = FREE;
+        for c in self.claims.iter().chain(self.cursors.iter()) {
+            let pos = c.load(Ordering::SeqCst);
+            if pos < IDLE {
+                min = min.min(pos);
+            }
+        }
+        (min != FREE).then_some(min)
+    }
+
+    fn lock_tail(&self) -> u64 {
+        let mut spins = 0;
+        loop {
+            let t = self.tail.load(Ordering::Relaxed);
+            if t & LOCKED == 0
+                && self
+                    .tail
+                    .compare_exchange_weak(t, t | LOCKED, Ordering::SeqCst, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return t & !MARKS;
+            }
+            pause(&mut spins);
+        }
+    }
+
+    fn unlock_tail(&self) {
+        self.tail.fetch_and(!LOCKED, Ordering::SeqCst);
+    }
+
+    // ----- readers' entries --------------------------------------------------------
+
+    /// Takes a free entry of `registry` for `value`.
+    fn take_entry(registry: &[CachePadded<AtomicU64>], value: u64) -> Option<usize> {
+        registry.iter().position(|c| {
+            c.compare_exchange(FREE, value, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+        })
+    }
+
+    /// Attaches a broadcast reader at `start`; returns its entry and where it starts.
+    pub(crate) fn attach_reader(&self, start: Start) -> Result<(usize, Attached), RingError> {
+        let index = Self::take_entry(&self.cursors, IDLE).ok_or(RingError::TooManyReaders)?;
+        match self.place(&self.cursors[index], start) {
+            Ok(at) => Ok((index, at)),
+            Err(e) => {
+                self.cursors[index].store(FREE, Ordering::Release);
+                Err(e)
+            }
+        }
+    }
+
+    /// Attaches a group's claim position at `start`.
+    pub(crate) fn attach_group(&self, start: Start) -> Result<(usize, Attached), RingError> {
+        let index = Self::take_entry(&self.claims, IDLE).ok_or(RingError::TooManyReaders)?;
+        match self.place(&self.claims[index], start) {
+            Ok(at) => Ok((index, at)),
+            Err(e) => {
+                self.claims[index].store(FREE, Ordering::Release);
+                Err(e)
+            }
+        }
+    }
+
+    /// Takes a member's hazard entry, idle.
+    pub(crate) fn attach_member(&self) -> Result<usize, RingError> {
+        Self::take_entry(&self.cursors, IDLE).ok_or(RingError::TooManyReaders)
+    }
+
+    /// Moves `entry` to `start` under the claim lock: a registration, or a seek.
+    pub(crate) fn place(
+        &self,
+        entry: &CachePadded<AtomicU64>,
+        start: Start,
+    ) -> Result<Attached, RingError> {
+        let t = self.lock_tail();
+        // Every offset from `oldest` on is whole or being written by the writer that
+        // claimed it: the writers in flight overwrite offsets before `oldest`.
+        let oldest = t.saturating_sub(self.capacity);
+        let asked = match start {
+            Start::Earliest => oldest,
+            Start::Latest => t,
+            Start::Offset(o) => o,
+        };
+        if asked > t {
+            self.unlock_tail();
+            return Err(RingError::PastEnd { asked, end: t });
+        }
+        let pos = asked.max(oldest);
+        entry.store(pos, Ordering::SeqCst);
+        // `fetch_min`: a rescan under this lock could have raised the floor past `pos`.
+        self.floor.fetch_min(pos, Ordering::SeqCst);
+        self.unlock_tail();
+        Ok(Attached {
+            pos,
+            missed: pos - asked,
+        })
+    }
+
+    /// Lets go of a registry entry: its position no longer holds writers back.
+    pub(crate) fn detach(&self, entry: &CachePadded<AtomicU64>) {
+        entry.store(FREE, Ordering::Release);
+        self.wake_writers_if_waiting();
+    }
+
+    pub(crate) fn cursor(&self, index: usize) -> &CachePadded<AtomicU64> {
+        &self.cursors[index]
+    }
+
+    pub(crate) fn claim_entry(&self, index: usize) -> &CachePadded<AtomicU64> {
+        &self.claims[index]
+    }
+
+    // ----- reading -----------------------------------------------------------------
+
+    /// What is at `pos` for a reader whose position holds writers back from it.
+    #[inline]
+    pub(crate) fn read_at(&self, pos: u64) -> SlotState<T>
+    where
+        T: Clone,
+    {
+        let slot = self.slot(pos);
+        let s = slot.seq.load(Ordering::Acquire);
+        if s == pos + 1 {
+            let value = slot.value.with(|p| {
+                // SAFETY: the stamp `pos + 1`, seen with Acquire, was stored (Release) after
+                // the value was written, so the cell holds offset `pos`'s value; it stays
+                // there while this reader's position (or hazard) is at most `pos`, since no
+                // claim passes `floor + capacity` and the floor is at most that position
+                // (see `Ring::write`). Readers only take shared references.
+                unsafe { (*p).assume_init_ref().clone() }
+            });
+            SlotState::Ready(value)
+        } else if s < pos + 1 {
+            SlotState::Empty
+        } else {
+            SlotState::Gone
+        }
+    }
+
+    /// Whether offset `pos` is stamped (for a reader's second look before it sleeps).
+    #[inline]
+    pub(crate) fn is_ready(&self, pos: u64) -> bool {
+        self.slot(pos).seq.load(Ordering::SeqCst) > pos
+    }
+
+    /// Whether a reader at `pos` has nothing more to read, ever: the ring is closed and
+    /// nothing was claimed at `pos` or after.
+    #[inline]
+    pub(crate) fn finished_at(&self, pos: u64) -> bool {
+        let t = self.tail.load(Ordering::Acquire);
+        t & CLOSED != 0 && pos >= t & !MARKS
+    }
+
+    /// Called by a reader whose position reached `pos`: at every `wake_batch`-th
+    /// position, wakes writers waiting for room.
+    #[inline]
+    pub(crate) fn reader_moved(&self, pos: u64) {
+        if pos.is_multiple_of(self.wake_batch) {
+            self.wake_writers_if_waiting();
+        }
+    }
+
+    /// Wakes writers waiting for room, if the flag says there are any.
+    #[inline]
+    pub(crate) fn wake_writers_if_waiting(&self) {
+        // Orders the position's store before the flag's load, against a writer's flag
+        // set before its rescan (Dekker's pattern).
+        fence(Ordering::SeqCst);
+        if self.flags.load(Ordering::Relaxed) & WRITERS_WAIT != 0 {
+            self.wake(WRITERS_WAIT);
+        }
+    }
+
+    /// A reader about to wait for `pos`: sets the readers' flag, then looks again.
+    /// Returns whether it may sleep (nothing arrived in between).
+    pub(crate) fn reader_may_sleep(&self, pos: u64) -> bool {
+        self.wake_writers_if_waiting();
+        self.flags.fetch_or(READERS_WAIT, Ordering::SeqCst);
+        // The other half of the writer's fence after its stamp (`after_write`), and of
+        // `close`'s.
+        fence(Ordering::SeqCst);
+        !self.is_ready(pos) && !self.finished_at(pos)
+    }
+
+    /// For a front that parks writers: announces that a writer is about to wait for
+    /// room (a reader that moves on calls [`Waiters::wake_writers`]), then looks again.
+    /// Returns whether it may sleep: there is still no room and the ring is open. The
+    /// front registers the writer with its waiters before calling this.
+    pub fn prepare_publisher_wait(&self) -> bool {
+        self.flags.fetch_or(WRITERS_WAIT, Ordering::SeqCst);
+        // The other half of the reader's fence after its position
+        // (`wake_writers_if_waiting`).
+        fence(Ordering::SeqCst);
+        !self.has_room()
+    }
+}
+
+impl<T> Ring<T, NoWaiters> {
+    /// An empty ring of `config.capacity` messages whose users never wait.
+    pub fn new(config: RingConfig) -> Result<Self, RingError> {
+        Self::with_waiters(config, NoWaiters)
+    }
+}
+
+/// What a claim found.
+enum Claim {
+    Offset(u64),
+    Full,
+    Closed,
+}
+
+/// What a reader found at its position.
+#[derive(Debug)]
+pub(crate) enum SlotState<T> {
+    Ready(T),
+    /// Not written yet.
+    Empty,
+    /// Overwritten: the reader was overtaken.
+    Gone,
+}
+
+impl<T, W> Drop for Ring<T, W> {
+    fn drop(&mut self) {
+        for slot in self.slots.iter() {
+            if slot.seq.load(Ordering::Relaxed) != 0 {
+                slot.value.with_mut(|p| {
+                    // SAFETY: a slot stamped non-zero holds its last lap's value (each
+                    // write replaces the previous one, moved out), and with `&mut self`
+                    // no reader or writer is left.
+                    unsafe { (*p).assume_init_drop() }
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! The ring's behaviour on real threads: every message counted (none lost, none
+//! duplicated, each reader in order), registrations racing writers, values dropped
+//! exactly once, and errors. Sizes shrink under miri, which runs these too.
+#![cfg(not(loom))]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+
+use memq_ring::blocking::Parking;
+use memq_ring::{Group, Reader, Ring, RingConfig, RingError, Start, TryRecvError};
+
+const N: u64 = if cfg!(miri) { 60 } else { 200_000 };
+const STOP: u64 = u64::MAX;
+
+fn parking_ring(capacity: usize) -> Arc<Ring<u64, Parking>> {
+    Arc::new(Ring::with_waiters(RingConfig::new(capacity), Parking::default()).unwrap())
+}
+
+#[test]
+fn one_writer_one_reader_every_message_in_order() {
+    let ring = parking_ring(8);
+    let mut reader = Reader::new(&ring, Start::Earliest).unwrap();
+    let r = thread::spawn(move || {
+        for want in 0..N {
+            assert_eq!(reader.recv(), Ok((want, want * 3)));
+        }
+    });
+    for n in 0..N {
+        assert_eq!(ring.publish(n * 3).unwrap().offset, n);
+    }
+    r.join().unwrap();
+}
+
+/// Four writers, two broadcast readers, and a group of three members, on a small ring:
+/// each reader gets every message once, in each writer's order; the group gets every
+/// message exactly once across its members.
+#[test]
+fn writers_readers_and_a_group_count_every_message() {
+    const WRITERS: u64 = 4;
+    const MEMBERS: usize = 3;
+    let per = N / WRITERS;
+    let total = per * WRITERS;
+    let ring = parking_ring(16);
+    let mut readers = Vec::new();
+    for _ in 0..2 {
+        let mut reader = Reader::new(&ring, Start::Earliest).unwrap();
+        readers.push(thread::spawn(move || {
+            let mut next = [0u64; WRITERS as usize];
+            let mut got = 0;
+            let mut last_offset = None;
+            while got < total {
+                let (offset, v) = reader.recv().unwrap();
+                assert_eq!(last_offset.map_or(0, |o: u64| o + 1), offset);
+                last_offset = Some(offset);
+                let (w, seq) = ((v >> 32) as usize, v & 0xffff_ffff);
+                assert_eq!(next[w], seq, "writer {w}'s messages in order");
+                next[w] += 1;
+                got += 1;
+            }
+        }));
+    }
+    let group = Group::new(&ring, Start::Earliest).unwrap();
+    let seen: Arc<Vec<AtomicUsize>> = Arc::new((0..total).map(|_| AtomicUsize::new(0)).collect());
+    let mut members = Vec::new();
+    for _ in 0..MEMBERS {
+        let mut m = group.member().unwrap();
+        let seen = seen.clone();
+        members.push(thread::spawn(move || {
+            let mut got = 0u64;
+            loop {
+                let (_, v) = m.recv().unwrap();
+                if v == STOP {
+                    return got;
+                }
+                let (w, seq) = (v >> 32, v & 0xffff_ffff);
+                seen[(w * per + seq) as usize].fetch_add(1, Ordering::Relaxed);
+                got += 1;
+            }
+        }));
+    }
+    drop(group);
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let ring = ring.clone();
+            thread::spawn(move || {
+                for seq in 0..per {
+                    ring.publish((w << 32) | seq).unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    for _ in 0..MEMBERS {
+        ring.publish(STOP).unwrap();
+    }
+    let got: u64 = members.into_iter().map(|m| m.join().unwrap()).sum();
+    for r in readers {
+        r.join().unwrap();
+    }
+    assert_eq!(got, total);
+    assert!(
+        seen.iter().all(|n| n.load(Ordering::Relaxed) == 1),
+        "each message once"
+    );
+}
+
+/// With no reader attached the writer overwrites the oldest message; readers attach at
+/// `Earliest` (and seek back) while it does, and every message they read is whole and
+/// at the offset it was published at.
+#[test]
+fn readers_attaching_while_a_writer_overwrites_read_whole_messages() {
+    let ring: Arc<Ring<Arc<u64>>> = Arc::new(Ring::new(RingConfig::new(4)).unwrap());
+    let done = Arc::new(AtomicUsize::new(0));
+    let w = {
+        let (ring, done) = (ring.clone(), done.clone());
+        thread::spawn(move || {
+            let mut n = 0u64;
+            while done.load(Ordering::Relaxed) == 0 {
+                if ring.try_publish(Arc::new(n)).is_ok() {
+                    n += 1;
+                }
+                if n.is_multiple_of(64) {
+                    thread::yield_now();
+                }
+            }
+        })
+    };
+    let rounds = if cfg!(miri) { 20 } else { 20_000 };
+    let mut read = 0;
+    for round in 0..rounds {
+        let mut reader = Reader::new(&ring, Start::Earliest).unwrap();
+        if round % 3 == 0 {
+            let back = reader.position().saturating_sub(2);
+            reader.seek(Start::Offset(back)).unwrap();
+        }
+        for _ in 0..3 {
+            match reader.try_recv() {
+                Ok((offset, v)) => {
+                    assert_eq!(*v, offset);
+                    read += 1;
+                }
+                Err(TryRecvError::Empty | TryRecvError::Closed) => break,
+                Err(TryRecvError::Lagged(_)) => {}
+            }
+        }
+    }
+    done.store(1, Ordering::Relaxed);
+    w.join().unwrap();
+    assert!(read > 0);
+}
+
+/// Every value published is dropped exactly once: evicted ones by the publisher,
+/// the rest by the ring.
+#[test]
+fn every_value_is_dropped_once() {
+    let token = Arc::new(());
+    {
+        let ring: Ring<Arc<()>> = Ring::new(RingConfig::new(3)).unwrap();
+        for _ in 0..10 {
+            let p = ring.try_publish(token.clone()).unwrap();
+            drop(p.evicted);
+        }
+        assert_eq!(
+            Arc::strong_count(&token),
+            1 + 4,
+            "a lap of capacity + 1 slots"
+        );
+    }
+    assert_eq!(Arc::strong_count(&token), 1);
+}
+
+/// A value whose clone panics: the member's hazard is cleared, so writers go on.
+#[test]
+fn a_panicking_clone_in_a_member_does_not_hold_writers_back() {
+    #[derive(Debug)]
+    struct Bomb(bool);
+    impl Clone for Bomb {
+        fn clone(&self) -> Self {
+            assert!(!self.0, "boom");
+            Bomb(false)
+        }
+    }
+    let ring = Arc::new(Ring::new(RingConfig::new(2)).unwrap());
+    let group = Group::new(&ring, Start::Earliest).unwrap();
+    let mut m = group.member().unwrap();
+    ring.try_publish(Bomb(true)).unwrap();
+    ring.try_publish(Bomb(false)).unwrap();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| m.try_recv()));
+    assert!(r.is_err());
+    assert_eq!(m.try_recv().unwrap().0, 1);
+    // The group is past both: two more fit.
+    ring.try_publish(Bomb(false)).unwrap();
+    ring.try_publish(Bomb(false)).unwrap();
+    assert!(ring.try_publish(Bomb(false)).is_err());
+}
+
+#[test]
+fn bad_sizes_and_positions_are_errors() {
+    assert_eq!(
+        Ring::<u8>::new(RingConfig::new(0)).err(),
+        Some(RingError::ZeroCapacity)
+    );
+    assert_eq!(
+        Ring::<u8>::new(RingConfig::new(usize::MAX)).err(),
+        Some(RingError::CapacityTooLarge)
+    );
+    let ring = Arc::new(
+        Ring::<u8>::new(RingConfig {
+            capacity: 2,
+            readers: 1,
+            groups: 0,
+        })
+        .unwrap(),
+    );
+    let r = Reader::new(&ring, Start::Earliest).unwrap();
+    assert_eq!(
+        Reader::new(&ring, Start::Earliest).err(),
+        Some(RingError::TooManyReaders)
+    );
+    assert_eq!(
+        Group::new(&ring, Start::Earliest).err(),
+        Some(RingError::TooManyReaders)
+    );
+    drop(r);
+    assert_eq!(
+        Reader::new(&ring, Start::Offset(1)).err(),
+        Some(RingError::PastEnd { asked: 1, end: 0 })
+    );
+    for n in 0..5 {
+        ring.try_publish(n).unwrap();
+    }
+    // Offsets 0..=2 are gone: the reader starts at 3 and is told.
+    let mut r = Reader::new(&ring, Start::Offset(0)).unwrap();
+    assert_eq!(r.try_recv(), Err(TryRecvError::Lagged(3)));
+    assert_eq!(r.try_recv(), Ok((3, 3)));
+    assert_eq!(r.try_recv(), Ok((4, 4)));
+    assert_eq!(r.try_recv(), Err(TryRecvError::Empty));
+}
+
+/// Closing: publishes fail and give the value back, readers and members receive what
+/// was published and then `Closed`, and waiting ones are woken.
+#[test]
+fn close_ends_readers_after_what_was_published() {
+    let ring = parking_ring(4);
+    let mut r = Reader::new(&ring, Start::Earliest).unwrap();
+    let group = Group::new(&ring, Start::Earliest).unwrap();
+    let mut m = group.member().unwrap();
+    let mut idle = group.member().unwrap();
+    let waiting = thread::spawn(move || idle.recv());
+    let waiting_reader = {
+        let mut r2 = Reader::new(&ring, Start::Latest).unwrap();
+        thread::spawn(move || r2.recv())
+    };
+    ring.publish(1).unwrap();
+    ring.close();
+    assert!(ring.is_closed());
+    assert_eq!(ring.publish(2).err(), Some(2));
+    assert_eq!(r.recv(), Ok((0, 1)));
+    assert_eq!(r.recv(), Err(TryRecvError::Closed));
+    let first = waiting.join().unwrap();
+    let mine = m.recv();
+    // One of the two members got the message; both then see the ring closed.
+    assert!(matches!(
+        (first, mine),
+        (Ok((0, 1)), Err(TryRecvError::Closed)) | (Err(TryRecvError::Closed), Ok((0, 1)))
+    ));
+    assert_eq!(waiting_reader.join().unwrap(), Ok((0, 1)));
+    assert_eq!(m.recv(), Err(TryRecvError::Closed));
+}
+
+/// A writer waiting for room gives up at its deadline; a reader too.
+#[test]
+fn deadlines_end_waits() {
+    use std::time::{Duration, Instant};
+    let ring = parking_ring(1);
+    let mut r = Reader::new(&ring, Start::Earliest).unwrap();
+    ring.publish(7).unwrap();
+    let soon = Instant::now() + Duration::from_millis(20);
+    assert!(matches!(
+        ring.publish_deadline(8, soon),
+        Err(memq_ring::TryPublishError::Full(8))
+    ));
+    assert_eq!(r.recv_deadline(soon), Ok((0, 7)));
+    let soon = Instant::now() + Duration::from_millis(20);
+    assert_eq!(r.recv_deadline(soon), Err(TryRecvError::Empty));
+}
