@@ -20,6 +20,17 @@ pub enum Error {
         /// The topic's partition count.
         partitions: u32,
     },
+    /// A start (`StartAt::Offset`) or seek past the end of a partition, refused as memq
+    /// refuses it: offsets up to `high` are valid (`high` is the next offset to be
+    /// published there, so a reader may wait at the end, never past it).
+    OffsetOutOfRange {
+        /// The offset asked for.
+        offset: u64,
+        /// The partition whose end it is past.
+        partition: u32,
+        /// The next offset to be published on that partition.
+        high: u64,
+    },
     /// The topic exists in Redis with another partition count.
     PartitionMismatch {
         /// The count recorded in Redis.
@@ -48,6 +59,14 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "partition {partition} out of range (the topic has {partitions})"
+            ),
+            Error::OffsetOutOfRange {
+                offset,
+                partition,
+                high,
+            } => write!(
+                f,
+                "offset {offset} is past the end of partition {partition} (next offset is {high})"
             ),
             Error::PartitionMismatch {
                 existing,

@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use crate::conn::Conn;
 use crate::entry::{self, id_before, id_of, now_ms};
 use crate::subscriber::{backoff, connect_with_backoff, TaskGuard, BLOCK};
-use crate::topic::{check_name, RedisTopic};
+use crate::topic::{check_name, check_start, RedisTopic};
 use crate::{Error, RecvError, RedisMessage};
 
 /// A lease operation that holds only if the caller still owns the lease: the entry is
@@ -217,7 +217,9 @@ impl RedisTopic {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a bad name, a zero `ack_wait` or `max_deliveries`,
-    /// or no partitions; [`Error::PartitionOutOfRange`]; [`Error::Redis`].
+    /// or no partitions; [`Error::PartitionOutOfRange`]; [`Error::OffsetOutOfRange`] for
+    /// a new group at `StartAt::Offset(n)` past the end of one of its partitions (as
+    /// memq; nothing is created then); [`Error::Redis`].
     pub async fn group(
         &self,
         name: &str,
@@ -240,14 +242,17 @@ impl RedisTopic {
                 "a member must read at least one partition",
             ));
         }
+        if let Some(&p) = partitions.iter().find(|&&p| p >= self.partitions()) {
+            return Err(Error::PartitionOutOfRange {
+                partition: p,
+                partitions: self.partitions(),
+            });
+        }
+        // A new group starting past the end of a partition is refused before any
+        // partition's group is made.
+        check_start(self, &partitions, start, Some(name)).await?;
         let mut conn = self.redis().conn();
         for &p in &partitions {
-            if p >= self.partitions() {
-                return Err(Error::PartitionOutOfRange {
-                    partition: p,
-                    partitions: self.partitions(),
-                });
-            }
             let id = match start {
                 StartAt::Earliest => "0-0".to_string(),
                 StartAt::Latest => "$".to_string(),

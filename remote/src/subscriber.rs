@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 
 use crate::conn::{Conn, Redis};
 use crate::entry::{self, id_before};
-use crate::topic::{partition_stats, RedisTopic};
+use crate::topic::{check_start, partition_stats, RedisTopic};
 use crate::{Error, RecvError, RedisMessage};
 use memq_core::StartAt;
 
@@ -88,21 +88,12 @@ impl RedisTopic {
     ///
     /// # Errors
     ///
-    /// [`Error::Redis`] if the end of the partitions cannot be read (for `Latest`).
+    /// [`Error::OffsetOutOfRange`] for `Offset(n)` past the end of a partition (as memq:
+    /// offsets up to the next one to be published are valid); [`Error::Redis`] if the
+    /// end of the partitions cannot be read (for `Latest` and `Offset`).
     pub async fn subscribe(&self, start: StartAt) -> Result<RedisSubscriber, Error> {
-        let mut next = Vec::with_capacity(self.partitions() as usize);
-        let mut conn = self.redis().conn();
-        for p in 0..self.partitions() {
-            next.push(match start {
-                StartAt::Earliest => 0,
-                StartAt::Offset(n) => n,
-                StartAt::Latest => {
-                    partition_stats(&mut conn, self.stream_key_of(p), p)
-                        .await?
-                        .high
-                }
-            });
-        }
+        let all: Vec<u32> = (0..self.partitions()).collect();
+        let next = self.start_positions(&all, start).await?;
         let (tx, rx) = mpsc::channel(1);
         let mut sub = RedisSubscriber {
             topic: self.clone(),
@@ -113,6 +104,25 @@ impl RedisTopic {
         drop(tx);
         sub.start();
         Ok(sub)
+    }
+
+    /// Where a subscriber starts on each of `partitions` (all or nothing).
+    async fn start_positions(&self, partitions: &[u32], start: StartAt) -> Result<Vec<u64>, Error> {
+        check_start(self, partitions, start, None).await?;
+        let mut next = Vec::with_capacity(partitions.len());
+        let mut conn = self.redis().conn();
+        for &p in partitions {
+            next.push(match start {
+                StartAt::Earliest => 0,
+                StartAt::Offset(n) => n,
+                StartAt::Latest => {
+                    partition_stats(&mut conn, self.stream_key_of(p), p)
+                        .await?
+                        .high
+                }
+            });
+        }
+        Ok(next)
     }
 
     pub(crate) fn stream_key_of(&self, p: u32) -> &str {
@@ -178,28 +188,50 @@ impl RedisSubscriber {
     }
 
     /// Moves every partition's position to `offset`: the next receives start there.
-    pub fn seek(&mut self, offset: u64) {
-        for n in &mut self.next {
-            *n = offset;
-        }
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OffsetOutOfRange`] if `offset` is past the end of a partition (nothing
+    /// moves then, as in memq); [`Error::Redis`] if the ends cannot be read.
+    pub async fn seek(&mut self, offset: u64) -> Result<(), Error> {
+        self.seek_to(StartAt::Offset(offset)).await
+    }
+
+    /// Moves every partition's position to `start`: its first offset kept
+    /// (`Earliest`), its end now (`Latest`), or an offset (`Offset(n)`).
+    ///
+    /// # Errors
+    ///
+    /// As [`RedisSubscriber::seek`].
+    pub async fn seek_to(&mut self, start: StartAt) -> Result<(), Error> {
+        let all: Vec<u32> = (0..self.next.len() as u32).collect();
+        self.next = self.topic.start_positions(&all, start).await?;
         self.restart();
+        Ok(())
     }
 
     /// Moves one partition's position to `offset`.
     ///
     /// # Errors
     ///
-    /// [`Error::PartitionOutOfRange`].
-    pub fn seek_partition(&mut self, partition: u32, offset: u64) -> Result<(), Error> {
+    /// [`Error::PartitionOutOfRange`]; [`Error::OffsetOutOfRange`] if `offset` is past
+    /// the partition's end (nothing moves then); [`Error::Redis`] if its end cannot be
+    /// read.
+    pub async fn seek_partition(&mut self, partition: u32, offset: u64) -> Result<(), Error> {
         let partitions = self.next.len() as u32;
-        let n = self
-            .next
-            .get_mut(partition as usize)
-            .ok_or(Error::PartitionOutOfRange {
+        if partition >= partitions {
+            return Err(Error::PartitionOutOfRange {
                 partition,
                 partitions,
-            })?;
-        *n = offset;
+            });
+        }
+        let pos = self
+            .topic
+            .start_positions(&[partition], StartAt::Offset(offset))
+            .await?;
+        if let (Some(n), Some(&o)) = (self.next.get_mut(partition as usize), pos.first()) {
+            *n = o;
+        }
         self.restart();
         Ok(())
     }

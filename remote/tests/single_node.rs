@@ -23,3 +23,4 @@ scenario!(group_exactly_once);
 scenario!(acks_and_redelivery);
 scenario!(dead_letters);
 scenario!(retention);
+scenario!(start_past_end);

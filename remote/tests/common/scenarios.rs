@@ -79,7 +79,7 @@ pub async fn replay_and_routing(redis: &Redis, name: &str) {
     assert_eq!(got, expected, "every message once, in order per partition");
     assert_eq!(sub.lag().await.unwrap(), 0);
     // Replay again from an offset, with seek.
-    sub.seek(5);
+    sub.seek(5).await.unwrap();
     let mut again = HashSet::new();
     let total: u64 = expected
         .values()
@@ -411,6 +411,122 @@ pub async fn retention(redis: &Redis, name: &str) {
 }
 
 /// Every scenario, one after the other, on one server or cluster.
+/// `StartAt::Offset(n)` past the end of a partition is refused, as memq refuses it, for
+/// a subscriber, a seek and a new group (which is then not created); at the end itself
+/// is valid; an existing group ignores its start.
+pub async fn start_past_end(redis: &Redis, name: &str) {
+    let topic = RedisTopic::open(redis, name, RedisTopicConfig::new(2))
+        .await
+        .unwrap();
+    for i in 0..3 {
+        topic.publish_to(0, format!("a{i}")).await.unwrap();
+    }
+    topic.publish_to(1, "b0").await.unwrap();
+    // The same refusal, in the same words, as a memq topic in memory.
+    let memory =
+        memq_core::Topic::<u32>::new(memq_core::TopicConfig::new(8).partitions(2)).unwrap();
+    for _ in 0..3 {
+        memory.try_publish_to(0, 0).unwrap();
+    }
+    memory.try_publish_to(1, 0).unwrap();
+    let in_memory = memory.subscribe(StartAt::Offset(2)).unwrap_err();
+    let past = topic.subscribe(StartAt::Offset(2)).await.unwrap_err();
+    assert!(
+        matches!(
+            past,
+            Error::OffsetOutOfRange {
+                offset: 2,
+                partition: 1,
+                high: 1
+            }
+        ),
+        "{past:?}"
+    );
+    assert_eq!(past.to_string(), in_memory.to_string());
+
+    // At the end is valid: the subscriber waits there.
+    let mut sub = topic.subscribe(StartAt::Offset(1)).await.unwrap();
+    let m = recv_sub(&mut sub).await;
+    assert_eq!((m.partition, m.offset), (0, 1));
+    let m = recv_sub(&mut sub).await;
+    assert_eq!((m.partition, m.offset), (0, 2));
+    // A refused seek moves nothing.
+    assert!(matches!(
+        sub.seek(3).await,
+        Err(Error::OffsetOutOfRange { partition: 1, .. })
+    ));
+    assert!(matches!(
+        sub.seek_partition(0, 4).await,
+        Err(Error::OffsetOutOfRange {
+            offset: 4,
+            partition: 0,
+            high: 3
+        })
+    ));
+    assert!(matches!(
+        sub.seek_partition(2, 0).await,
+        Err(Error::PartitionOutOfRange { .. })
+    ));
+    topic.publish_to(1, "b1").await.unwrap();
+    let m = recv_sub(&mut sub).await;
+    assert_eq!(
+        (m.partition, m.offset, m.payload.as_ref()),
+        (1, 1, &b"b1"[..])
+    );
+    sub.seek_partition(0, 3).await.unwrap();
+    sub.seek_to(StartAt::Offset(0)).await.unwrap();
+    let m = recv_sub(&mut sub).await;
+    assert_eq!(m.offset, 0);
+
+    // A new group past the end is refused and not created, on any partition.
+    let acked = || GroupConfig::acked(Duration::from_secs(30));
+    let refused = topic.group("g", StartAt::Offset(3), acked()).await;
+    assert!(
+        matches!(
+            refused,
+            Err(Error::OffsetOutOfRange {
+                offset: 3,
+                partition: 1,
+                high: 2
+            })
+        ),
+        "{refused:?}"
+    );
+    assert!(matches!(
+        topic.group_stats("g").await,
+        Err(Error::InvalidArgument(_))
+    ));
+    // Only the partitions a member reads count.
+    let mut on_0 = topic
+        .group("g0", StartAt::Offset(3), acked().partitions(vec![0]))
+        .await
+        .unwrap();
+    topic.publish_to(0, "a3").await.unwrap();
+    let d = recv_delivery(&mut on_0).await;
+    assert_eq!((d.partition(), d.offset()), (0, 3));
+    d.ack().await.unwrap();
+    // At the end is valid; once the group exists, a start past the end is ignored.
+    let mut g = topic.group("g", StartAt::Offset(2), acked()).await.unwrap();
+    for offset in [2, 3] {
+        let d = recv_delivery(&mut g).await;
+        assert_eq!((d.partition(), d.offset()), (0, offset));
+        d.ack().await.unwrap();
+    }
+    drop(g);
+    let mut again = topic
+        .group("g", StartAt::Offset(100), acked())
+        .await
+        .unwrap();
+    topic.publish_to(1, "b2").await.unwrap();
+    let d = recv_delivery(&mut again).await;
+    assert_eq!(
+        (d.partition(), d.offset()),
+        (1, 2),
+        "the group's own position, not the ignored start"
+    );
+    d.ack().await.unwrap();
+}
+
 pub async fn all(redis: &Redis, prefix: &str) {
     replay_and_routing(redis, &format!("{prefix}-replay")).await;
     batches_and_errors(redis, &format!("{prefix}-batches")).await;
@@ -418,4 +534,5 @@ pub async fn all(redis: &Redis, prefix: &str) {
     acks_and_redelivery(redis, &format!("{prefix}-acks")).await;
     dead_letters(redis, &format!("{prefix}-dlq")).await;
     retention(redis, &format!("{prefix}-retention")).await;
+    start_past_end(redis, &format!("{prefix}-start")).await;
 }
