@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use memq_core::{DeadLetterReason, StartAt};
+use memq_core::{Backoff, DeadLetterReason, StartAt};
 use redis::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use crate::conn::Conn;
 use crate::entry::{self, id_before, id_of, now_ms};
@@ -37,9 +37,13 @@ return 1
 ///
 /// ```
 /// use std::time::Duration;
+/// use memq_core::Backoff;
 /// use memq_redis::GroupConfig;
 ///
-/// let config = GroupConfig::acked(Duration::from_secs(30)).max_deliveries(5);
+/// let config = GroupConfig::acked(Duration::from_secs(30))
+///     .max_deliveries(5)
+///     .max_in_flight(16)
+///     .backoff(Backoff::exponential(Duration::from_secs(1), Duration::from_secs(20)));
 /// assert!(config.is_explicit());
 /// ```
 #[derive(Clone, Debug)]
@@ -47,6 +51,8 @@ pub struct GroupConfig {
     ack_wait: Duration,
     explicit: bool,
     max_deliveries: Option<u32>,
+    max_in_flight: usize,
+    backoff: Backoff,
     dead_letter: Option<RedisTopic>,
     partitions: Option<Vec<u32>>,
     consumer: Option<String>,
@@ -66,6 +72,8 @@ impl GroupConfig {
             ack_wait: Duration::from_secs(30),
             explicit: false,
             max_deliveries: None,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            backoff: Backoff::none(),
             dead_letter: None,
             partitions: None,
             consumer: None,
@@ -87,6 +95,34 @@ impl GroupConfig {
     /// it goes to the dead-letter topic instead (or is dropped and counted, without one).
     pub fn max_deliveries(mut self, n: u32) -> Self {
         self.max_deliveries = Some(n);
+        self
+    }
+
+    /// At most `n` deliveries of an explicit-ack group out and not settled per partition
+    /// this member reads (default 1024, as memq; 0 is refused when joining): flow
+    /// control, as memq's `AckConfig::max_in_flight`. While a partition has `n` out, its
+    /// reader fetches nothing from it (new messages stay in the stream, expired leases
+    /// are left for other members) until one is acked, nacked, rejected or dropped.
+    ///
+    /// memq counts this per partition of the group, over all its members; here it is per
+    /// member and partition (Redis keeps no count a member could reserve a slot of
+    /// atomically while it blocks): `k` members of a group may have up to `k * n` out on
+    /// one partition. Give each member `n / k` for a group-wide bound. A delivery whose
+    /// lease ran out still counts until it is settled or dropped.
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = n;
+        self
+    }
+
+    /// Delays before a redelivery, by delivery count, as memq's `AckConfig::backoff`:
+    /// applied by [`RedisDelivery::nack`] and to a delivery dropped unsettled (an
+    /// explicit [`RedisDelivery::nack_after`] gives its own delay). Each delay is cut to
+    /// `ack_wait`, as a nack delay is (see [`RedisDelivery::nack_after`]). Unlike memq, a
+    /// lease that runs out is taken back after `ack_wait` without the backoff delay
+    /// (Redis's `XAUTOCLAIM` has one idle time for all entries): include the delay in
+    /// `ack_wait`, or nack failed work rather than letting its lease run out.
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
         self
     }
 
@@ -179,8 +215,9 @@ impl std::fmt::Debug for RedisConsumer {
 }
 
 /// A message leased to one member of an explicit-ack group, to `ack`, `nack`, `touch` or
-/// `reject`. Dropped unsettled, it goes back to the group at once (when dropped inside a
-/// Tokio runtime; otherwise when its lease runs out).
+/// `reject`. Dropped unsettled, it goes back to the group after the group's backoff
+/// delay, at once without one (when dropped inside a Tokio runtime; otherwise when its
+/// lease runs out).
 pub struct RedisDelivery {
     message: RedisMessage,
     deliveries: u32,
@@ -188,6 +225,8 @@ pub struct RedisDelivery {
     settled: bool,
     /// When its reader fetched it (its lease in Redis started then).
     fetched: Instant,
+    /// Its slot under `max_in_flight`, given back when it is settled or dropped.
+    _slot: Option<OwnedSemaphorePermit>,
 }
 
 impl std::fmt::Debug for RedisDelivery {
@@ -198,6 +237,9 @@ impl std::fmt::Debug for RedisDelivery {
             .finish_non_exhaustive()
     }
 }
+
+/// memq's default `max_in_flight`.
+const DEFAULT_MAX_IN_FLIGHT: usize = 1024;
 
 static NEXT_CONSUMER: AtomicU64 = AtomicU64::new(0);
 
@@ -216,8 +258,8 @@ impl RedisTopic {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a bad name, a zero `ack_wait` or `max_deliveries`,
-    /// or no partitions; [`Error::PartitionOutOfRange`]; [`Error::OffsetOutOfRange`] for
+    /// [`Error::InvalidArgument`] for a bad name, a zero `ack_wait`, `max_deliveries` or
+    /// `max_in_flight`, or no partitions; [`Error::PartitionOutOfRange`]; [`Error::OffsetOutOfRange`] for
     /// a new group at `StartAt::Offset(n)` past the end of one of its partitions (as
     /// memq; nothing is created then); [`Error::Redis`].
     pub async fn group(
@@ -232,6 +274,9 @@ impl RedisTopic {
         }
         if config.max_deliveries == Some(0) {
             return Err(Error::InvalidArgument("max_deliveries must not be zero"));
+        }
+        if config.max_in_flight == 0 {
+            return Err(Error::InvalidArgument("max_in_flight must not be zero"));
         }
         let partitions = match &config.partitions {
             Some(ps) => ps.clone(),
@@ -491,13 +536,16 @@ impl RedisDelivery {
         self.lease_op("ack", 0).await
     }
 
-    /// Returns it to the group for redelivery at once.
+    /// Returns it to the group for redelivery after the group's
+    /// [`backoff`](GroupConfig::backoff) delay for its delivery count (at once without
+    /// one).
     ///
     /// # Errors
     ///
     /// As [`RedisDelivery::ack`].
     pub async fn nack(self) -> Result<(), Error> {
-        self.nack_after(Duration::ZERO).await
+        let delay = self.ctx.config.backoff.delay(self.deliveries);
+        self.nack_after(delay).await
     }
 
     /// Returns it to the group for redelivery after `delay`, done in Redis by setting its
@@ -580,9 +628,11 @@ impl Drop for RedisDelivery {
                 ctx: self.ctx.clone(),
                 settled: true,
                 fetched: self.fetched,
+                _slot: None,
             };
+            let delay = self.ctx.config.backoff.delay(self.deliveries);
             rt.spawn(async move {
-                let _ = d.release(Duration::ZERO).await;
+                let _ = d.release(delay).await;
             });
         }
     }
@@ -670,14 +720,21 @@ enum Step {
     Idle,
 }
 
-/// Takes back expired leases and due nacks of this partition (one `XAUTOCLAIM` page).
+/// Takes back expired leases and due nacks of this partition (one `XAUTOCLAIM` page of
+/// at most `count` entries).
 async fn claim(
     ctx: &Ctx,
     conn: &mut Conn,
     key: &str,
     p: u32,
     cursor: &mut String,
+    count: usize,
 ) -> Result<Step, Error> {
+    if count == 0 {
+        // No slot free under `max_in_flight`: left for other members, or for later.
+        *cursor = "0-0".to_string();
+        return Ok(Step::Idle);
+    }
     let v: Value = conn
         .query(
             redis::cmd("XAUTOCLAIM")
@@ -687,7 +744,7 @@ async fn claim(
                 .arg(ctx.config.ack_wait.as_millis() as u64)
                 .arg(&*cursor)
                 .arg("COUNT")
-                .arg(16),
+                .arg(count),
         )
         .await?;
     let (next, entries, deleted) = entry::parse_autoclaim(p, &v)?;
@@ -734,9 +791,24 @@ async fn claim(
     })
 }
 
+/// Deliveries `XAUTOCLAIM` takes back at a time, at most.
+const CLAIM_COUNT: usize = 16;
+
 /// The reader of one partition for one member: takes back expired leases every
-/// `claim_every`, otherwise waits in `XREADGROUP BLOCK` for new messages.
+/// `claim_every`, otherwise waits in `XREADGROUP BLOCK` for new messages; with explicit
+/// acks, only while a slot under `max_in_flight` is free (else it waits for one, or for
+/// the next claim round, without touching Redis).
 async fn read_group(ctx: Arc<Ctx>, p: u32, tx: mpsc::Sender<RedisDelivery>) {
+    let slots = ctx.config.explicit.then(|| {
+        Arc::new(Semaphore::new(
+            ctx.config.max_in_flight.min(Semaphore::MAX_PERMITS),
+        ))
+    });
+    let free = || {
+        slots
+            .as_ref()
+            .map_or(CLAIM_COUNT, |s| s.available_permits())
+    };
     let key = ctx.topic.stream_key_of(p).to_string();
     let Some(mut conn) =
         connect_with_backoff(ctx.topic.redis(), &tx, Some(&ctx.counters.retries)).await
@@ -751,11 +823,20 @@ async fn read_group(ctx: Arc<Ctx>, p: u32, tx: mpsc::Sender<RedisDelivery>) {
     let mut attempt = 0;
     loop {
         let step = if Instant::now() >= next_claim {
-            let s = claim(&ctx, &mut conn, &key, p, &mut cursor).await;
+            let count = free().min(CLAIM_COUNT);
+            let s = claim(&ctx, &mut conn, &key, p, &mut cursor, count).await;
             if !matches!(s, Ok(Step::Ready(_))) && cursor == "0-0" {
                 next_claim = Instant::now() + ctx.claim_every;
             }
             s
+        } else if let Some(slots) = slots.as_ref().filter(|s| s.available_permits() == 0) {
+            // Every slot is out: wait for one to come back, or for the next claim round.
+            let until = tokio::time::Instant::from_std(next_claim);
+            tokio::select! {
+                _ = slots.acquire() => {}
+                _ = tokio::time::sleep_until(until) => {}
+            }
+            continue;
         } else {
             let block = next_claim
                 .saturating_duration_since(Instant::now())
@@ -812,12 +893,17 @@ async fn read_group(ctx: Arc<Ctx>, p: u32, tx: mpsc::Sender<RedisDelivery>) {
             Ok(Step::Ready(ready)) => {
                 attempt = 0;
                 for (message, deliveries) in ready {
+                    // Free: only this task takes slots, the deliveries give them back.
+                    let slot = slots
+                        .as_ref()
+                        .and_then(|s| s.clone().try_acquire_owned().ok());
                     let d = RedisDelivery {
                         message,
                         deliveries,
                         ctx: ctx.clone(),
                         settled: false,
                         fetched: Instant::now(),
+                        _slot: slot,
                     };
                     ctx.counters.delivered.fetch_add(1, Ordering::Relaxed);
                     if let Err(mpsc::error::SendError(mut d)) = tx.send(d).await {

@@ -23,7 +23,9 @@
 //! a message is delivered at least once (a lease that runs out, a connection lost after
 //! a command was sent); there is no backpressure (`Overflow::Block`): retention trims
 //! what readers have not read, and subscribers are told with [`RecvError::Lagged`];
-//! a nack delay is at most `ack_wait`. See `docs/REDIS.md`.
+//! a nack delay is at most `ack_wait`, and a backoff delay applies to nacks and drops,
+//! not to an expired lease; [`GroupConfig::max_in_flight`] bounds each member, not the
+//! group as a whole. See `docs/REDIS.md`.
 //!
 //! ```no_run
 //! use std::time::Duration;

@@ -24,3 +24,4 @@ scenario!(acks_and_redelivery);
 scenario!(dead_letters);
 scenario!(retention);
 scenario!(start_past_end);
+scenario!(in_flight_and_backoff);

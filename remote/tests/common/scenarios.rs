@@ -527,6 +527,93 @@ pub async fn start_past_end(redis: &Redis, name: &str) {
     d.ack().await.unwrap();
 }
 
+/// `max_in_flight` holds a member's reader back while that many deliveries are out (as
+/// memq's flow control); the backoff schedule spaces redeliveries after a nack and after
+/// a drop, by delivery count.
+pub async fn in_flight_and_backoff(redis: &Redis, name: &str) {
+    let topic = RedisTopic::open(redis, name, RedisTopicConfig::new(1))
+        .await
+        .unwrap();
+    assert!(matches!(
+        topic
+            .group(
+                "zero",
+                StartAt::Earliest,
+                GroupConfig::acked(Duration::from_secs(30)).max_in_flight(0)
+            )
+            .await,
+        Err(Error::InvalidArgument(_))
+    ));
+    for i in 0..5 {
+        topic.publish(format!("m{i}")).await.unwrap();
+    }
+    let config = GroupConfig::acked(Duration::from_secs(30)).max_in_flight(2);
+    let mut member = topic
+        .group("flow", StartAt::Earliest, config)
+        .await
+        .unwrap();
+    let first = recv_delivery(&mut member).await;
+    let second = recv_delivery(&mut member).await;
+    // Two out: the reader fetches nothing more (the third stays in the stream), however
+    // long one waits; a short wait only makes this check weaker, never wrong.
+    assert!(member
+        .recv_delivery_timeout(Duration::from_millis(300))
+        .await
+        .unwrap()
+        .is_none());
+    let stats = topic.group_stats("flow").await.unwrap();
+    assert_eq!((stats.pending(), stats.lag()), (2, 3));
+    first.ack().await.unwrap();
+    let third = recv_delivery(&mut member).await;
+    assert_eq!(third.offset(), 2);
+    assert_eq!(topic.group_stats("flow").await.unwrap().pending(), 2);
+    // A dropped delivery gives its slot back too.
+    drop(second);
+    let next = recv_delivery(&mut member).await;
+    assert!(
+        next.offset() == 1 || next.offset() == 3,
+        "{}",
+        next.offset()
+    );
+
+    // Backoff: 300 ms after the first delivery, 600 ms after later ones.
+    let delays = [Duration::from_millis(300), Duration::from_millis(600)];
+    let config = GroupConfig::acked(Duration::from_secs(10))
+        .claim_interval(Duration::from_millis(20))
+        .backoff(memq_core::Backoff::schedule(delays.to_vec()));
+    let retry = RedisTopic::open(redis, &format!("{name}-retry"), RedisTopicConfig::new(1))
+        .await
+        .unwrap();
+    let mut member = retry
+        .group("retry", StartAt::Earliest, config)
+        .await
+        .unwrap();
+    retry.publish("flaky").await.unwrap();
+    let d = recv_delivery(&mut member).await;
+    assert_eq!(d.deliveries(), 1);
+    let nacked = std::time::Instant::now();
+    d.nack().await.unwrap();
+    let d = recv_delivery(&mut member).await;
+    // Redis counts idle time in whole milliseconds: a few of slack, never more.
+    let slack = Duration::from_millis(20);
+    assert_eq!(d.deliveries(), 2);
+    assert!(
+        nacked.elapsed() + slack >= delays[0],
+        "{:?}",
+        nacked.elapsed()
+    );
+    let dropped = std::time::Instant::now();
+    drop(d);
+    let d = recv_delivery(&mut member).await;
+    assert_eq!(d.deliveries(), 3);
+    assert!(
+        dropped.elapsed() + slack >= delays[1],
+        "{:?}",
+        dropped.elapsed()
+    );
+    d.ack().await.unwrap();
+}
+
 pub async fn all(redis: &Redis, prefix: &str) {
     replay_and_routing(redis, &format!("{prefix}-replay")).await;
     batches_and_errors(redis, &format!("{prefix}-batches")).await;
@@ -535,4 +622,5 @@ pub async fn all(redis: &Redis, prefix: &str) {
     dead_letters(redis, &format!("{prefix}-dlq")).await;
     retention(redis, &format!("{prefix}-retention")).await;
     start_past_end(redis, &format!("{prefix}-start")).await;
+    in_flight_and_backoff(redis, &format!("{prefix}-flow")).await;
 }
