@@ -31,8 +31,64 @@ use std::time::Duration;
 use bytes::Bytes;
 use memq_core::{AckConfig, StartAt, Topic};
 
-use crate::subscriber::{backoff, TaskGuard};
+use crate::rt::Task;
+use crate::subscriber::backoff;
 use crate::{Error, GroupConfig, RedisTopic};
+
+/// Why a bridge could not start.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BridgeError {
+    /// The local memq topic refused the group (for example a zero `ack_wait`).
+    Memory(memq_core::Error),
+    /// The durable topic refused the group (its state file, its configuration, I/O).
+    #[cfg(feature = "durable")]
+    Durable(memq_store::StoreError),
+    /// Redis refused the group, or there is no runtime to run the bridge on
+    /// ([`Error::NoRuntime`]).
+    Redis(Error),
+}
+
+impl std::fmt::Display for BridgeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BridgeError::Memory(e) => write!(f, "bridge: {e}"),
+            #[cfg(feature = "durable")]
+            BridgeError::Durable(e) => write!(f, "bridge: {e}"),
+            BridgeError::Redis(e) => write!(f, "bridge: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BridgeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BridgeError::Memory(e) => Some(e),
+            #[cfg(feature = "durable")]
+            BridgeError::Durable(e) => Some(e),
+            BridgeError::Redis(e) => Some(e),
+        }
+    }
+}
+
+impl From<memq_core::Error> for BridgeError {
+    fn from(e: memq_core::Error) -> Self {
+        BridgeError::Memory(e)
+    }
+}
+
+#[cfg(feature = "durable")]
+impl From<memq_store::StoreError> for BridgeError {
+    fn from(e: memq_store::StoreError) -> Self {
+        BridgeError::Durable(e)
+    }
+}
+
+impl From<Error> for BridgeError {
+    fn from(e: Error) -> Self {
+        BridgeError::Redis(e)
+    }
+}
 
 /// Counters of a bridge.
 #[derive(Debug, Default)]
@@ -64,7 +120,7 @@ impl BridgeCounters {
 #[derive(Debug)]
 pub struct Bridge {
     counters: Arc<BridgeCounters>,
-    task: Option<TaskGuard>,
+    task: Option<Task>,
 }
 
 impl Bridge {
@@ -77,31 +133,31 @@ impl Bridge {
     /// source group (at once for a local topic, after `ack_wait` or at the next start of
     /// the same bridge for Redis).
     pub async fn stop(mut self) {
-        if let Some(mut t) = self.task.take() {
-            t.0.abort();
-            let _ = (&mut t.0).await;
+        if let Some(t) = self.task.take() {
+            t.stop().await;
         }
     }
 
     /// Whether its task has ended (the local topic was closed).
     pub fn is_finished(&self) -> bool {
-        self.task.as_ref().is_none_or(|t| t.0.is_finished())
+        self.task.as_ref().is_none_or(Task::is_finished)
     }
 }
 
 /// Forwards every message of `local` to `remote`, through the local explicit-ack group
 /// `group` (created at `Earliest` if new; a bridge started again on the same topic goes
-/// on from the group's position). Runs on the current Tokio runtime.
+/// on from the group's position). Runs on the current Tokio runtime (or on smol, with the `smol` feature, outside Tokio).
 ///
 /// # Errors
 ///
-/// The errors of memq's `group_acked` (for example a zero `ack_wait`).
+/// [`BridgeError::Memory`] with the errors of memq's `group_acked` (for example a zero
+/// `ack_wait`); [`BridgeError::Redis`] with [`Error::NoRuntime`].
 pub fn forward_to_redis(
     local: &Topic<Bytes>,
     group: &str,
     remote: RedisTopic,
     ack_wait: Duration,
-) -> Result<Bridge, memq_core::Error> {
+) -> Result<Bridge, BridgeError> {
     let mut consumer = local.group_acked(
         group,
         StartAt::Earliest,
@@ -109,7 +165,7 @@ pub fn forward_to_redis(
     )?;
     let counters = Arc::new(BridgeCounters::default());
     let c = counters.clone();
-    let task = tokio::spawn(async move {
+    let task = crate::rt::spawn(async move {
         loop {
             let mut d = match consumer.recv().await {
                 Ok(d) => d,
@@ -140,10 +196,10 @@ pub fn forward_to_redis(
                 }
             }
         }
-    });
+    })?;
     Ok(Bridge {
         counters,
-        task: Some(TaskGuard(task)),
+        task: Some(task),
     })
 }
 
@@ -153,18 +209,19 @@ pub fn forward_to_redis(
 ///
 /// # Errors
 ///
-/// The errors of [`RedisTopic::group`].
+/// [`BridgeError::Redis`] with the errors of [`RedisTopic::group`] or
+/// [`Error::NoRuntime`].
 pub async fn forward_from_redis(
     remote: &RedisTopic,
     group: &str,
     local: Topic<Bytes>,
     ack_wait: Duration,
-) -> Result<Bridge, Error> {
+) -> Result<Bridge, BridgeError> {
     let config = GroupConfig::acked(ack_wait).consumer_name(format!("bridge-{group}"));
     let mut consumer = remote.group(group, StartAt::Earliest, config).await?;
     let counters = Arc::new(BridgeCounters::default());
     let c = counters.clone();
-    let task = tokio::spawn(async move {
+    let task = crate::rt::spawn(async move {
         let renew = (ack_wait / 3).max(Duration::from_millis(1));
         while let Ok(mut d) = consumer.recv_delivery().await {
             let p = d.partition() % local.partitions();
@@ -174,8 +231,9 @@ pub async fn forward_from_redis(
                 tokio::pin!(publish);
                 loop {
                     tokio::select! {
+                        biased;
                         r = &mut publish => break r,
-                        _ = tokio::time::sleep(renew) => { let _ = d.touch().await; }
+                        _ = crate::rt::sleep(renew) => { let _ = d.touch().await; }
                     }
                 }
             };
@@ -192,10 +250,10 @@ pub async fn forward_from_redis(
                 }
             }
         }
-    });
+    })?;
     Ok(Bridge {
         counters,
-        task: Some(TaskGuard(task)),
+        task: Some(task),
     })
 }
 
@@ -222,8 +280,9 @@ where
             tokio::pin!(publish);
             loop {
                 tokio::select! {
+                    biased;
                     r = &mut publish => break r,
-                    _ = tokio::time::sleep(renew) => { let _ = d.touch().await; }
+                    _ = crate::rt::sleep(renew) => { let _ = d.touch().await; }
                 }
             }
         };
@@ -254,15 +313,16 @@ where
 ///
 /// # Errors
 ///
-/// The errors of memq-store's `DurableTopic::group` (a damaged group state file, the
-/// group open in this process with another configuration, an I/O error).
+/// `BridgeError::Durable` with the errors of memq-store's `DurableTopic::group` (a
+/// damaged group state file, the group open in this process with another
+/// configuration, an I/O error); [`BridgeError::Redis`] with [`Error::NoRuntime`].
 #[cfg(feature = "durable")]
 pub fn forward_durable_to_redis(
     local: &memq_store::DurableTopic,
     group: &str,
     remote: RedisTopic,
     ack_wait: Duration,
-) -> Result<Bridge, memq_store::StoreError> {
+) -> Result<Bridge, BridgeError> {
     let mut consumer = local.group(
         group,
         StartAt::Earliest,
@@ -270,7 +330,7 @@ pub fn forward_durable_to_redis(
     )?;
     let counters = Arc::new(BridgeCounters::default());
     let c = counters.clone();
-    let task = tokio::spawn(async move {
+    let task = crate::rt::spawn(async move {
         loop {
             let mut d = match consumer.recv_delivery().await {
                 Ok(d) => d,
@@ -308,10 +368,10 @@ pub fn forward_durable_to_redis(
                 }
             }
         }
-    });
+    })?;
     Ok(Bridge {
         counters,
-        task: Some(TaskGuard(task)),
+        task: Some(task),
     })
 }
 
@@ -322,25 +382,26 @@ pub fn forward_durable_to_redis(
 /// what was in flight. Each message goes to the local partition of the same index
 /// (modulo the local partition count). A publish the disk refused is retried with
 /// backoff, the Redis lease renewed meanwhile; a closed topic stops the bridge and hands
-/// the message back to the Redis group. Runs on the current Tokio runtime.
+/// the message back to the Redis group. Runs on the current Tokio runtime (or on smol, with the `smol` feature, outside Tokio).
 ///
 /// # Errors
 ///
-/// The errors of [`RedisTopic::group`].
+/// [`BridgeError::Redis`] with the errors of [`RedisTopic::group`] or
+/// [`Error::NoRuntime`].
 #[cfg(feature = "durable")]
 pub async fn forward_redis_to_durable(
     remote: &RedisTopic,
     group: &str,
     local: memq_store::DurableTopic,
     ack_wait: Duration,
-) -> Result<Bridge, Error> {
+) -> Result<Bridge, BridgeError> {
     use memq_store::DurablePublishError;
 
     let config = GroupConfig::acked(ack_wait).consumer_name(format!("bridge-{group}"));
     let mut consumer = remote.group(group, StartAt::Earliest, config).await?;
     let counters = Arc::new(BridgeCounters::default());
     let c = counters.clone();
-    let task = tokio::spawn(async move {
+    let task = crate::rt::spawn(async move {
         while let Ok(mut d) = consumer.recv_delivery().await {
             let p = d.partition() % local.partitions();
             let value = d.value().clone();
@@ -372,9 +433,9 @@ pub async fn forward_redis_to_durable(
                 return;
             }
         }
-    });
+    })?;
     Ok(Bridge {
         counters,
-        task: Some(TaskGuard(task)),
+        task: Some(task),
     })
 }

@@ -46,6 +46,9 @@ pub enum Error {
     Protocol(String),
     /// The reader is closed (its tasks ended).
     Closed,
+    /// No runtime to run a reader's or a bridge's tasks on: memq-redis runs them on the
+    /// Tokio runtime it is called from, or, with the `smol` feature, on smol.
+    NoRuntime,
 }
 
 impl fmt::Display for Error {
@@ -78,6 +81,9 @@ impl fmt::Display for Error {
             Error::LeaseExpired => f.write_str("the lease ran out or the delivery was settled"),
             Error::Protocol(what) => write!(f, "unexpected reply from redis: {what}"),
             Error::Closed => f.write_str("closed"),
+            Error::NoRuntime => f.write_str(
+                "no runtime: call from a Tokio runtime, or enable memq-redis's smol feature",
+            ),
         }
     }
 }

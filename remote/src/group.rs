@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use crate::conn::Conn;
 use crate::entry::{self, id_before, id_of, now_ms};
-use crate::subscriber::{backoff, connect_with_backoff, TaskGuard, BLOCK};
+use crate::subscriber::{backoff, connect_with_backoff, BLOCK};
 use crate::topic::{check_name, check_start, RedisTopic};
 use crate::{Error, RecvError, RedisMessage};
 
@@ -202,7 +202,7 @@ struct Ctx {
 pub struct RedisConsumer {
     ctx: Arc<Ctx>,
     rx: mpsc::Receiver<RedisDelivery>,
-    _tasks: Vec<TaskGuard>,
+    _tasks: Vec<crate::rt::Task>,
 }
 
 impl std::fmt::Debug for RedisConsumer {
@@ -216,8 +216,8 @@ impl std::fmt::Debug for RedisConsumer {
 
 /// A message leased to one member of an explicit-ack group, to `ack`, `nack`, `touch` or
 /// `reject`. Dropped unsettled, it goes back to the group after the group's backoff
-/// delay, at once without one (when dropped inside a Tokio runtime; otherwise when its
-/// lease runs out).
+/// delay, at once without one (when dropped inside a Tokio runtime, or anywhere with the
+/// `smol` feature; otherwise when its lease runs out).
 pub struct RedisDelivery {
     message: RedisMessage,
     deliveries: u32,
@@ -322,8 +322,8 @@ impl RedisTopic {
         let (tx, rx) = mpsc::channel(1);
         let tasks = partitions
             .iter()
-            .map(|&p| TaskGuard(tokio::spawn(read_group(ctx.clone(), p, tx.clone()))))
-            .collect();
+            .map(|&p| crate::rt::spawn(read_group(ctx.clone(), p, tx.clone())))
+            .collect::<Result<_, _>>()?;
         Ok(RedisConsumer {
             ctx,
             rx,
@@ -429,9 +429,9 @@ impl RedisConsumer {
         &mut self,
         timeout: Duration,
     ) -> Result<Option<RedisDelivery>, RecvError> {
-        match tokio::time::timeout(timeout, self.recv_delivery()).await {
-            Ok(r) => r.map(Some),
-            Err(_) => Ok(None),
+        match crate::rt::timeout(timeout, self.recv_delivery()).await {
+            Some(r) => r.map(Some),
+            None => Ok(None),
         }
     }
 
@@ -469,9 +469,9 @@ impl RedisConsumer {
         &mut self,
         timeout: Duration,
     ) -> Result<Option<RedisMessage>, RecvError> {
-        match tokio::time::timeout(timeout, self.recv()).await {
-            Ok(r) => r.map(Some),
-            Err(_) => Ok(None),
+        match crate::rt::timeout(timeout, self.recv()).await {
+            Some(r) => r.map(Some),
+            None => Ok(None),
         }
     }
 }
@@ -621,20 +621,19 @@ impl Drop for RedisDelivery {
             return;
         }
         self.settled = true;
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            let d = RedisDelivery {
-                message: self.message.clone(),
-                deliveries: self.deliveries,
-                ctx: self.ctx.clone(),
-                settled: true,
-                fetched: self.fetched,
-                _slot: None,
-            };
-            let delay = self.ctx.config.backoff.delay(self.deliveries);
-            rt.spawn(async move {
-                let _ = d.release(delay).await;
-            });
-        }
+        let d = RedisDelivery {
+            message: self.message.clone(),
+            deliveries: self.deliveries,
+            ctx: self.ctx.clone(),
+            settled: true,
+            fetched: self.fetched,
+            _slot: None,
+        };
+        let delay = self.ctx.config.backoff.delay(self.deliveries);
+        // Without a runtime to release it on, it comes back when its lease runs out.
+        crate::rt::detach(async move {
+            let _ = d.release(delay).await;
+        });
     }
 }
 
@@ -831,10 +830,11 @@ async fn read_group(ctx: Arc<Ctx>, p: u32, tx: mpsc::Sender<RedisDelivery>) {
             s
         } else if let Some(slots) = slots.as_ref().filter(|s| s.available_permits() == 0) {
             // Every slot is out: wait for one to come back, or for the next claim round.
-            let until = tokio::time::Instant::from_std(next_claim);
+            let wait = next_claim.saturating_duration_since(Instant::now());
             tokio::select! {
+                biased;
                 _ = slots.acquire() => {}
-                _ = tokio::time::sleep_until(until) => {}
+                _ = crate::rt::sleep(wait) => {}
             }
             continue;
         } else {

@@ -5,6 +5,11 @@
 //! stats and lag), shared by every process and machine that reaches the same Redis
 //! server or Redis Cluster.
 //!
+//! Readers, timers and bridges run on the Tokio runtime they are started from; with the
+//! `smol` feature, outside Tokio, on smol (its global executor and async-io's timers).
+//! With the `durable` feature, [`any::AnyTopic`] and [`bridge`] take memq's durable
+//! topics (memq-store) too.
+//!
 //! | memq | Redis |
 //! |---|---|
 //! | partition `p` of topic `t` | the stream `memq:{t:p}` (its own hash tag: partitions spread over a cluster) |
@@ -57,6 +62,7 @@ mod conn;
 mod entry;
 mod error;
 mod group;
+mod rt;
 mod subscriber;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use redis::Value;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
 use crate::conn::{Conn, Redis};
 use crate::entry::{self, id_before};
@@ -27,20 +26,10 @@ pub(crate) enum Item<M> {
     Lagged(u32, u64),
 }
 
-/// Aborts its task when dropped.
-#[derive(Debug)]
-pub(crate) struct TaskGuard(pub(crate) JoinHandle<()>);
-
-impl Drop for TaskGuard {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// Sleeps before the `attempt`-th retry: 50 ms doubling up to 2 s.
 pub(crate) async fn backoff(attempt: u32) {
     let ms = 50u64.saturating_mul(1 << attempt.min(6)).min(2000);
-    tokio::time::sleep(Duration::from_millis(ms)).await;
+    crate::rt::sleep(Duration::from_millis(ms)).await;
 }
 
 /// Gets a dedicated connection, retrying with backoff until it is had (or the receiver
@@ -71,13 +60,14 @@ pub(crate) async fn connect_with_backoff<T>(
 /// A broadcast subscriber of a Redis topic: reads every partition from its own position
 /// (`XREAD`), as memq's `Subscriber`. Order holds within a partition.
 ///
-/// Reader tasks run on the Tokio runtime the subscriber was made on; they reconnect with
-/// backoff when the server goes away and go on from where they were.
+/// Reader tasks run on the Tokio runtime the subscriber was made on (or, with the `smol`
+/// feature, outside Tokio, on smol); they reconnect with backoff when the server goes
+/// away and go on from where they were.
 #[derive(Debug)]
 pub struct RedisSubscriber {
     topic: RedisTopic,
     rx: mpsc::Receiver<Item<RedisMessage>>,
-    tasks: Vec<TaskGuard>,
+    tasks: Vec<crate::rt::Task>,
     /// The next offset to hand over, per partition.
     next: Vec<u64>,
 }
@@ -102,7 +92,7 @@ impl RedisTopic {
             next,
         };
         drop(tx);
-        sub.start();
+        sub.start()?;
         Ok(sub)
     }
 
@@ -131,21 +121,21 @@ impl RedisTopic {
 }
 
 impl RedisSubscriber {
-    fn start(&mut self) {
+    fn start(&mut self) -> Result<(), Error> {
         let (tx, rx) = mpsc::channel(READ_COUNT * self.next.len().max(1));
         self.rx = rx;
         self.tasks = (0..self.next.len() as u32)
             .map(|p| {
-                let task = read_partition(
+                crate::rt::spawn(read_partition(
                     self.topic.redis().clone(),
                     self.topic.stream_key_of(p).to_string(),
                     p,
                     self.next[p as usize],
                     tx.clone(),
-                );
-                TaskGuard(tokio::spawn(task))
+                ))
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
+        Ok(())
     }
 
     /// Receives the next message of any partition.
@@ -181,9 +171,9 @@ impl RedisSubscriber {
         &mut self,
         timeout: Duration,
     ) -> Result<Option<RedisMessage>, RecvError> {
-        match tokio::time::timeout(timeout, self.recv()).await {
-            Ok(r) => r.map(Some),
-            Err(_) => Ok(None),
+        match crate::rt::timeout(timeout, self.recv()).await {
+            Some(r) => r.map(Some),
+            None => Ok(None),
         }
     }
 
@@ -206,8 +196,7 @@ impl RedisSubscriber {
     pub async fn seek_to(&mut self, start: StartAt) -> Result<(), Error> {
         let all: Vec<u32> = (0..self.next.len() as u32).collect();
         self.next = self.topic.start_positions(&all, start).await?;
-        self.restart();
-        Ok(())
+        self.restart()
     }
 
     /// Moves one partition's position to `offset`.
@@ -232,13 +221,12 @@ impl RedisSubscriber {
         if let (Some(n), Some(&o)) = (self.next.get_mut(partition as usize), pos.first()) {
             *n = o;
         }
-        self.restart();
-        Ok(())
+        self.restart()
     }
 
-    fn restart(&mut self) {
+    fn restart(&mut self) -> Result<(), Error> {
         self.tasks.clear();
-        self.start();
+        self.start()
     }
 
     /// The next offset this subscriber hands over from `partition`.

@@ -11,7 +11,7 @@ use memq_redis::{BatchMode, Error, GroupConfig, RecvError, Redis, RedisTopic, Re
 use super::PATIENCE;
 
 async fn recv_sub(sub: &mut memq_redis::RedisSubscriber) -> memq_redis::RedisMessage {
-    match tokio::time::timeout(PATIENCE, sub.recv()).await {
+    match super::rt::timeout(PATIENCE, sub.recv()).await {
         Ok(Ok(m)) => m,
         Ok(Err(e)) => panic!("recv: {e}"),
         Err(_) => panic!("nothing received within {PATIENCE:?}"),
@@ -19,7 +19,7 @@ async fn recv_sub(sub: &mut memq_redis::RedisSubscriber) -> memq_redis::RedisMes
 }
 
 async fn recv_delivery(c: &mut memq_redis::RedisConsumer) -> memq_redis::RedisDelivery {
-    match tokio::time::timeout(PATIENCE, c.recv_delivery()).await {
+    match super::rt::timeout(PATIENCE, c.recv_delivery()).await {
         Ok(Ok(d)) => d,
         Ok(Err(e)) => panic!("recv_delivery: {e}"),
         Err(_) => panic!("no delivery within {PATIENCE:?}"),
@@ -38,7 +38,7 @@ where
             t0.elapsed() < PATIENCE,
             "condition not met within {PATIENCE:?}"
         );
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        super::rt::sleep(Duration::from_millis(10)).await;
     }
 }
 
@@ -175,7 +175,7 @@ pub async fn group_exactly_once(redis: &Redis, name: &str) {
     }
     let publisher = {
         let topic = topic.clone();
-        tokio::spawn(async move {
+        super::rt::spawn(async move {
             for i in 0..n {
                 topic.publish(format!("{i}")).await.unwrap();
             }
@@ -185,7 +185,7 @@ pub async fn group_exactly_once(redis: &Redis, name: &str) {
     let mut handles = Vec::new();
     for (id, mut m) in members.into_iter().enumerate() {
         let tx = tx.clone();
-        handles.push(tokio::spawn(async move {
+        handles.push(super::rt::spawn(async move {
             while let Ok(Some(msg)) = m.recv_timeout(PATIENCE).await {
                 if tx.send((id, msg.payload)).is_err() {
                     break;
@@ -197,17 +197,15 @@ pub async fn group_exactly_once(redis: &Redis, name: &str) {
     let mut seen = HashSet::new();
     let mut per_member = [0usize; 3];
     for _ in 0..n {
-        let (id, payload) = tokio::time::timeout(PATIENCE, rx.recv())
+        let (id, payload) = super::rt::timeout(PATIENCE, rx.recv())
             .await
             .unwrap()
             .unwrap();
         assert!(seen.insert(payload), "delivered twice");
         per_member[id] += 1;
     }
-    publisher.await.unwrap();
-    for h in &handles {
-        h.abort();
-    }
+    publisher.join().await;
+    drop(handles);
     assert_eq!(seen.len(), n as usize);
     let stats = topic.group_stats("workers").await.unwrap();
     assert_eq!(stats.lag(), 0);
@@ -268,7 +266,7 @@ pub async fn acks_and_redelivery(redis: &Redis, name: &str) {
         let d = tokio::select! {
             d = a.recv_delivery() => d.unwrap(),
             d = b.recv_delivery() => d.unwrap(),
-            _ = tokio::time::sleep(PATIENCE) => panic!("not everything came back: settled {settled:?}"),
+            _ = super::rt::sleep(PATIENCE) => panic!("not everything came back: settled {settled:?}"),
         };
         assert_ne!(d.offset(), 0, "an acked message came back");
         match d.offset() {
@@ -338,7 +336,7 @@ pub async fn dead_letters(redis: &Redis, name: &str) {
                 }
             }
             m = dlq_sub.recv() => letters.push(m.unwrap()),
-            _ = tokio::time::sleep(PATIENCE) => panic!("no dead letter"),
+            _ = super::rt::sleep(PATIENCE) => panic!("no dead letter"),
         }
     }
     assert_eq!(
@@ -381,7 +379,7 @@ pub async fn retention(redis: &Redis, name: &str) {
     let stats = topic.stats().await.unwrap().partitions[0];
     assert_eq!(stats.high, 1000);
     assert!(stats.depth >= 10 && stats.depth < 1000, "{stats:?}");
-    let first = match tokio::time::timeout(PATIENCE, sub.recv()).await.unwrap() {
+    let first = match super::rt::timeout(PATIENCE, sub.recv()).await.unwrap() {
         Err(RecvError::Lagged(n)) => {
             assert_eq!(n, stats.low);
             recv_sub(&mut sub).await
@@ -400,7 +398,7 @@ pub async fn retention(redis: &Redis, name: &str) {
     aged.publish_batch_to(0, vec![Bytes::from("old"); 5])
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(120)).await;
+    super::rt::sleep(Duration::from_millis(120)).await;
     aged.publish_to(0, "young").await.unwrap();
     let trimmed = aged.trim_by_age().await.unwrap();
     assert_eq!(trimmed, 5);
