@@ -55,6 +55,7 @@ pub struct GroupConfig {
     backoff: Backoff,
     dead_letter: Option<RedisTopic>,
     partitions: Option<Vec<u32>>,
+    rebalance: Option<Duration>,
     consumer: Option<String>,
     claim_interval: Option<Duration>,
 }
@@ -76,6 +77,7 @@ impl GroupConfig {
             backoff: Backoff::none(),
             dead_letter: None,
             partitions: None,
+            rebalance: None,
             consumer: None,
             claim_interval: None,
         }
@@ -142,6 +144,27 @@ impl GroupConfig {
         self
     }
 
+    /// Per-partition ownership, assigned and rebalanced automatically, as memq assigns a
+    /// partitioned topic's partitions to a group's members: each partition is read by
+    /// one member at a time, so per-key order holds across members; when members join or
+    /// leave, the partitions are dealt out again (partition `p` to the `p mod k`-th of
+    /// the `k` live members in name order).
+    ///
+    /// Members are tracked in Redis: each heartbeats its entry in the group's member
+    /// hash, and holds each partition it owns with an owner key, both renewed every
+    /// `session / 4` and lasting `session`. A member that leaves (dropped) gives its
+    /// partitions up at once; one that crashes or loses Redis gives them up when its
+    /// `session` runs out (one that merely lost Redis, or whose heartbeats keep taking
+    /// longer than `session / 4`, stops reading them itself before that). A partition
+    /// changes hands only after its old owner stopped its reader: what that owner had
+    /// fetched and not settled comes back to the new owner after `ack_wait`, out of
+    /// order, as any redelivery. Excludes [`GroupConfig::partitions`]; `session` must not
+    /// be zero.
+    pub fn rebalance(mut self, session: Duration) -> Self {
+        self.rebalance = Some(session);
+        self
+    }
+
     /// The consumer name in Redis (by default one unique to this member). A member that
     /// comes back under the same name, as the bridge does, reads its own pending
     /// messages first.
@@ -187,14 +210,21 @@ struct Counters {
     retries: AtomicU64,
 }
 
-struct Ctx {
-    topic: RedisTopic,
-    group: String,
-    consumer: String,
+pub(crate) struct Ctx {
+    pub(crate) topic: RedisTopic,
+    pub(crate) group: String,
+    pub(crate) consumer: String,
     config: GroupConfig,
     claim_every: Duration,
     counters: Counters,
     script: redis::Script,
+}
+
+impl Ctx {
+    /// Counts a failed Redis operation that is retried.
+    pub(crate) fn count_retry(&self) {
+        self.counters.retries.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// A member of a consumer group on a Redis topic: each message goes to exactly one
@@ -202,7 +232,19 @@ struct Ctx {
 pub struct RedisConsumer {
     ctx: Arc<Ctx>,
     rx: mpsc::Receiver<RedisDelivery>,
-    _tasks: Vec<crate::rt::Task>,
+    tasks: Vec<crate::rt::Task>,
+    /// The partitions it reads now.
+    assignment: Arc<std::sync::Mutex<Vec<u32>>>,
+}
+
+impl Drop for RedisConsumer {
+    fn drop(&mut self) {
+        // A rebalancing member's coordinator sees the member gone (its channel closed),
+        // stops the readers, then gives its partitions up: left to run to that end.
+        if self.ctx.config.rebalance.is_some() {
+            self.tasks.drain(..).for_each(crate::rt::Task::detach);
+        }
+    }
 }
 
 impl std::fmt::Debug for RedisConsumer {
@@ -278,6 +320,18 @@ impl RedisTopic {
         if config.max_in_flight == 0 {
             return Err(Error::InvalidArgument("max_in_flight must not be zero"));
         }
+        if let Some(session) = config.rebalance {
+            if session.is_zero() {
+                return Err(Error::InvalidArgument(
+                    "a rebalance session must not be zero",
+                ));
+            }
+            if config.partitions.is_some() {
+                return Err(Error::InvalidArgument(
+                    "partitions given by hand and rebalancing exclude each other",
+                ));
+            }
+        }
         let partitions = match &config.partitions {
             Some(ps) => ps.clone(),
             None => (0..self.partitions()).collect(),
@@ -320,14 +374,26 @@ impl RedisTopic {
         // One message of read-ahead per partition: the lease of a message starts when its
         // reader fetched it.
         let (tx, rx) = mpsc::channel(1);
-        let tasks = partitions
-            .iter()
-            .map(|&p| crate::rt::spawn(read_group(ctx.clone(), p, tx.clone())))
-            .collect::<Result<_, _>>()?;
+        let (tasks, assignment) = match ctx.config.rebalance {
+            Some(session) => {
+                let assignment = Arc::new(std::sync::Mutex::new(Vec::new()));
+                let coordinator =
+                    crate::rebalance::coordinate(ctx.clone(), tx, assignment.clone(), session);
+                (vec![crate::rt::spawn(coordinator)?], assignment)
+            }
+            None => {
+                let tasks = partitions
+                    .iter()
+                    .map(|&p| crate::rt::spawn(read_group(ctx.clone(), p, tx.clone())))
+                    .collect::<Result<_, _>>()?;
+                (tasks, Arc::new(std::sync::Mutex::new(partitions)))
+            }
+        };
         Ok(RedisConsumer {
             ctx,
             rx,
-            _tasks: tasks,
+            tasks,
+            assignment,
         })
     }
 }
@@ -359,6 +425,17 @@ impl RedisConsumer {
     /// This member's consumer name in Redis.
     pub fn consumer_name(&self) -> &str {
         &self.ctx.consumer
+    }
+
+    /// The partitions this member reads now: those given with
+    /// [`GroupConfig::partitions`] (every partition by default), or, with
+    /// [`GroupConfig::rebalance`], those it owns now (they move when members join or
+    /// leave; none until its first heartbeat).
+    pub fn assignment(&self) -> Vec<u32> {
+        self.assignment
+            .lock()
+            .map(|a| a.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
     }
 
     /// This member's counters.
@@ -797,7 +874,7 @@ const CLAIM_COUNT: usize = 16;
 /// `claim_every`, otherwise waits in `XREADGROUP BLOCK` for new messages; with explicit
 /// acks, only while a slot under `max_in_flight` is free (else it waits for one, or for
 /// the next claim round, without touching Redis).
-async fn read_group(ctx: Arc<Ctx>, p: u32, tx: mpsc::Sender<RedisDelivery>) {
+pub(crate) async fn read_group(ctx: Arc<Ctx>, p: u32, tx: mpsc::Sender<RedisDelivery>) {
     let slots = ctx.config.explicit.then(|| {
         Arc::new(Semaphore::new(
             ctx.config.max_in_flight.min(Semaphore::MAX_PERMITS),

@@ -23,8 +23,9 @@
 //! | retention by count / age | `XADD ... MAXLEN ~ n` / `XTRIM MINID` ([`RedisTopic::trim_by_age`]) |
 //!
 //! **What differs from memq in memory, said here rather than hidden:** members of a
-//! group compete for every partition, so per-key order does not hold across members
-//! (give each member its own partitions with [`GroupConfig::partitions`] to keep it);
+//! group compete for every partition by default, so per-key order does not hold across
+//! members (have partitions owned, dealt out and rebalanced automatically with
+//! [`GroupConfig::rebalance`], or by hand with [`GroupConfig::partitions`], to keep it);
 //! a message is delivered at least once (a lease that runs out, a connection lost after
 //! a command was sent); there is no backpressure (`Overflow::Block`): retention trims
 //! what readers have not read, and subscribers are told with [`RecvError::Lagged`];
@@ -62,6 +63,7 @@ mod conn;
 mod entry;
 mod error;
 mod group;
+mod rebalance;
 mod rt;
 mod subscriber;
 #[cfg(feature = "testing")]

@@ -11,7 +11,7 @@ use crate::Error;
 /// A task of memq-redis's: cancelled when dropped.
 #[derive(Debug)]
 pub(crate) enum Task {
-    Tokio(tokio::task::JoinHandle<()>),
+    Tokio(Option<tokio::task::JoinHandle<()>>),
     #[cfg(feature = "smol")]
     Smol(Option<smol::Task<()>>),
 }
@@ -21,8 +21,10 @@ impl Task {
     pub(crate) async fn stop(mut self) {
         match &mut self {
             Task::Tokio(h) => {
-                h.abort();
-                let _ = h.await;
+                if let Some(h) = h.take() {
+                    h.abort();
+                    let _ = h.await;
+                }
             }
             #[cfg(feature = "smol")]
             Task::Smol(t) => {
@@ -33,10 +35,23 @@ impl Task {
         }
     }
 
+    /// Lets it run to its end on its own.
+    pub(crate) fn detach(mut self) {
+        match &mut self {
+            Task::Tokio(h) => drop(h.take()),
+            #[cfg(feature = "smol")]
+            Task::Smol(t) => {
+                if let Some(t) = t.take() {
+                    t.detach();
+                }
+            }
+        }
+    }
+
     /// Whether it has ended.
     pub(crate) fn is_finished(&self) -> bool {
         match self {
-            Task::Tokio(h) => h.is_finished(),
+            Task::Tokio(h) => h.as_ref().is_none_or(|h| h.is_finished()),
             #[cfg(feature = "smol")]
             Task::Smol(t) => t.as_ref().is_none_or(smol::Task::is_finished),
         }
@@ -46,7 +61,11 @@ impl Task {
 impl Drop for Task {
     fn drop(&mut self) {
         match self {
-            Task::Tokio(h) => h.abort(),
+            Task::Tokio(h) => {
+                if let Some(h) = h.take() {
+                    h.abort();
+                }
+            }
             // Dropping a smol task cancels it.
             #[cfg(feature = "smol")]
             Task::Smol(t) => drop(t.take()),
@@ -70,7 +89,7 @@ where
     F: Future<Output = ()> + Send + 'static,
 {
     if let Ok(h) = tokio::runtime::Handle::try_current() {
-        return Ok(Task::Tokio(h.spawn(f)));
+        return Ok(Task::Tokio(Some(h.spawn(f))));
     }
     #[cfg(feature = "smol")]
     {

@@ -25,3 +25,4 @@ scenario!(dead_letters);
 scenario!(retention);
 scenario!(start_past_end);
 scenario!(in_flight_and_backoff);
+scenario!(rebalance);

@@ -612,6 +612,137 @@ pub async fn in_flight_and_backoff(redis: &Redis, name: &str) {
     d.ack().await.unwrap();
 }
 
+/// Waits until `cond` holds, as [`eventually`].
+async fn until(cond: impl Fn() -> bool) {
+    eventually(|| {
+        let ok = cond();
+        async move { ok }
+    })
+    .await;
+}
+
+/// `GroupConfig::rebalance`: the partitions are dealt out over the members, each read by
+/// one member (per-key order holds across members), and dealt out again when a member
+/// joins or leaves.
+pub async fn rebalance(redis: &Redis, name: &str) {
+    let topic = RedisTopic::open(redis, name, RedisTopicConfig::new(4))
+        .await
+        .unwrap();
+    // Heartbeats every second; one that takes longer than that only delays a hand-over.
+    let config = GroupConfig::acked(Duration::from_secs(30)).rebalance(Duration::from_secs(4));
+    for bad in [
+        config.clone().rebalance(Duration::ZERO),
+        config.clone().partitions(vec![0]),
+    ] {
+        assert!(matches!(
+            topic.group("owners", StartAt::Earliest, bad).await,
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+    let mut a = topic
+        .group("owners", StartAt::Earliest, config.clone())
+        .await
+        .unwrap();
+    until(|| a.assignment() == vec![0, 1, 2, 3]).await;
+    let mut b = topic
+        .group("owners", StartAt::Earliest, config.clone())
+        .await
+        .unwrap();
+    // Dealt out: two each, none read by both.
+    until(|| {
+        let (x, y) = (a.assignment(), b.assignment());
+        let mut both: Vec<u32> = x.iter().chain(&y).copied().collect();
+        both.sort();
+        x.len() == 2 && y.len() == 2 && both == vec![0, 1, 2, 3]
+    })
+    .await;
+    let (owned_by_a, owned_by_b) = (a.assignment(), b.assignment());
+
+    // Per-key order across the two members: each key's messages all go to the owner of
+    // its partition, in order.
+    for i in 0..5 {
+        for k in 0..12 {
+            topic
+                .publish_keyed(format!("k{k}"), format!("{i}"))
+                .await
+                .unwrap();
+        }
+    }
+    let mut per_key: BTreeMap<String, (char, Vec<u64>)> = BTreeMap::new();
+    for _ in 0..60 {
+        let (who, d) = tokio::select! {
+            d = a.recv_delivery() => ('a', d.unwrap()),
+            d = b.recv_delivery() => ('b', d.unwrap()),
+            _ = super::rt::sleep(PATIENCE) => panic!("not every message within {PATIENCE:?}"),
+        };
+        let key = String::from_utf8(d.message().key.clone().unwrap().to_vec()).unwrap();
+        let i: u64 = std::str::from_utf8(d.value()).unwrap().parse().unwrap();
+        let owner = if owned_by_a.contains(&d.partition()) {
+            'a'
+        } else {
+            assert!(owned_by_b.contains(&d.partition()));
+            'b'
+        };
+        assert_eq!(who, owner, "partition {} read by its owner", d.partition());
+        let e = per_key.entry(key).or_insert((who, Vec::new()));
+        assert_eq!(e.0, who, "one member per key");
+        e.1.push(i);
+        d.ack().await.unwrap();
+    }
+    assert_eq!(per_key.len(), 12);
+    for (key, (_, seq)) in &per_key {
+        assert_eq!(seq, &vec![0, 1, 2, 3, 4], "key {key} in order");
+    }
+
+    // b leaves: a owns everything again, and reads what comes next on every partition.
+    drop(b);
+    until(|| a.assignment() == vec![0, 1, 2, 3]).await;
+    for p in 0..4 {
+        topic.publish_to(p, "after").await.unwrap();
+    }
+    let mut after = HashSet::new();
+    for _ in 0..4 {
+        let d = recv_delivery(&mut a).await;
+        assert_eq!(d.value().as_ref(), b"after");
+        after.insert(d.partition());
+        d.ack().await.unwrap();
+    }
+    assert_eq!(after.len(), 4);
+
+    // A member that crashes (its runtime gone: no heartbeat, no leave) is dealt its
+    // partitions, never takes them, and loses its place when its session runs out: then
+    // a owns everything again.
+    let (t, c) = (topic.clone(), config.clone());
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let member = rt.block_on(async {
+            let member = t.group("owners", StartAt::Earliest, c).await.unwrap();
+            let t0 = std::time::Instant::now();
+            while member.assignment().len() != 2 {
+                assert!(t0.elapsed() < PATIENCE, "the new member got nothing");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            member
+        });
+        drop(rt);
+        drop(member);
+    })
+    .join()
+    .unwrap();
+    until(|| a.assignment() == vec![0, 1, 2, 3]).await;
+    for p in 0..4 {
+        topic.publish_to(p, "after a crash").await.unwrap();
+    }
+    for _ in 0..4 {
+        let d = recv_delivery(&mut a).await;
+        assert_eq!(d.value().as_ref(), b"after a crash");
+        d.ack().await.unwrap();
+    }
+}
+
 pub async fn all(redis: &Redis, prefix: &str) {
     replay_and_routing(redis, &format!("{prefix}-replay")).await;
     batches_and_errors(redis, &format!("{prefix}-batches")).await;
@@ -621,4 +752,5 @@ pub async fn all(redis: &Redis, prefix: &str) {
     retention(redis, &format!("{prefix}-retention")).await;
     start_past_end(redis, &format!("{prefix}-start")).await;
     in_flight_and_backoff(redis, &format!("{prefix}-flow")).await;
+    rebalance(redis, &format!("{prefix}-owners")).await;
 }
