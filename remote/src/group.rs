@@ -156,10 +156,11 @@ impl GroupConfig {
     /// partitions up at once; one that crashes or loses Redis gives them up when its
     /// `session` runs out (one that merely lost Redis, or whose heartbeats keep taking
     /// longer than `session / 4`, stops reading them itself before that). A partition
-    /// changes hands only after its old owner stopped its reader: what that owner had
-    /// fetched and not settled comes back to the new owner after `ack_wait`, out of
-    /// order, as any redelivery. Excludes [`GroupConfig::partitions`]; `session` must not
-    /// be zero.
+    /// changes hands only after its old owner stopped its reader, but what that reader
+    /// had fetched stays the old owner's: the one message it fetched ahead is still
+    /// handed to it, and what it does not settle comes back after `ack_wait`; per-key
+    /// order can break there, at the hand-over, as with any redelivery. Excludes
+    /// [`GroupConfig::partitions`]; `session` must not be zero.
     pub fn rebalance(mut self, session: Duration) -> Self {
         self.rebalance = Some(session);
         self
