@@ -18,7 +18,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use memq_core::{AckConfig, DeadLetter, StartAt, Topic};
+use memq_core::{AckConfig, Backoff, DeadLetter, StartAt, Topic};
 #[cfg(feature = "durable")]
 use memq_store::{DurablePublishError, DurableRecvError, DurableTopic, StoreError};
 
@@ -98,6 +98,8 @@ pub enum AnyError {
     },
     /// A dead-letter topic of the other kind than the topic.
     KindMismatch,
+    /// A setting this kind of topic does not have (said, rather than ignored).
+    Unsupported(&'static str),
     /// An error of the in-memory topic.
     Memory(memq_core::Error),
     /// An error of the durable topic (its disk, its group state).
@@ -123,6 +125,7 @@ impl std::fmt::Display for AnyError {
                 f,
                 "offset {offset} is past the end of partition {partition} (next offset is {high})"
             ),
+            AnyError::Unsupported(what) => write!(f, "not supported by this kind of topic: {what}"),
             AnyError::KindMismatch => {
                 f.write_str("the dead-letter topic is not of the same kind as the topic")
             }
@@ -272,6 +275,8 @@ pub struct AnyGroupConfig {
     ack_wait: Duration,
     max_deliveries: Option<u32>,
     dead_letter: Option<AnyDeadLetters>,
+    max_in_flight: Option<usize>,
+    backoff: Option<Backoff>,
 }
 
 impl AnyGroupConfig {
@@ -281,6 +286,8 @@ impl AnyGroupConfig {
             ack_wait,
             max_deliveries: None,
             dead_letter: None,
+            max_in_flight: None,
+            backoff: None,
         }
     }
 
@@ -293,6 +300,24 @@ impl AnyGroupConfig {
     /// Where dead letters go.
     pub fn dead_letter(mut self, to: AnyDeadLetters) -> Self {
         self.dead_letter = Some(to);
+        self
+    }
+
+    /// At most `n` deliveries out and not settled per partition: memq's
+    /// `AckConfig::max_in_flight` (per partition of the group), memq-redis's
+    /// [`GroupConfig::max_in_flight`] (per member and partition). A durable group has no
+    /// such bound: joining one with this set is [`AnyError::Unsupported`].
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = Some(n);
+        self
+    }
+
+    /// Delays before redeliveries, by delivery count: memq's `AckConfig::backoff`,
+    /// memq-redis's [`GroupConfig::backoff`] (on nacks and drops, each delay cut to
+    /// `ack_wait`). A durable group redelivers at once: joining one with this set is
+    /// [`AnyError::Unsupported`] (use `nack_after` there).
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = Some(backoff);
         self
     }
 }
@@ -466,8 +491,9 @@ impl AnyTopic {
     ///
     /// # Errors
     ///
-    /// [`AnyError::KindMismatch`] for a dead-letter topic of another kind; the errors of
-    /// memq's `group_acked`, of memq-store's `DurableTopic::group` and of
+    /// [`AnyError::KindMismatch`] for a dead-letter topic of another kind;
+    /// [`AnyError::Unsupported`] for `max_in_flight` or a backoff on a durable topic; the
+    /// errors of memq's `group_acked`, of memq-store's `DurableTopic::group` and of
     /// [`RedisTopic::group`].
     pub async fn group_acked(
         &self,
@@ -481,6 +507,12 @@ impl AnyTopic {
                 if let Some(n) = config.max_deliveries {
                     ack = ack.max_deliveries(n);
                 }
+                if let Some(n) = config.max_in_flight {
+                    ack = ack.max_in_flight(n);
+                }
+                if let Some(b) = config.backoff {
+                    ack = ack.backoff(b);
+                }
                 match config.dead_letter {
                     Some(AnyDeadLetters::Memory(dlq)) => ack = ack.dead_letter(dlq),
                     Some(_) => return Err(AnyError::KindMismatch),
@@ -490,6 +522,14 @@ impl AnyTopic {
             }
             #[cfg(feature = "durable")]
             AnyTopic::Durable(t) => {
+                if config.max_in_flight.is_some() {
+                    return Err(AnyError::Unsupported("max_in_flight on a durable group"));
+                }
+                if config.backoff.is_some() {
+                    return Err(AnyError::Unsupported(
+                        "a backoff schedule on a durable group",
+                    ));
+                }
                 let mut group = memq_store::GroupConfig::acked(config.ack_wait);
                 if let Some(n) = config.max_deliveries {
                     group = group.max_deliveries(n);
@@ -504,6 +544,12 @@ impl AnyTopic {
                 let mut group = GroupConfig::acked(config.ack_wait);
                 if let Some(n) = config.max_deliveries {
                     group = group.max_deliveries(n);
+                }
+                if let Some(n) = config.max_in_flight {
+                    group = group.max_in_flight(n);
+                }
+                if let Some(b) = config.backoff {
+                    group = group.backoff(b);
                 }
                 match config.dead_letter {
                     Some(AnyDeadLetters::Redis(dlq)) => group = group.dead_letter(dlq),

@@ -156,4 +156,52 @@ async fn the_same_code_on_memory_disk_and_redis() {
     assert_eq!(in_memory, vec![(1, 1), (1, 1), (1, 2), (2, 1)]);
     assert_eq!(group_scenario(&durable, dlq("durable")).await, in_memory);
     assert_eq!(group_scenario(&on_redis, dlq("redis")).await, in_memory);
+
+    // max_in_flight: one out at a time per partition, in memory and on Redis; a durable
+    // group has no such bound, and says so.
+    let one = AnyGroupConfig::new(Duration::from_secs(30)).max_in_flight(1);
+    for topic in [&memory, &on_redis] {
+        let mut member = topic
+            .group_acked("one", StartAt::Earliest, one.clone())
+            .await
+            .unwrap();
+        let mut out = Vec::new();
+        for _ in 0..2 {
+            out.push(
+                tokio::time::timeout(common::PATIENCE, member.recv())
+                    .await
+                    .unwrap()
+                    .unwrap(),
+            );
+        }
+        let mut partitions: Vec<u32> = out.iter().map(|d| d.partition()).collect();
+        partitions.sort();
+        assert_eq!(partitions, vec![0, 1], "one out on each partition");
+        // Nothing more while they are out (a short wait only weakens this check).
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), member.recv())
+                .await
+                .is_err(),
+            "a second delivery out on a partition"
+        );
+        for d in out {
+            d.ack().await.unwrap();
+        }
+        let next = tokio::time::timeout(common::PATIENCE, member.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(next.offset(), 1);
+        next.ack().await.unwrap();
+    }
+    for config in [
+        one,
+        AnyGroupConfig::new(Duration::from_secs(30))
+            .backoff(memq_core::Backoff::fixed(Duration::from_secs(1))),
+    ] {
+        assert!(matches!(
+            durable.group_acked("one", StartAt::Earliest, config).await,
+            Err(AnyError::Unsupported(_))
+        ));
+    }
 }
