@@ -679,6 +679,10 @@ impl AnySubscriber {
     /// [`AnyError::OffsetOutOfRange`] for an offset past the end of a partition (the
     /// subscriber stays where it was); on Redis, [`AnyError::Redis`] if the ends cannot
     /// be read.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropped before it completes, it moves nothing.
     pub async fn seek_to(&mut self, start: StartAt) -> Result<(), AnyError> {
         match &mut self.kind {
             SubscriberKind::Memory(s) => Ok(s.seek_to(start)?),
@@ -693,6 +697,10 @@ impl AnySubscriber {
     /// # Errors
     ///
     /// As [`AnySubscriber::seek_to`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropped before it completes, it moves nothing.
     pub async fn seek(&mut self, offset: u64) -> Result<(), AnyError> {
         self.seek_to(StartAt::Offset(offset)).await
     }

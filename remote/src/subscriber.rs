@@ -183,6 +183,10 @@ impl RedisSubscriber {
     ///
     /// [`Error::OffsetOutOfRange`] if `offset` is past the end of a partition (nothing
     /// moves then, as in memq); [`Error::Redis`] if the ends cannot be read.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropped before it completes, it moves nothing.
     pub async fn seek(&mut self, offset: u64) -> Result<(), Error> {
         self.seek_to(StartAt::Offset(offset)).await
     }
@@ -193,6 +197,10 @@ impl RedisSubscriber {
     /// # Errors
     ///
     /// As [`RedisSubscriber::seek`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropped before it completes, it moves nothing.
     pub async fn seek_to(&mut self, start: StartAt) -> Result<(), Error> {
         let all: Vec<u32> = (0..self.next.len() as u32).collect();
         self.next = self.topic.start_positions(&all, start).await?;
@@ -206,6 +214,10 @@ impl RedisSubscriber {
     /// [`Error::PartitionOutOfRange`]; [`Error::OffsetOutOfRange`] if `offset` is past
     /// the partition's end (nothing moves then); [`Error::Redis`] if its end cannot be
     /// read.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropped before it completes, it moves nothing.
     pub async fn seek_partition(&mut self, partition: u32, offset: u64) -> Result<(), Error> {
         let partitions = self.next.len() as u32;
         if partition >= partitions {
