@@ -101,8 +101,10 @@ pub mod durable {
 }
 
 /// The same topics, consumer groups, explicit acks and dead letters on Redis Streams,
-/// single node or Redis Cluster (the crate `memq-redis`, on Tokio; see `docs/REDIS.md`
-/// for the mapping of memq's concepts to Redis commands and what differs).
+/// single node or Redis Cluster (the crate `memq-redis`, on Tokio, or on smol with the
+/// `smol` feature; with `durable` too, its `AnyTopic` and bridges take durable topics).
+/// See `docs/REDIS.md` for the mapping of memq's concepts to Redis commands and what
+/// differs.
 #[cfg(feature = "redis")]
 pub mod redis {
     pub use memq_redis::*;

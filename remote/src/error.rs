@@ -20,6 +20,17 @@ pub enum Error {
         /// The topic's partition count.
         partitions: u32,
     },
+    /// A start (`StartAt::Offset`) or seek past the end of a partition, refused as memq
+    /// refuses it: offsets up to `high` are valid (`high` is the next offset to be
+    /// published there, so a reader may wait at the end, never past it).
+    OffsetOutOfRange {
+        /// The offset asked for.
+        offset: u64,
+        /// The partition whose end it is past.
+        partition: u32,
+        /// The next offset to be published on that partition.
+        high: u64,
+    },
     /// The topic exists in Redis with another partition count.
     PartitionMismatch {
         /// The count recorded in Redis.
@@ -35,6 +46,9 @@ pub enum Error {
     Protocol(String),
     /// The reader is closed (its tasks ended).
     Closed,
+    /// No runtime to run a reader's or a bridge's tasks on: memq-redis runs them on the
+    /// Tokio runtime it is called from, or, with the `smol` feature, on smol.
+    NoRuntime,
 }
 
 impl fmt::Display for Error {
@@ -49,6 +63,14 @@ impl fmt::Display for Error {
                 f,
                 "partition {partition} out of range (the topic has {partitions})"
             ),
+            Error::OffsetOutOfRange {
+                offset,
+                partition,
+                high,
+            } => write!(
+                f,
+                "offset {offset} is past the end of partition {partition} (next offset is {high})"
+            ),
             Error::PartitionMismatch {
                 existing,
                 requested,
@@ -59,6 +81,9 @@ impl fmt::Display for Error {
             Error::LeaseExpired => f.write_str("the lease ran out or the delivery was settled"),
             Error::Protocol(what) => write!(f, "unexpected reply from redis: {what}"),
             Error::Closed => f.write_str("closed"),
+            Error::NoRuntime => f.write_str(
+                "no runtime: call from a Tokio runtime, or enable memq-redis's smol feature",
+            ),
         }
     }
 }

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use memq_core::{DeadLetterReason, StartAt};
+use memq_core::{Backoff, DeadLetterReason, StartAt};
 use redis::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use crate::conn::Conn;
 use crate::entry::{self, id_before, id_of, now_ms};
-use crate::subscriber::{backoff, connect_with_backoff, TaskGuard, BLOCK};
-use crate::topic::{check_name, RedisTopic};
+use crate::subscriber::{backoff, connect_with_backoff, BLOCK};
+use crate::topic::{check_name, check_start, RedisTopic};
 use crate::{Error, RecvError, RedisMessage};
 
 /// A lease operation that holds only if the caller still owns the lease: the entry is
@@ -37,9 +37,13 @@ return 1
 ///
 /// ```
 /// use std::time::Duration;
+/// use memq_core::Backoff;
 /// use memq_redis::GroupConfig;
 ///
-/// let config = GroupConfig::acked(Duration::from_secs(30)).max_deliveries(5);
+/// let config = GroupConfig::acked(Duration::from_secs(30))
+///     .max_deliveries(5)
+///     .max_in_flight(16)
+///     .backoff(Backoff::exponential(Duration::from_secs(1), Duration::from_secs(20)));
 /// assert!(config.is_explicit());
 /// ```
 #[derive(Clone, Debug)]
@@ -47,8 +51,11 @@ pub struct GroupConfig {
     ack_wait: Duration,
     explicit: bool,
     max_deliveries: Option<u32>,
+    max_in_flight: usize,
+    backoff: Backoff,
     dead_letter: Option<RedisTopic>,
     partitions: Option<Vec<u32>>,
+    rebalance: Option<Duration>,
     consumer: Option<String>,
     claim_interval: Option<Duration>,
 }
@@ -66,8 +73,11 @@ impl GroupConfig {
             ack_wait: Duration::from_secs(30),
             explicit: false,
             max_deliveries: None,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            backoff: Backoff::none(),
             dead_letter: None,
             partitions: None,
+            rebalance: None,
             consumer: None,
             claim_interval: None,
         }
@@ -90,6 +100,34 @@ impl GroupConfig {
         self
     }
 
+    /// At most `n` deliveries of an explicit-ack group out and not settled per partition
+    /// this member reads (default 1024, as memq; 0 is refused when joining): flow
+    /// control, as memq's `AckConfig::max_in_flight`. While a partition has `n` out, its
+    /// reader fetches nothing from it (new messages stay in the stream, expired leases
+    /// are left for other members) until one is acked, nacked, rejected or dropped.
+    ///
+    /// memq counts this per partition of the group, over all its members; here it is per
+    /// member and partition (Redis keeps no count a member could reserve a slot of
+    /// atomically while it blocks): `k` members of a group may have up to `k * n` out on
+    /// one partition. Give each member `n / k` for a group-wide bound. A delivery whose
+    /// lease ran out still counts until it is settled or dropped.
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = n;
+        self
+    }
+
+    /// Delays before a redelivery, by delivery count, as memq's `AckConfig::backoff`:
+    /// applied by [`RedisDelivery::nack`] and to a delivery dropped unsettled (an
+    /// explicit [`RedisDelivery::nack_after`] gives its own delay). Each delay is cut to
+    /// `ack_wait`, as a nack delay is (see [`RedisDelivery::nack_after`]). Unlike memq, a
+    /// lease that runs out is taken back after `ack_wait` without the backoff delay
+    /// (Redis's `XAUTOCLAIM` has one idle time for all entries): include the delay in
+    /// `ack_wait`, or nack failed work rather than letting its lease run out.
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
     /// Where dead letters go: each is published there (with its origin) before it is
     /// acknowledged in this group, so a failure between the two duplicates it rather than
     /// losing it.
@@ -103,6 +141,28 @@ impl GroupConfig {
     /// partition, see the crate docs).
     pub fn partitions(mut self, partitions: Vec<u32>) -> Self {
         self.partitions = Some(partitions);
+        self
+    }
+
+    /// Per-partition ownership, assigned and rebalanced automatically, as memq assigns a
+    /// partitioned topic's partitions to a group's members: each partition is read by
+    /// one member at a time, so per-key order holds across members; when members join or
+    /// leave, the partitions are dealt out again (partition `p` to the `p mod k`-th of
+    /// the `k` live members in name order).
+    ///
+    /// Members are tracked in Redis: each heartbeats its entry in the group's member
+    /// hash, and holds each partition it owns with an owner key, both renewed every
+    /// `session / 4` and lasting `session`. A member that leaves (dropped) gives its
+    /// partitions up at once; one that crashes or loses Redis gives them up when its
+    /// `session` runs out (one that merely lost Redis, or whose heartbeats keep taking
+    /// longer than `session / 4`, stops reading them itself before that). A partition
+    /// changes hands only after its old owner stopped its reader, but what that reader
+    /// had fetched stays the old owner's: the one message it fetched ahead is still
+    /// handed to it, and what it does not settle comes back after `ack_wait`; per-key
+    /// order can break there, at the hand-over, as with any redelivery. Excludes
+    /// [`GroupConfig::partitions`]; `session` must not be zero.
+    pub fn rebalance(mut self, session: Duration) -> Self {
+        self.rebalance = Some(session);
         self
     }
 
@@ -151,14 +211,21 @@ struct Counters {
     retries: AtomicU64,
 }
 
-struct Ctx {
-    topic: RedisTopic,
-    group: String,
-    consumer: String,
+pub(crate) struct Ctx {
+    pub(crate) topic: RedisTopic,
+    pub(crate) group: String,
+    pub(crate) consumer: String,
     config: GroupConfig,
     claim_every: Duration,
     counters: Counters,
     script: redis::Script,
+}
+
+impl Ctx {
+    /// Counts a failed Redis operation that is retried.
+    pub(crate) fn count_retry(&self) {
+        self.counters.retries.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// A member of a consumer group on a Redis topic: each message goes to exactly one
@@ -166,7 +233,19 @@ struct Ctx {
 pub struct RedisConsumer {
     ctx: Arc<Ctx>,
     rx: mpsc::Receiver<RedisDelivery>,
-    _tasks: Vec<TaskGuard>,
+    tasks: Vec<crate::rt::Task>,
+    /// The partitions it reads now.
+    assignment: Arc<std::sync::Mutex<Vec<u32>>>,
+}
+
+impl Drop for RedisConsumer {
+    fn drop(&mut self) {
+        // A rebalancing member's coordinator sees the member gone (its channel closed),
+        // stops the readers, then gives its partitions up: left to run to that end.
+        if self.ctx.config.rebalance.is_some() {
+            self.tasks.drain(..).for_each(crate::rt::Task::detach);
+        }
+    }
 }
 
 impl std::fmt::Debug for RedisConsumer {
@@ -179,8 +258,9 @@ impl std::fmt::Debug for RedisConsumer {
 }
 
 /// A message leased to one member of an explicit-ack group, to `ack`, `nack`, `touch` or
-/// `reject`. Dropped unsettled, it goes back to the group at once (when dropped inside a
-/// Tokio runtime; otherwise when its lease runs out).
+/// `reject`. Dropped unsettled, it goes back to the group after the group's backoff
+/// delay, at once without one (when dropped inside a Tokio runtime, or anywhere with the
+/// `smol` feature; otherwise when its lease runs out).
 pub struct RedisDelivery {
     message: RedisMessage,
     deliveries: u32,
@@ -188,6 +268,8 @@ pub struct RedisDelivery {
     settled: bool,
     /// When its reader fetched it (its lease in Redis started then).
     fetched: Instant,
+    /// Its slot under `max_in_flight`, given back when it is settled or dropped.
+    _slot: Option<OwnedSemaphorePermit>,
 }
 
 impl std::fmt::Debug for RedisDelivery {
@@ -198,6 +280,9 @@ impl std::fmt::Debug for RedisDelivery {
             .finish_non_exhaustive()
     }
 }
+
+/// memq's default `max_in_flight`.
+const DEFAULT_MAX_IN_FLIGHT: usize = 1024;
 
 static NEXT_CONSUMER: AtomicU64 = AtomicU64::new(0);
 
@@ -216,8 +301,10 @@ impl RedisTopic {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a bad name, a zero `ack_wait` or `max_deliveries`,
-    /// or no partitions; [`Error::PartitionOutOfRange`]; [`Error::Redis`].
+    /// [`Error::InvalidArgument`] for a bad name, a zero `ack_wait`, `max_deliveries` or
+    /// `max_in_flight`, or no partitions; [`Error::PartitionOutOfRange`]; [`Error::OffsetOutOfRange`] for
+    /// a new group at `StartAt::Offset(n)` past the end of one of its partitions (as
+    /// memq; nothing is created then); [`Error::Redis`].
     pub async fn group(
         &self,
         name: &str,
@@ -231,6 +318,21 @@ impl RedisTopic {
         if config.max_deliveries == Some(0) {
             return Err(Error::InvalidArgument("max_deliveries must not be zero"));
         }
+        if config.max_in_flight == 0 {
+            return Err(Error::InvalidArgument("max_in_flight must not be zero"));
+        }
+        if let Some(session) = config.rebalance {
+            if session.is_zero() {
+                return Err(Error::InvalidArgument(
+                    "a rebalance session must not be zero",
+                ));
+            }
+            if config.partitions.is_some() {
+                return Err(Error::InvalidArgument(
+                    "partitions given by hand and rebalancing exclude each other",
+                ));
+            }
+        }
         let partitions = match &config.partitions {
             Some(ps) => ps.clone(),
             None => (0..self.partitions()).collect(),
@@ -240,14 +342,17 @@ impl RedisTopic {
                 "a member must read at least one partition",
             ));
         }
+        if let Some(&p) = partitions.iter().find(|&&p| p >= self.partitions()) {
+            return Err(Error::PartitionOutOfRange {
+                partition: p,
+                partitions: self.partitions(),
+            });
+        }
+        // A new group starting past the end of a partition is refused before any
+        // partition's group is made.
+        check_start(self, &partitions, start, Some(name)).await?;
         let mut conn = self.redis().conn();
         for &p in &partitions {
-            if p >= self.partitions() {
-                return Err(Error::PartitionOutOfRange {
-                    partition: p,
-                    partitions: self.partitions(),
-                });
-            }
             let id = match start {
                 StartAt::Earliest => "0-0".to_string(),
                 StartAt::Latest => "$".to_string(),
@@ -270,14 +375,26 @@ impl RedisTopic {
         // One message of read-ahead per partition: the lease of a message starts when its
         // reader fetched it.
         let (tx, rx) = mpsc::channel(1);
-        let tasks = partitions
-            .iter()
-            .map(|&p| TaskGuard(tokio::spawn(read_group(ctx.clone(), p, tx.clone()))))
-            .collect();
+        let (tasks, assignment) = match ctx.config.rebalance {
+            Some(session) => {
+                let assignment = Arc::new(std::sync::Mutex::new(Vec::new()));
+                let coordinator =
+                    crate::rebalance::coordinate(ctx.clone(), tx, assignment.clone(), session);
+                (vec![crate::rt::spawn(coordinator)?], assignment)
+            }
+            None => {
+                let tasks = partitions
+                    .iter()
+                    .map(|&p| crate::rt::spawn(read_group(ctx.clone(), p, tx.clone())))
+                    .collect::<Result<_, _>>()?;
+                (tasks, Arc::new(std::sync::Mutex::new(partitions)))
+            }
+        };
         Ok(RedisConsumer {
             ctx,
             rx,
-            _tasks: tasks,
+            tasks,
+            assignment,
         })
     }
 }
@@ -309,6 +426,17 @@ impl RedisConsumer {
     /// This member's consumer name in Redis.
     pub fn consumer_name(&self) -> &str {
         &self.ctx.consumer
+    }
+
+    /// The partitions this member reads now: those given with
+    /// [`GroupConfig::partitions`] (every partition by default), or, with
+    /// [`GroupConfig::rebalance`], those it owns now (they move when members join or
+    /// leave; none until its first heartbeat).
+    pub fn assignment(&self) -> Vec<u32> {
+        self.assignment
+            .lock()
+            .map(|a| a.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
     }
 
     /// This member's counters.
@@ -379,9 +507,9 @@ impl RedisConsumer {
         &mut self,
         timeout: Duration,
     ) -> Result<Option<RedisDelivery>, RecvError> {
-        match tokio::time::timeout(timeout, self.recv_delivery()).await {
-            Ok(r) => r.map(Some),
-            Err(_) => Ok(None),
+        match crate::rt::timeout(timeout, self.recv_delivery()).await {
+            Some(r) => r.map(Some),
+            None => Ok(None),
         }
     }
 
@@ -419,9 +547,9 @@ impl RedisConsumer {
         &mut self,
         timeout: Duration,
     ) -> Result<Option<RedisMessage>, RecvError> {
-        match tokio::time::timeout(timeout, self.recv()).await {
-            Ok(r) => r.map(Some),
-            Err(_) => Ok(None),
+        match crate::rt::timeout(timeout, self.recv()).await {
+            Some(r) => r.map(Some),
+            None => Ok(None),
         }
     }
 }
@@ -486,13 +614,16 @@ impl RedisDelivery {
         self.lease_op("ack", 0).await
     }
 
-    /// Returns it to the group for redelivery at once.
+    /// Returns it to the group for redelivery after the group's
+    /// [`backoff`](GroupConfig::backoff) delay for its delivery count (at once without
+    /// one).
     ///
     /// # Errors
     ///
     /// As [`RedisDelivery::ack`].
     pub async fn nack(self) -> Result<(), Error> {
-        self.nack_after(Duration::ZERO).await
+        let delay = self.ctx.config.backoff.delay(self.deliveries);
+        self.nack_after(delay).await
     }
 
     /// Returns it to the group for redelivery after `delay`, done in Redis by setting its
@@ -568,18 +699,19 @@ impl Drop for RedisDelivery {
             return;
         }
         self.settled = true;
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            let d = RedisDelivery {
-                message: self.message.clone(),
-                deliveries: self.deliveries,
-                ctx: self.ctx.clone(),
-                settled: true,
-                fetched: self.fetched,
-            };
-            rt.spawn(async move {
-                let _ = d.release(Duration::ZERO).await;
-            });
-        }
+        let d = RedisDelivery {
+            message: self.message.clone(),
+            deliveries: self.deliveries,
+            ctx: self.ctx.clone(),
+            settled: true,
+            fetched: self.fetched,
+            _slot: None,
+        };
+        let delay = self.ctx.config.backoff.delay(self.deliveries);
+        // Without a runtime to release it on, it comes back when its lease runs out.
+        crate::rt::detach(async move {
+            let _ = d.release(delay).await;
+        });
     }
 }
 
@@ -665,14 +797,21 @@ enum Step {
     Idle,
 }
 
-/// Takes back expired leases and due nacks of this partition (one `XAUTOCLAIM` page).
+/// Takes back expired leases and due nacks of this partition (one `XAUTOCLAIM` page of
+/// at most `count` entries).
 async fn claim(
     ctx: &Ctx,
     conn: &mut Conn,
     key: &str,
     p: u32,
     cursor: &mut String,
+    count: usize,
 ) -> Result<Step, Error> {
+    if count == 0 {
+        // No slot free under `max_in_flight`: left for other members, or for later.
+        *cursor = "0-0".to_string();
+        return Ok(Step::Idle);
+    }
     let v: Value = conn
         .query(
             redis::cmd("XAUTOCLAIM")
@@ -682,7 +821,7 @@ async fn claim(
                 .arg(ctx.config.ack_wait.as_millis() as u64)
                 .arg(&*cursor)
                 .arg("COUNT")
-                .arg(16),
+                .arg(count),
         )
         .await?;
     let (next, entries, deleted) = entry::parse_autoclaim(p, &v)?;
@@ -729,9 +868,24 @@ async fn claim(
     })
 }
 
+/// Deliveries `XAUTOCLAIM` takes back at a time, at most.
+const CLAIM_COUNT: usize = 16;
+
 /// The reader of one partition for one member: takes back expired leases every
-/// `claim_every`, otherwise waits in `XREADGROUP BLOCK` for new messages.
-async fn read_group(ctx: Arc<Ctx>, p: u32, tx: mpsc::Sender<RedisDelivery>) {
+/// `claim_every`, otherwise waits in `XREADGROUP BLOCK` for new messages; with explicit
+/// acks, only while a slot under `max_in_flight` is free (else it waits for one, or for
+/// the next claim round, without touching Redis).
+pub(crate) async fn read_group(ctx: Arc<Ctx>, p: u32, tx: mpsc::Sender<RedisDelivery>) {
+    let slots = ctx.config.explicit.then(|| {
+        Arc::new(Semaphore::new(
+            ctx.config.max_in_flight.min(Semaphore::MAX_PERMITS),
+        ))
+    });
+    let free = || {
+        slots
+            .as_ref()
+            .map_or(CLAIM_COUNT, |s| s.available_permits())
+    };
     let key = ctx.topic.stream_key_of(p).to_string();
     let Some(mut conn) =
         connect_with_backoff(ctx.topic.redis(), &tx, Some(&ctx.counters.retries)).await
@@ -746,11 +900,21 @@ async fn read_group(ctx: Arc<Ctx>, p: u32, tx: mpsc::Sender<RedisDelivery>) {
     let mut attempt = 0;
     loop {
         let step = if Instant::now() >= next_claim {
-            let s = claim(&ctx, &mut conn, &key, p, &mut cursor).await;
+            let count = free().min(CLAIM_COUNT);
+            let s = claim(&ctx, &mut conn, &key, p, &mut cursor, count).await;
             if !matches!(s, Ok(Step::Ready(_))) && cursor == "0-0" {
                 next_claim = Instant::now() + ctx.claim_every;
             }
             s
+        } else if let Some(slots) = slots.as_ref().filter(|s| s.available_permits() == 0) {
+            // Every slot is out: wait for one to come back, or for the next claim round.
+            let wait = next_claim.saturating_duration_since(Instant::now());
+            tokio::select! {
+                biased;
+                _ = slots.acquire() => {}
+                _ = crate::rt::sleep(wait) => {}
+            }
+            continue;
         } else {
             let block = next_claim
                 .saturating_duration_since(Instant::now())
@@ -807,12 +971,17 @@ async fn read_group(ctx: Arc<Ctx>, p: u32, tx: mpsc::Sender<RedisDelivery>) {
             Ok(Step::Ready(ready)) => {
                 attempt = 0;
                 for (message, deliveries) in ready {
+                    // Free: only this task takes slots, the deliveries give them back.
+                    let slot = slots
+                        .as_ref()
+                        .and_then(|s| s.clone().try_acquire_owned().ok());
                     let d = RedisDelivery {
                         message,
                         deliveries,
                         ctx: ctx.clone(),
                         settled: false,
                         fetched: Instant::now(),
+                        _slot: slot,
                     };
                     ctx.counters.delivered.fetch_add(1, Ordering::Relaxed);
                     if let Err(mpsc::error::SendError(mut d)) = tx.send(d).await {

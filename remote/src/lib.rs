@@ -5,6 +5,11 @@
 //! stats and lag), shared by every process and machine that reaches the same Redis
 //! server or Redis Cluster.
 //!
+//! Readers, timers and bridges run on the Tokio runtime they are started from; with the
+//! `smol` feature, outside Tokio, on smol (its global executor and async-io's timers).
+//! With the `durable` feature, [`any::AnyTopic`] and [`bridge`] take memq's durable
+//! topics (memq-store) too.
+//!
 //! | memq | Redis |
 //! |---|---|
 //! | partition `p` of topic `t` | the stream `memq:{t:p}` (its own hash tag: partitions spread over a cluster) |
@@ -18,12 +23,15 @@
 //! | retention by count / age | `XADD ... MAXLEN ~ n` / `XTRIM MINID` ([`RedisTopic::trim_by_age`]) |
 //!
 //! **What differs from memq in memory, said here rather than hidden:** members of a
-//! group compete for every partition, so per-key order does not hold across members
-//! (give each member its own partitions with [`GroupConfig::partitions`] to keep it);
+//! group compete for every partition by default, so per-key order does not hold across
+//! members (have partitions owned, dealt out and rebalanced automatically with
+//! [`GroupConfig::rebalance`], or by hand with [`GroupConfig::partitions`], to keep it);
 //! a message is delivered at least once (a lease that runs out, a connection lost after
 //! a command was sent); there is no backpressure (`Overflow::Block`): retention trims
 //! what readers have not read, and subscribers are told with [`RecvError::Lagged`];
-//! a nack delay is at most `ack_wait`. See `docs/REDIS.md`.
+//! a nack delay is at most `ack_wait`, and a backoff delay applies to nacks and drops,
+//! not to an expired lease; [`GroupConfig::max_in_flight`] bounds each member, not the
+//! group as a whole. See `docs/REDIS.md`.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -55,6 +63,8 @@ mod conn;
 mod entry;
 mod error;
 mod group;
+mod rebalance;
+mod rt;
 mod subscriber;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -6,11 +6,10 @@ use std::time::Duration;
 
 use redis::Value;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
 use crate::conn::{Conn, Redis};
 use crate::entry::{self, id_before};
-use crate::topic::{partition_stats, RedisTopic};
+use crate::topic::{check_start, partition_stats, RedisTopic};
 use crate::{Error, RecvError, RedisMessage};
 use memq_core::StartAt;
 
@@ -27,20 +26,10 @@ pub(crate) enum Item<M> {
     Lagged(u32, u64),
 }
 
-/// Aborts its task when dropped.
-#[derive(Debug)]
-pub(crate) struct TaskGuard(pub(crate) JoinHandle<()>);
-
-impl Drop for TaskGuard {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// Sleeps before the `attempt`-th retry: 50 ms doubling up to 2 s.
 pub(crate) async fn backoff(attempt: u32) {
     let ms = 50u64.saturating_mul(1 << attempt.min(6)).min(2000);
-    tokio::time::sleep(Duration::from_millis(ms)).await;
+    crate::rt::sleep(Duration::from_millis(ms)).await;
 }
 
 /// Gets a dedicated connection, retrying with backoff until it is had (or the receiver
@@ -71,13 +60,14 @@ pub(crate) async fn connect_with_backoff<T>(
 /// A broadcast subscriber of a Redis topic: reads every partition from its own position
 /// (`XREAD`), as memq's `Subscriber`. Order holds within a partition.
 ///
-/// Reader tasks run on the Tokio runtime the subscriber was made on; they reconnect with
-/// backoff when the server goes away and go on from where they were.
+/// Reader tasks run on the Tokio runtime the subscriber was made on (or, with the `smol`
+/// feature, outside Tokio, on smol); they reconnect with backoff when the server goes
+/// away and go on from where they were.
 #[derive(Debug)]
 pub struct RedisSubscriber {
     topic: RedisTopic,
     rx: mpsc::Receiver<Item<RedisMessage>>,
-    tasks: Vec<TaskGuard>,
+    tasks: Vec<crate::rt::Task>,
     /// The next offset to hand over, per partition.
     next: Vec<u64>,
 }
@@ -88,11 +78,30 @@ impl RedisTopic {
     ///
     /// # Errors
     ///
-    /// [`Error::Redis`] if the end of the partitions cannot be read (for `Latest`).
+    /// [`Error::OffsetOutOfRange`] for `Offset(n)` past the end of a partition (as memq:
+    /// offsets up to the next one to be published are valid); [`Error::Redis`] if the
+    /// end of the partitions cannot be read (for `Latest` and `Offset`).
     pub async fn subscribe(&self, start: StartAt) -> Result<RedisSubscriber, Error> {
-        let mut next = Vec::with_capacity(self.partitions() as usize);
+        let all: Vec<u32> = (0..self.partitions()).collect();
+        let next = self.start_positions(&all, start).await?;
+        let (tx, rx) = mpsc::channel(1);
+        let mut sub = RedisSubscriber {
+            topic: self.clone(),
+            rx,
+            tasks: Vec::new(),
+            next,
+        };
+        drop(tx);
+        sub.start()?;
+        Ok(sub)
+    }
+
+    /// Where a subscriber starts on each of `partitions` (all or nothing).
+    async fn start_positions(&self, partitions: &[u32], start: StartAt) -> Result<Vec<u64>, Error> {
+        check_start(self, partitions, start, None).await?;
+        let mut next = Vec::with_capacity(partitions.len());
         let mut conn = self.redis().conn();
-        for p in 0..self.partitions() {
+        for &p in partitions {
             next.push(match start {
                 StartAt::Earliest => 0,
                 StartAt::Offset(n) => n,
@@ -103,16 +112,7 @@ impl RedisTopic {
                 }
             });
         }
-        let (tx, rx) = mpsc::channel(1);
-        let mut sub = RedisSubscriber {
-            topic: self.clone(),
-            rx,
-            tasks: Vec::new(),
-            next,
-        };
-        drop(tx);
-        sub.start();
-        Ok(sub)
+        Ok(next)
     }
 
     pub(crate) fn stream_key_of(&self, p: u32) -> &str {
@@ -121,21 +121,21 @@ impl RedisTopic {
 }
 
 impl RedisSubscriber {
-    fn start(&mut self) {
+    fn start(&mut self) -> Result<(), Error> {
         let (tx, rx) = mpsc::channel(READ_COUNT * self.next.len().max(1));
         self.rx = rx;
         self.tasks = (0..self.next.len() as u32)
             .map(|p| {
-                let task = read_partition(
+                crate::rt::spawn(read_partition(
                     self.topic.redis().clone(),
                     self.topic.stream_key_of(p).to_string(),
                     p,
                     self.next[p as usize],
                     tx.clone(),
-                );
-                TaskGuard(tokio::spawn(task))
+                ))
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
+        Ok(())
     }
 
     /// Receives the next message of any partition.
@@ -171,42 +171,74 @@ impl RedisSubscriber {
         &mut self,
         timeout: Duration,
     ) -> Result<Option<RedisMessage>, RecvError> {
-        match tokio::time::timeout(timeout, self.recv()).await {
-            Ok(r) => r.map(Some),
-            Err(_) => Ok(None),
+        match crate::rt::timeout(timeout, self.recv()).await {
+            Some(r) => r.map(Some),
+            None => Ok(None),
         }
     }
 
     /// Moves every partition's position to `offset`: the next receives start there.
-    pub fn seek(&mut self, offset: u64) {
-        for n in &mut self.next {
-            *n = offset;
-        }
-        self.restart();
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OffsetOutOfRange`] if `offset` is past the end of a partition (nothing
+    /// moves then, as in memq); [`Error::Redis`] if the ends cannot be read.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropped before it completes, it moves nothing.
+    pub async fn seek(&mut self, offset: u64) -> Result<(), Error> {
+        self.seek_to(StartAt::Offset(offset)).await
+    }
+
+    /// Moves every partition's position to `start`: its first offset kept
+    /// (`Earliest`), its end now (`Latest`), or an offset (`Offset(n)`).
+    ///
+    /// # Errors
+    ///
+    /// As [`RedisSubscriber::seek`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropped before it completes, it moves nothing.
+    pub async fn seek_to(&mut self, start: StartAt) -> Result<(), Error> {
+        let all: Vec<u32> = (0..self.next.len() as u32).collect();
+        self.next = self.topic.start_positions(&all, start).await?;
+        self.restart()
     }
 
     /// Moves one partition's position to `offset`.
     ///
     /// # Errors
     ///
-    /// [`Error::PartitionOutOfRange`].
-    pub fn seek_partition(&mut self, partition: u32, offset: u64) -> Result<(), Error> {
+    /// [`Error::PartitionOutOfRange`]; [`Error::OffsetOutOfRange`] if `offset` is past
+    /// the partition's end (nothing moves then); [`Error::Redis`] if its end cannot be
+    /// read.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropped before it completes, it moves nothing.
+    pub async fn seek_partition(&mut self, partition: u32, offset: u64) -> Result<(), Error> {
         let partitions = self.next.len() as u32;
-        let n = self
-            .next
-            .get_mut(partition as usize)
-            .ok_or(Error::PartitionOutOfRange {
+        if partition >= partitions {
+            return Err(Error::PartitionOutOfRange {
                 partition,
                 partitions,
-            })?;
-        *n = offset;
-        self.restart();
-        Ok(())
+            });
+        }
+        let pos = self
+            .topic
+            .start_positions(&[partition], StartAt::Offset(offset))
+            .await?;
+        if let (Some(n), Some(&o)) = (self.next.get_mut(partition as usize), pos.first()) {
+            *n = o;
+        }
+        self.restart()
     }
 
-    fn restart(&mut self) {
+    fn restart(&mut self) -> Result<(), Error> {
         self.tasks.clear();
-        self.start();
+        self.start()
     }
 
     /// The next offset this subscriber hands over from `partition`.

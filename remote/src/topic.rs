@@ -575,6 +575,55 @@ impl RedisTopic {
     }
 }
 
+/// Refuses `StartAt::Offset(n)` past the end of any of `partitions`, all or nothing, as
+/// memq does for a subscriber or a new group: offsets up to a partition's `high` are
+/// valid. With `group`, partitions where that group exists already are skipped (an
+/// existing group goes on from its own position and ignores the start). Offsets only
+/// grow, so a start valid now stays valid while the readers are made.
+pub(crate) async fn check_start(
+    topic: &RedisTopic,
+    partitions: &[u32],
+    start: memq_core::StartAt,
+    group: Option<&str>,
+) -> Result<(), Error> {
+    let memq_core::StartAt::Offset(offset) = start else {
+        return Ok(());
+    };
+    let mut conn = topic.redis().conn();
+    for &p in partitions {
+        let key = topic.stream_key_of(p);
+        let stats = partition_stats(&mut conn, key, p).await?;
+        if offset <= stats.high {
+            continue;
+        }
+        if let Some(group) = group {
+            if group_exists(&mut conn, key, group).await? {
+                continue;
+            }
+        }
+        return Err(Error::OffsetOutOfRange {
+            offset,
+            partition: p,
+            high: stats.high,
+        });
+    }
+    Ok(())
+}
+
+/// Whether the group `group` exists on the stream `key` (an absent stream has none).
+async fn group_exists(conn: &mut Conn, key: &str, group: &str) -> Result<bool, Error> {
+    let exists: i64 = conn.query(redis::cmd("EXISTS").arg(key)).await?;
+    if exists == 0 {
+        return Ok(false);
+    }
+    let groups: Value = conn
+        .query(redis::cmd("XINFO").arg("GROUPS").arg(key))
+        .await?;
+    Ok(entry::array(&groups)
+        .iter()
+        .any(|g| entry::info_bytes(g, "name") == Some(group.as_bytes())))
+}
+
 /// `XINFO STREAM` of one partition (an absent stream is empty at offset 0).
 pub(crate) async fn partition_stats(
     conn: &mut Conn,

@@ -23,3 +23,6 @@ scenario!(group_exactly_once);
 scenario!(acks_and_redelivery);
 scenario!(dead_letters);
 scenario!(retention);
+scenario!(start_past_end);
+scenario!(in_flight_and_backoff);
+scenario!(rebalance);

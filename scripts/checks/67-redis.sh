@@ -36,7 +36,7 @@ trap redis_cleanup EXIT
 run cargo test -p memq-redis --features testing --all-targets --profile "$MEMQ_PROFILE" --no-run
 bounded 600 cargo test -p memq-redis --features testing --all-targets --profile "$MEMQ_PROFILE"
 bounded 300 cargo test -p memq-redis --features testing --doc --profile "$MEMQ_PROFILE"
-# The same worker program in memory and on Redis.
+# The same worker program in memory, on a durable topic and on Redis.
 bounded 300 cargo run -p memq-redis --features testing --profile "$MEMQ_PROFILE" --example redis_worker
 # The publish benchmark, once, small: it runs; its figures are docs/BENCHMARKS.md's.
 bounded 300 cargo run -p memq-redis --features testing --profile "$MEMQ_PROFILE" --example redis_bench -- --quick

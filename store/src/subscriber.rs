@@ -9,7 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use memq_core::{Message, RecvError, RecvTimeoutError, StartAt, Subscriber, TryRecvError};
 
-use crate::topic::{read_log, DurableTopic, Inner, Stored};
+use crate::topic::{read_log, Inner, Stored};
 use crate::StoreError;
 
 /// Records read from disk at a time.
@@ -79,7 +79,7 @@ enum Next {
     Memory(Message<Stored>),
 }
 
-/// A subscriber of a [`DurableTopic`], reading every partition. It reads the in-memory
+/// A subscriber of a [`DurableTopic`](crate::DurableTopic), reading every partition. It reads the in-memory
 /// topic while it keeps up, and the log on disk for what the memory no longer (or never)
 /// held: a subscriber can replay everything retention kept, however much that is.
 ///
@@ -87,7 +87,7 @@ enum Next {
 /// rather than delete what it has not read); dropping it lets go.
 #[derive(Debug)]
 pub struct DurableSubscriber {
-    /// Not a [`DurableTopic`] handle: a subscriber does not keep the topic open.
+    /// Not a [`DurableTopic`](crate::DurableTopic) handle: a subscriber does not keep the topic open.
     topic: Arc<Inner>,
     sub: Subscriber<Stored>,
     /// Per partition: the next offset handed to the user...
@@ -101,12 +101,11 @@ pub struct DurableSubscriber {
 }
 
 impl DurableSubscriber {
-    pub(crate) fn attach(topic: &DurableTopic, start: StartAt) -> Result<Self, memq_core::Error> {
-        let inner = &topic.inner;
+    pub(crate) fn attach(inner: &Arc<Inner>, start: StartAt) -> Result<Self, memq_core::Error> {
         let sub = inner.topic.subscribe(StartAt::Latest)?;
         let n = inner.parts.len();
         let mut s = DurableSubscriber {
-            topic: topic.inner.clone(),
+            topic: inner.clone(),
             sub,
             next: vec![0; n],
             positions: Vec::with_capacity(n),
@@ -150,6 +149,37 @@ impl DurableSubscriber {
             s.positions.push(at);
         }
         Ok(s)
+    }
+
+    /// Moves to `start` on every partition: the oldest message kept on disk
+    /// (`Earliest`), the end now (`Latest`), or an offset (`Offset(n)`); the next receives
+    /// go on from there. All or nothing: a refused seek leaves the subscriber where it
+    /// was.
+    ///
+    /// ```
+    /// use memq_core::{StartAt, TopicConfig};
+    /// use memq_store::{DurableConfig, DurableTopic, SyncPolicy};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let topic = DurableTopic::open(dir.path(), TopicConfig::new(8), DurableConfig::new(SyncPolicy::Never))?;
+    /// for i in 0..3u8 {
+    ///     topic.publish_blocking(vec![i])?;
+    /// }
+    /// let mut sub = topic.subscribe(StartAt::Latest)?;
+    /// sub.seek_to(StartAt::Offset(1))?;
+    /// assert_eq!(sub.recv_blocking()?.offset, 1);
+    /// assert!(sub.seek_to(StartAt::Offset(4)).is_err()); // past the end
+    /// assert_eq!(sub.recv_blocking()?.offset, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`memq_core::Error::OffsetOutOfRange`] for an offset past the end of a partition.
+    pub fn seek_to(&mut self, start: StartAt) -> Result<(), memq_core::Error> {
+        // The new position holds retention back before the old one lets it go.
+        *self = DurableSubscriber::attach(&self.topic, start)?;
+        Ok(())
     }
 
     /// The next offset this subscriber reads in `partition`.

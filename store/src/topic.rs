@@ -541,7 +541,7 @@ impl DurableTopic {
     ///
     /// [`memq_core::Error::OffsetOutOfRange`] for an offset past the end.
     pub fn subscribe(&self, start: StartAt) -> Result<crate::DurableSubscriber, memq_core::Error> {
-        crate::DurableSubscriber::attach(self, start)
+        crate::DurableSubscriber::attach(&self.inner, start)
     }
 
     /// Publishes `payload`, waiting for room under `Overflow::Block` and, under
@@ -749,6 +749,19 @@ impl DurableTopic {
         let key = key.into();
         let p = memq_core::key_partition(&key, self.partitions());
         self.publish_async(p, Some(key), payload.into()).await
+    }
+
+    /// The async [`DurableTopic::publish_to_blocking`].
+    ///
+    /// # Errors
+    ///
+    /// As [`DurableTopic::publish_blocking`], and `InvalidPartition`.
+    pub async fn publish_to(
+        &self,
+        partition: u32,
+        payload: impl Into<Bytes>,
+    ) -> Result<DurableReceipt, DurablePublishError<Bytes>> {
+        self.publish_async(partition, None, payload.into()).await
     }
 
     fn round_robin(&self) -> u32 {

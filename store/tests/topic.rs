@@ -469,3 +469,54 @@ fn an_async_publisher_in_a_loop_lets_other_tasks_of_its_thread_run() {
     }));
     assert!(published.unwrap() > 0);
 }
+
+#[test]
+fn async_publish_to_and_seek_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let topic =
+        DurableTopic::open(dir.path(), TopicConfig::new(4).partitions(2), durable()).unwrap();
+    let mut sub = topic.subscribe(StartAt::Latest).unwrap();
+    futures_executor::block_on(async {
+        for i in 0..20 {
+            let r = topic.publish_to(1, body(i)).await.unwrap();
+            assert_eq!((r.partition, r.offset), (1, i));
+        }
+        let bad = topic.publish_to(2, body(0)).await.unwrap_err();
+        assert!(matches!(bad, DurablePublishError::InvalidPartition(_)));
+        assert_eq!(bad.into_inner(), body(0));
+    });
+    // Back to an offset behind memory (on disk), on every partition: partition 0 is
+    // empty, so only its end, 0, is valid there.
+    sub.seek_to(StartAt::Latest).unwrap();
+    assert_eq!(sub.position(1), Some(20));
+    assert!(matches!(
+        sub.seek_to(StartAt::Offset(3)),
+        Err(memq_core::Error::OffsetOutOfRange {
+            offset: 3,
+            partition: 0,
+            high: 0
+        })
+    ));
+    assert_eq!(sub.position(1), Some(20), "a refused seek moves nothing");
+    sub.seek_to(StartAt::Offset(0)).unwrap();
+    for i in 0..20 {
+        let m = sub.recv_blocking().unwrap();
+        assert_eq!(
+            (m.partition, m.offset, m.payload.as_ref()),
+            (1, i, &body(i)[..])
+        );
+    }
+    topic.publish_to_blocking(0, body(99)).unwrap();
+    sub.seek_to(StartAt::Earliest).unwrap();
+    let mut got: Vec<(u32, u64)> = (0..21)
+        .map(|_| {
+            let m = sub.recv_blocking().unwrap();
+            (m.partition, m.offset)
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got[0], (0, 0));
+    assert_eq!(got[20], (1, 19));
+    sub.seek_to(StartAt::Latest).unwrap();
+    assert!(matches!(sub.try_recv(), Err(DurableRecvError::Empty)));
+}

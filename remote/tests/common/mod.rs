@@ -2,6 +2,7 @@
 //! semantic scenarios run against a single node and against a cluster.
 #![allow(dead_code)]
 
+pub mod rt;
 pub mod scenarios;
 
 use memq_redis::testing::{may_skip, RedisCluster, RedisServer, REQUIRED_ENV};
