@@ -603,6 +603,11 @@ impl<T, W: Waiters> Ring<T, W> {
                 // (see `Ring::write`). Readers only take shared references.
                 unsafe { (*p).assume_init_ref().clone() }
             });
+            debug_assert_eq!(
+                slot.seq.load(Ordering::Relaxed),
+                pos + 1,
+                "offset {pos} was overwritten while a reader held it back"
+            );
             SlotState::Ready(value)
         } else if s < pos + 1 {
             SlotState::Empty

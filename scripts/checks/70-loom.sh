@@ -1,4 +1,4 @@
-# Loom: every interleaving of the wake-up models in core/tests/loom.rs (publish -> recv,
+# Loom: every interleaving of the wake-up models in core/tests/loom.rs, then memq-ring's (publish -> recv,
 # group hand-off, a cancelled recv, close while waiting, Block back-pressure, explicit-ack
 # releases and lease expiry), up to LOOM_MAX_PREEMPTIONS preemptions. Each model prints
 # how many interleavings it explored. `--cfg loom` changes every crate, so the models build
@@ -9,3 +9,11 @@ loom_args=(-p memq-core --test loom --profile "$MEMQ_PROFILE"
 RUSTFLAGS="--cfg loom" run cargo test "${loom_args[@]}" --no-run
 RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" \
     bounded 900 cargo test "${loom_args[@]}" -- --test-threads=1 --nocapture
+# memq-ring's models (ring/tests/loom.rs): two writers and two readers at capacity 2, a
+# registration racing an overwriting writer, a group's members claiming while a writer
+# publishes, and park and wake at full and empty (each explores every interleaving up to
+# its preemption bound; the four-thread model takes 2, the others 3).
+ring_loom=(-p memq-ring --test loom --profile "$MEMQ_PROFILE"
+    --target-dir "${CARGO_TARGET_DIR:-target}/loom")
+RUSTFLAGS="--cfg loom" run cargo test "${ring_loom[@]}" --no-run
+RUSTFLAGS="--cfg loom" bounded 900 cargo test "${ring_loom[@]}" -- --test-threads=1 --nocapture

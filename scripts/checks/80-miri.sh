@@ -21,6 +21,10 @@ else
         --skip waiting_subscriber_survives_many_cancelled_waits_without_growth \
         --skip partitioned_group_with_members_leaving_mid_stream_delivers_every_message_once \
         --skip stress_random_settlement_every_message_acked_once_or_dead_lettered
+    # memq-ring, the only crate of the engine with `unsafe`: its own tests (smaller
+    # under miri), and the doc test.
+    bounded 600 cargo +nightly miri test -p memq-ring --target-dir "$miri_dir" --test ring
+    bounded 600 cargo +nightly miri test -p memq-ring --target-dir "$miri_dir" --doc
     miri_ffi=(-p memq-ffi --target-dir "$miri_dir")
     MIRIFLAGS="${MIRIFLAGS:--Zmiri-permissive-provenance}" \
         bounded 1200 cargo +nightly miri test "${miri_ffi[@]}" --test bad_input --test leaks

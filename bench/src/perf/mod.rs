@@ -143,11 +143,14 @@ pub enum Impl {
     MemqThreads,
     /// memq async on Tokio with release-on-read topics: no replay, like a channel.
     MemqRelease,
+    /// memq-ring, the lock-free ring of issue 36, alone (not under memq's topics yet),
+    /// on plain threads with its blocking front: how fast the ring itself goes.
+    MemqRing,
 }
 
 impl Impl {
     /// Every implementation, in the order the runner prints them.
-    pub const ALL: [Impl; 10] = [
+    pub const ALL: [Impl; 11] = [
         Impl::TokioMpsc,
         Impl::TokioBroadcast,
         Impl::AsyncChannel,
@@ -158,12 +161,16 @@ impl Impl {
         Impl::Memq,
         Impl::MemqThreads,
         Impl::MemqRelease,
+        Impl::MemqRing,
     ];
 
     /// Whether this row is memq's own: every memq topic here is `Block`, so it must deliver
     /// every message exactly once, and perf_runner fails if it does not.
     pub fn is_memq(self) -> bool {
-        matches!(self, Impl::Memq | Impl::MemqThreads | Impl::MemqRelease)
+        matches!(
+            self,
+            Impl::Memq | Impl::MemqThreads | Impl::MemqRelease | Impl::MemqRing
+        )
     }
 
     /// Name printed in the table and accepted on the command line.
@@ -179,6 +186,7 @@ impl Impl {
             Impl::Memq => "memq",
             Impl::MemqThreads => "memq-threads",
             Impl::MemqRelease => "memq-release",
+            Impl::MemqRing => "memq-ring",
         }
     }
 
@@ -245,6 +253,11 @@ impl Impl {
                 Some("4-partition topic, publish_keyed")
             }
             (Impl::TokioMemq, _) => Some("unbounded (no bounded lossless mode)"),
+            (Impl::MemqRing, Scenario::S2Competing) => Some("the ring alone; a group"),
+            (Impl::MemqRing, Scenario::S7Partitioned) => {
+                Some("the ring alone; 4 rings, key hashed")
+            }
+            (Impl::MemqRing, _) => Some("the ring alone, not under memq yet"),
             _ => None,
         }
     }
@@ -771,5 +784,6 @@ fn run_cell(scenario: Scenario, imp: Impl, params: &Params) -> Option<Outcome> {
         Impl::Memq => peers::memq_topic::run(scenario, params),
         Impl::MemqThreads => peers::memq_topic::run_threads(scenario, params),
         Impl::MemqRelease => peers::memq_topic::run_release(scenario, params),
+        Impl::MemqRing => drive_threads::run(&peers::memq_ring::MemqRing, scenario, params),
     }
 }

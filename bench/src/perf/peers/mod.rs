@@ -5,6 +5,7 @@ pub mod async_chan;
 pub mod crossbeam_chan;
 pub mod flume_chan;
 pub mod kanal_chan;
+pub mod memq_ring;
 pub mod memq_topic;
 pub mod tokio_broadcast;
 pub mod tokio_memq_topic;

@@ -1,0 +1,149 @@
+//! memq-ring, the lock-free ring of issue 36, measured on its own (it is not under memq's
+//! topics yet): `Ring` with the blocking front (`Parking`) on plain threads, like
+//! crossbeam's row. Every shape is one ring per channel the scenario needs:
+//! - a pair: one ring, one broadcast `Reader`;
+//! - competing receivers: one ring, one `Group` whose members compete;
+//! - fan-out: one ring, one `Reader` per subscriber (a real broadcast, one sender);
+//! - partitions: one ring per partition, each with one `Reader` (the harness routes keys).
+//!
+//! The ring closes when its last sender is dropped, so receivers end as with a channel.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use memq_ring::blocking::Parking;
+use memq_ring::{Group, Member, Reader, Ring, RingConfig, Start, TryRecvError};
+
+use crate::perf::{Disconnected, Msg, Recv, Shape, SyncRx, SyncTx, ThreadPeer, TryRecv, Wiring};
+
+/// The memq-ring row.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MemqRing;
+
+type R = Ring<Msg, Parking>;
+
+/// Closes its ring when the last sender goes.
+#[derive(Debug)]
+struct Closer(Arc<R>);
+
+impl Drop for Closer {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+/// A sender: the ring, and a share of its closer.
+#[derive(Clone, Debug)]
+pub struct RingTx {
+    ring: Arc<R>,
+    _closer: Arc<Closer>,
+}
+
+impl SyncTx for RingTx {
+    fn send(&self, msg: Msg) -> Result<(), Disconnected> {
+        match self.ring.publish(msg) {
+            Ok(p) => {
+                drop(p.evicted);
+                Ok(())
+            }
+            Err(_) => Err(Disconnected),
+        }
+    }
+}
+
+/// A receiver: a broadcast reader or a group member.
+#[derive(Debug)]
+pub enum RingRx {
+    /// Reads every message.
+    Reader(Reader<Msg, Parking>),
+    /// Competes with the group's other members.
+    Member(Member<Msg, Parking>),
+}
+
+fn to_recv(r: Result<(u64, Msg), TryRecvError>) -> Option<Recv> {
+    match r {
+        Ok((_, m)) => Some(Recv::Msg(m)),
+        Err(TryRecvError::Closed) => Some(Recv::Closed),
+        Err(TryRecvError::Lagged(n)) => Some(Recv::Lagged(n)),
+        Err(TryRecvError::Empty) => None,
+    }
+}
+
+impl SyncRx for RingRx {
+    fn recv_deadline(&mut self, deadline: Instant) -> Option<Recv> {
+        to_recv(match self {
+            RingRx::Reader(r) => r.recv_deadline(deadline),
+            RingRx::Member(m) => m.recv_deadline(deadline),
+        })
+    }
+
+    fn try_recv(&mut self) -> TryRecv {
+        let r = match self {
+            RingRx::Reader(r) => r.try_recv(),
+            RingRx::Member(m) => m.try_recv(),
+        };
+        match r {
+            Ok((_, m)) => TryRecv::Msg(m),
+            Err(TryRecvError::Empty) => TryRecv::Empty,
+            Err(TryRecvError::Closed) => TryRecv::Closed,
+            Err(TryRecvError::Lagged(n)) => TryRecv::Lagged(n),
+        }
+    }
+}
+
+fn ring(capacity: usize, readers: usize) -> Option<(Arc<R>, RingTx)> {
+    let config = RingConfig {
+        capacity,
+        readers: readers.max(1),
+        groups: 1,
+    };
+    let ring = Arc::new(Ring::with_waiters(config, Parking::default()).ok()?);
+    let tx = RingTx {
+        ring: ring.clone(),
+        _closer: Arc::new(Closer(ring.clone())),
+    };
+    Some((ring, tx))
+}
+
+impl ThreadPeer for MemqRing {
+    type Tx = RingTx;
+    type Rx = RingRx;
+
+    fn wire(&self, shape: Shape, capacity: usize) -> Option<Wiring<Self::Tx, Self::Rx>> {
+        Some(match shape {
+            Shape::Pair => {
+                let (ring, tx) = ring(capacity, 1)?;
+                let rx = RingRx::Reader(Reader::new(&ring, Start::Earliest).ok()?);
+                Wiring {
+                    txs: vec![tx],
+                    rxs: vec![rx],
+                }
+            }
+            Shape::Competing(n) => {
+                let (ring, tx) = ring(capacity, n)?;
+                let group = Group::new(&ring, Start::Earliest).ok()?;
+                let rxs = (0..n)
+                    .map(|_| group.member().ok().map(RingRx::Member))
+                    .collect::<Option<Vec<_>>>()?;
+                Wiring { txs: vec![tx], rxs }
+            }
+            Shape::Fanout(n) => {
+                let (ring, tx) = ring(capacity, n)?;
+                let rxs = (0..n)
+                    .map(|_| Reader::new(&ring, Start::Earliest).ok().map(RingRx::Reader))
+                    .collect::<Option<Vec<_>>>()?;
+                Wiring { txs: vec![tx], rxs }
+            }
+            Shape::Partitioned(n) => {
+                let mut txs = Vec::with_capacity(n);
+                let mut rxs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let (ring, tx) = ring(capacity, 1)?;
+                    rxs.push(RingRx::Reader(Reader::new(&ring, Start::Earliest).ok()?));
+                    txs.push(tx);
+                }
+                Wiring { txs, rxs }
+            }
+        })
+    }
+}
