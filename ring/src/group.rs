@@ -21,7 +21,7 @@ struct Shared<T, W: Waiters> {
 
 impl<T, W: Waiters> Drop for Shared<T, W> {
     fn drop(&mut self) {
-        self.ring.detach(self.ring.claim_entry(self.claim));
+        self.ring.detach_reader(self.ring.claim_entry(self.claim));
     }
 }
 

@@ -74,8 +74,11 @@ impl<T, W: Waiters> Reader<T, W> {
         &self.ring
     }
 
-    /// Moves the reader to `start` (backwards too, within what the ring holds).
+    /// Moves the reader to `start` (backwards too, within what the ring holds; in a
+    /// taking ring not before what it received, which is gone).
     pub fn seek(&mut self, start: Start) -> Result<(), RingError> {
+        // In a taking ring what this reader received is gone.
+        self.ring.note_taken(self.pos);
         let at = self.ring.place(self.ring.cursor(self.index), start)?;
         self.pos = at.pos;
         self.missed = at.missed;
@@ -113,6 +116,7 @@ impl<T, W: Waiters> Reader<T, W> {
     #[cold]
     fn relocate(&mut self) -> Result<(u64, T), TryRecvError> {
         let asked = self.pos;
+        self.ring.note_taken(asked);
         match self
             .ring
             .place(self.ring.cursor(self.index), Start::Earliest)
@@ -136,6 +140,6 @@ impl<T, W: Waiters> Reader<T, W> {
 
 impl<T, W: Waiters> Drop for Reader<T, W> {
     fn drop(&mut self) {
-        self.ring.detach(self.ring.cursor(self.index));
+        self.ring.detach_reader(self.ring.cursor(self.index));
     }
 }

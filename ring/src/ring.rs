@@ -58,6 +58,11 @@ pub(crate) const IDLE: u64 = u64::MAX - 1;
 /// The largest offset a ring hands out: below the closed bit.
 pub(crate) const MAX_OFFSET: u64 = CLOSED - 1;
 
+/// Bit 63 of a slot's stamp, in a ring that hands each message to one reader
+/// ([`RingConfig::take`]): the reader moved the value out, so the slot's next writer
+/// has nothing to drop.
+const TAKEN: u64 = 1 << 63;
+
 const READERS_WAIT: usize = 1;
 const WRITERS_WAIT: usize = 2;
 
@@ -95,6 +100,9 @@ pub enum RingError {
     /// Every reader entry (or group entry) is taken: the ring was made with room for
     /// fewer readers.
     TooManyReaders,
+    /// A ring that hands each message to one reader ([`RingConfig::take`]) has a reader
+    /// or a group attached already.
+    OneReaderOnly,
     /// A start position past the end of what was published.
     PastEnd {
         /// The position asked for.
@@ -112,6 +120,9 @@ impl fmt::Display for RingError {
             RingError::TooManyReaders => {
                 f.write_str("every reader entry of the ring is taken (see RingConfig::readers)")
             }
+            RingError::OneReaderOnly => f.write_str(
+                "a ring whose reads move messages out takes one reader or one group at a time",
+            ),
             RingError::PastEnd { asked, end } => write!(
                 f,
                 "position {asked} is past the end of the ring (next offset {end})"
@@ -144,6 +155,11 @@ pub struct RingConfig {
     pub readers: usize,
     /// Groups that can be attached at once.
     pub groups: usize,
+    /// Each message is received once, by the one reader or by one member of the one
+    /// group attached at a time, and a receive moves it out instead of cloning it: a
+    /// queue, as memq's topics that release on read are. Attaching a second reader or
+    /// group is [`RingError::OneReaderOnly`].
+    pub take: bool,
 }
 
 impl RingConfig {
@@ -153,6 +169,7 @@ impl RingConfig {
             capacity,
             readers: 64,
             groups: 16,
+            take: false,
         }
     }
 }
@@ -219,6 +236,13 @@ pub struct Ring<T, W = NoWaiters> {
     /// Broadcast readers' positions and group members' hazards.
     cursors: Box<[CachePadded<AtomicU64>]>,
     flags: CachePadded<AtomicUsize>,
+    /// [`RingConfig::take`].
+    take: bool,
+    /// Readers and groups attached (counted only when `take`, which allows one).
+    attached: AtomicUsize,
+    /// When `take`: where the last reader or group left off, or the reader's position when
+    /// it seeks. Everything before it was moved out, so nobody attaches or seeks there.
+    taken_to: AtomicU64,
     waiters: W,
 }
 
@@ -276,6 +300,9 @@ impl<T, W: Waiters> Ring<T, W> {
             claims: registry(config.groups)?,
             cursors: registry(config.readers)?,
             flags: CachePadded::new(AtomicUsize::new(0)),
+            take: config.take,
+            attached: AtomicUsize::new(0),
+            taken_to: AtomicU64::new(0),
             waiters,
         })
     }
@@ -381,17 +408,17 @@ impl<T, W: Waiters> Ring<T, W> {
         // The previous lap's stamp, 0 if the slot was never written.
         let prev = offset.checked_sub(self.lap).map_or(0, |p| p + 1);
         let mut spins = 0;
-        loop {
+        let taken = loop {
             let s = slot.seq.load(Ordering::Acquire);
-            if s == prev {
-                break;
+            if s & !TAKEN == prev {
+                break s & TAKEN != 0;
             }
             debug_assert!(
                 s < prev,
                 "slot of offset {offset} stamped {s} ahead of its lap"
             );
             pause(&mut spins);
-        }
+        };
         let evicted = slot.value.with_mut(|p| {
             // SAFETY: this writer claimed `offset`, and no other writer can claim the same
             // slot before this one stamps it (the next lap's writer waits for the stamp
@@ -403,10 +430,11 @@ impl<T, W: Waiters> Ring<T, W> {
             // Release store of that position came before the floor this claim read
             // (through the rescan that Acquire-loaded it), so its clone is finished. When
             // `prev > 0` the cell holds that lap's value, written before its stamp, which
-            // the Acquire load above saw.
+            // the Acquire load above saw, unless a taking reader moved it out (`taken`:
+            // its mark came before its position's Release store, so it is seen here too).
             unsafe {
-                debug_assert!(prev == 0 || slot.seq.load(Ordering::Relaxed) == prev);
-                let old = if prev == 0 {
+                debug_assert!(prev == 0 || slot.seq.load(Ordering::Relaxed) & !TAKEN == prev);
+                let old = if prev == 0 || taken {
                     None
                 } else {
                     Some((*p).assume_init_read())
@@ -513,26 +541,40 @@ impl<T, W: Waiters> Ring<T, W> {
 
     /// Attaches a broadcast reader at `start`; returns its entry and where it starts.
     pub(crate) fn attach_reader(&self, start: Start) -> Result<(usize, Attached), RingError> {
-        let index = Self::take_entry(&self.cursors, IDLE).ok_or(RingError::TooManyReaders)?;
-        match self.place(&self.cursors[index], start) {
-            Ok(at) => Ok((index, at)),
-            Err(e) => {
-                self.cursors[index].store(FREE, Ordering::Release);
-                Err(e)
-            }
-        }
+        self.attach_in(&self.cursors, start)
     }
 
     /// Attaches a group's claim position at `start`.
     pub(crate) fn attach_group(&self, start: Start) -> Result<(usize, Attached), RingError> {
-        let index = Self::take_entry(&self.claims, IDLE).ok_or(RingError::TooManyReaders)?;
-        match self.place(&self.claims[index], start) {
-            Ok(at) => Ok((index, at)),
-            Err(e) => {
-                self.claims[index].store(FREE, Ordering::Release);
-                Err(e)
-            }
+        self.attach_in(&self.claims, start)
+    }
+
+    fn attach_in(
+        &self,
+        registry: &[CachePadded<AtomicU64>],
+        start: Start,
+    ) -> Result<(usize, Attached), RingError> {
+        if self.take
+            && self
+                .attached
+                .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+        {
+            return Err(RingError::OneReaderOnly);
         }
+        let placed = Self::take_entry(registry, IDLE)
+            .ok_or(RingError::TooManyReaders)
+            .and_then(|index| match self.place(&registry[index], start) {
+                Ok(at) => Ok((index, at)),
+                Err(e) => {
+                    registry[index].store(FREE, Ordering::Release);
+                    Err(e)
+                }
+            });
+        if placed.is_err() && self.take {
+            self.attached.store(0, Ordering::Release);
+        }
+        placed
     }
 
     /// Takes a member's hazard entry, idle.
@@ -549,7 +591,10 @@ impl<T, W: Waiters> Ring<T, W> {
         let t = self.lock_tail();
         // Every offset from `oldest` on is whole or being written by the writer that
         // claimed it: the writers in flight overwrite offsets before `oldest`.
-        let oldest = t.saturating_sub(self.capacity);
+        let mut oldest = t.saturating_sub(self.capacity);
+        if self.take {
+            oldest = oldest.max(self.taken_to.load(Ordering::Acquire));
+        }
         let asked = match start {
             Start::Earliest => oldest,
             Start::Latest => t,
@@ -576,6 +621,26 @@ impl<T, W: Waiters> Ring<T, W> {
         self.wake_writers_if_waiting();
     }
 
+    /// Lets go of a reader's or a group's entry ([`Ring::detach`]), making room for
+    /// another in a taking ring.
+    pub(crate) fn detach_reader(&self, entry: &CachePadded<AtomicU64>) {
+        if self.take {
+            self.note_taken(entry.load(Ordering::Acquire));
+        }
+        entry.store(FREE, Ordering::Release);
+        if self.take {
+            self.attached.store(0, Ordering::Release);
+        }
+        self.wake_writers_if_waiting();
+    }
+
+    /// In a taking ring: everything before `pos` was moved out.
+    pub(crate) fn note_taken(&self, pos: u64) {
+        if self.take && pos < IDLE {
+            self.taken_to.fetch_max(pos, Ordering::AcqRel);
+        }
+    }
+
     pub(crate) fn cursor(&self, index: usize) -> &CachePadded<AtomicU64> {
         &self.cursors[index]
     }
@@ -594,7 +659,18 @@ impl<T, W: Waiters> Ring<T, W> {
     {
         let slot = self.slot(pos);
         let s = slot.seq.load(Ordering::Acquire);
-        if s == pos + 1 {
+        if s == pos + 1 && self.take {
+            let value = slot.value.with_mut(|p| {
+                // SAFETY: as below, the cell holds offset `pos`'s value and no writer
+                // touches it while this reader's position (or hazard) is at most `pos`;
+                // in a taking ring this reader is the only one that reads `pos` (the one
+                // reader attached, or the member whose claim of `pos` succeeded), so it may
+                // move the value out; the mark below tells the next writer it is gone.
+                unsafe { (*p).assume_init_read() }
+            });
+            slot.seq.store(s | TAKEN, Ordering::Release);
+            SlotState::Ready(value)
+        } else if s == pos + 1 {
             let value = slot.value.with(|p| {
                 // SAFETY: the stamp `pos + 1`, seen with Acquire, was stored (Release) after
                 // the value was written, so the cell holds offset `pos`'s value; it stays
@@ -609,7 +685,7 @@ impl<T, W: Waiters> Ring<T, W> {
                 "offset {pos} was overwritten while a reader held it back"
             );
             SlotState::Ready(value)
-        } else if s < pos + 1 {
+        } else if s & !TAKEN < pos + 1 {
             SlotState::Empty
         } else {
             SlotState::Gone
@@ -619,7 +695,7 @@ impl<T, W: Waiters> Ring<T, W> {
     /// Whether offset `pos` is stamped (for a reader's second look before it sleeps).
     #[inline]
     pub(crate) fn is_ready(&self, pos: u64) -> bool {
-        self.slot(pos).seq.load(Ordering::SeqCst) > pos
+        self.slot(pos).seq.load(Ordering::SeqCst) & !TAKEN > pos
     }
 
     /// Whether a reader at `pos` has nothing more to read, ever: the ring is closed and
@@ -701,11 +777,12 @@ pub(crate) enum SlotState<T> {
 impl<T, W> Drop for Ring<T, W> {
     fn drop(&mut self) {
         for slot in self.slots.iter() {
-            if slot.seq.load(Ordering::Relaxed) != 0 {
+            let s = slot.seq.load(Ordering::Relaxed);
+            if s != 0 && s & TAKEN == 0 {
                 slot.value.with_mut(|p| {
-                    // SAFETY: a slot stamped non-zero holds its last lap's value (each
-                    // write replaces the previous one, moved out), and with `&mut self`
-                    // no reader or writer is left.
+                    // SAFETY: a slot stamped non-zero and not marked taken holds its last
+                    // lap's value (each write replaces the previous one, moved out), and
+                    // with `&mut self` no reader or writer is left.
                     unsafe { (*p).assume_init_drop() }
                 });
             }

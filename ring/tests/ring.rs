@@ -17,6 +17,14 @@ fn parking_ring(capacity: usize) -> Arc<Ring<u64, Parking>> {
     Arc::new(Ring::with_waiters(RingConfig::new(capacity), Parking::default()).unwrap())
 }
 
+fn taking_ring<T>(capacity: usize) -> Arc<Ring<T, Parking>> {
+    let config = RingConfig {
+        take: true,
+        ..RingConfig::new(capacity)
+    };
+    Arc::new(Ring::with_waiters(config, Parking::default()).unwrap())
+}
+
 #[test]
 fn one_writer_one_reader_every_message_in_order() {
     let ring = parking_ring(8);
@@ -156,7 +164,10 @@ fn readers_attaching_while_a_writer_overwrites_read_whole_messages() {
     }
     done.store(1, Ordering::Relaxed);
     w.join().unwrap();
-    assert!(read >= rounds, "each round reads at least its first message");
+    assert!(
+        read >= rounds,
+        "each round reads at least its first message"
+    );
 }
 
 /// Every value published is dropped exactly once: evicted ones by the publisher,
@@ -219,6 +230,7 @@ fn bad_sizes_and_positions_are_errors() {
             capacity: 2,
             readers: 1,
             groups: 0,
+            take: false,
         })
         .unwrap(),
     );
@@ -293,4 +305,90 @@ fn deadlines_end_waits() {
     assert_eq!(r.recv_deadline(soon), Ok((0, 7)));
     let soon = Instant::now() + Duration::from_millis(20);
     assert_eq!(r.recv_deadline(soon), Err(TryRecvError::Empty));
+}
+
+/// A taking ring (a queue): one reader, values moved out, not cloned; each value is
+/// dropped exactly once, whether received, evicted or left in the ring.
+#[test]
+fn a_taking_reader_moves_values_out_and_each_is_dropped_once() {
+    let token = Arc::new(());
+    {
+        let ring = taking_ring::<(u64, Arc<()>)>(8);
+        let mut reader = Reader::new(&ring, Start::Earliest).unwrap();
+        assert_eq!(
+            Reader::new(&ring, Start::Earliest).err(),
+            Some(RingError::OneReaderOnly)
+        );
+        assert_eq!(
+            Group::new(&ring, Start::Earliest).err(),
+            Some(RingError::OneReaderOnly)
+        );
+        let r = thread::spawn(move || {
+            for want in 0..N {
+                let (offset, (n, t)) = reader.recv().unwrap();
+                assert_eq!((offset, n), (want, want));
+                drop(t);
+            }
+        });
+        for n in 0..N {
+            drop(ring.publish((n, token.clone())).unwrap().evicted);
+        }
+        r.join().unwrap();
+        // The reader is gone: a new one may attach; the ring keeps taking.
+        for n in N..N + 5 {
+            drop(ring.publish((n, token.clone())).unwrap().evicted);
+        }
+        let mut again = Reader::new(&ring, Start::Earliest).unwrap();
+        assert_eq!(again.try_recv().unwrap().0, N);
+        assert!(
+            Arc::strong_count(&token) > 1,
+            "what is left in the ring is held"
+        );
+    }
+    assert_eq!(Arc::strong_count(&token), 1);
+}
+
+/// A taking ring read by a group of three members, four writers: each message to
+/// exactly one member, moved out.
+#[test]
+fn a_taking_group_gets_every_message_once() {
+    const WRITERS: u64 = 4;
+    let per = N / WRITERS;
+    let ring = taking_ring::<u64>(16);
+    let group = Group::new(&ring, Start::Earliest).unwrap();
+    let seen: Arc<Vec<AtomicUsize>> =
+        Arc::new((0..per * WRITERS).map(|_| AtomicUsize::new(0)).collect());
+    let members: Vec<_> = (0..3)
+        .map(|_| {
+            let mut m = group.member().unwrap();
+            let seen = seen.clone();
+            thread::spawn(move || {
+                while let Ok((_, v)) = m.recv() {
+                    seen[v as usize].fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    drop(group);
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let ring = ring.clone();
+            thread::spawn(move || {
+                for seq in 0..per {
+                    ring.publish(w * per + seq).unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    ring.close();
+    for m in members {
+        m.join().unwrap();
+    }
+    assert!(
+        seen.iter().all(|n| n.load(Ordering::Relaxed) == 1),
+        "each message once"
+    );
 }

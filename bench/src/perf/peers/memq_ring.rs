@@ -91,11 +91,14 @@ impl SyncRx for RingRx {
     }
 }
 
-fn ring(capacity: usize, readers: usize) -> Option<(Arc<R>, RingTx)> {
+/// A ring for `readers` readers (or members); `take`: each message to one of them, moved
+/// out (a queue), as for every shape but the fan-out.
+fn ring(capacity: usize, readers: usize, take: bool) -> Option<(Arc<R>, RingTx)> {
     let config = RingConfig {
         capacity,
         readers: readers.max(1),
         groups: 1,
+        take,
     };
     let ring = Arc::new(Ring::with_waiters(config, Parking::default()).ok()?);
     let tx = RingTx {
@@ -112,7 +115,7 @@ impl ThreadPeer for MemqRing {
     fn wire(&self, shape: Shape, capacity: usize) -> Option<Wiring<Self::Tx, Self::Rx>> {
         Some(match shape {
             Shape::Pair => {
-                let (ring, tx) = ring(capacity, 1)?;
+                let (ring, tx) = ring(capacity, 1, true)?;
                 let rx = RingRx::Reader(Reader::new(&ring, Start::Earliest).ok()?);
                 Wiring {
                     txs: vec![tx],
@@ -120,7 +123,7 @@ impl ThreadPeer for MemqRing {
                 }
             }
             Shape::Competing(n) => {
-                let (ring, tx) = ring(capacity, n)?;
+                let (ring, tx) = ring(capacity, n, true)?;
                 let group = Group::new(&ring, Start::Earliest).ok()?;
                 let rxs = (0..n)
                     .map(|_| group.member().ok().map(RingRx::Member))
@@ -128,7 +131,7 @@ impl ThreadPeer for MemqRing {
                 Wiring { txs: vec![tx], rxs }
             }
             Shape::Fanout(n) => {
-                let (ring, tx) = ring(capacity, n)?;
+                let (ring, tx) = ring(capacity, n, false)?;
                 let rxs = (0..n)
                     .map(|_| Reader::new(&ring, Start::Earliest).ok().map(RingRx::Reader))
                     .collect::<Option<Vec<_>>>()?;
@@ -138,7 +141,7 @@ impl ThreadPeer for MemqRing {
                 let mut txs = Vec::with_capacity(n);
                 let mut rxs = Vec::with_capacity(n);
                 for _ in 0..n {
-                    let (ring, tx) = ring(capacity, 1)?;
+                    let (ring, tx) = ring(capacity, 1, true)?;
                     rxs.push(RingRx::Reader(Reader::new(&ring, Start::Earliest).ok()?));
                     txs.push(tx);
                 }
