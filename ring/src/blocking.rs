@@ -76,30 +76,33 @@ fn wait(cv: &Condvar, g: MutexGuard<'_, ()>, until: Until) -> bool {
 /// sleep and a wake-up, which on a virtual machine cost tens of microseconds (a halted
 /// vCPU woken by an interrupt). Bounded: after `STEPS` looks the thread parks, so an idle
 /// reader or writer costs no CPU.
-struct Patience(u32);
+pub(crate) struct Patience {
+    step: u32,
+    steps: u32,
+}
 
 impl Patience {
     const SPIN_STEPS: u32 = 6;
-    const STEPS: u32 = 10;
 
-    fn new() -> Self {
-        Self(0)
+    /// Spins, then yields the thread: for a thread about to park.
+    pub(crate) fn new() -> Self {
+        Self { step: 0, steps: 10 }
     }
 
     /// Waits a little before the next look; `false` once it is time to park.
-    fn wait_a_little(&mut self) -> bool {
-        if cfg!(loom) || self.0 >= Self::STEPS {
+    pub(crate) fn wait_a_little(&mut self) -> bool {
+        if cfg!(loom) || self.step >= self.steps {
             return false;
         }
-        if self.0 < Self::SPIN_STEPS {
-            for _ in 0..(1u32 << self.0) {
+        if self.step < Self::SPIN_STEPS {
+            for _ in 0..(1u32 << self.step) {
                 core::hint::spin_loop();
             }
         } else {
             #[cfg(not(loom))]
             std::thread::yield_now();
         }
-        self.0 += 1;
+        self.step += 1;
         true
     }
 }

@@ -11,7 +11,8 @@
 //!   new position: no read-modify-write.
 //! - The members of a [`Group`] claim offsets from the group's shared position with a
 //!   CAS, each message to exactly one member.
-//! - Waiting is the front's business ([`Waiters`]; [`blocking::Parking`] parks threads):
+//! - Waiting is the front's business ([`Waiters`]; [`blocking::Parking`] parks threads,
+//!   [`future::WakerLists`] wakes tasks):
 //!   the ring only keeps two flags, and a writer or reader touches a wait list only when
 //!   the flag says someone waits.
 //!
@@ -54,6 +55,8 @@ extern crate std;
 
 #[cfg(feature = "std")]
 pub mod blocking;
+#[cfg(feature = "std")]
+pub mod future;
 mod group;
 mod reader;
 mod ring;

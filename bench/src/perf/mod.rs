@@ -146,11 +146,13 @@ pub enum Impl {
     /// memq-ring, the lock-free ring of issue 36, alone (not under memq's topics yet),
     /// on plain threads with its blocking front: how fast the ring itself goes.
     MemqRing,
+    /// memq-ring alone with its async front, on Tokio like the async peers.
+    MemqRingAsync,
 }
 
 impl Impl {
     /// Every implementation, in the order the runner prints them.
-    pub const ALL: [Impl; 11] = [
+    pub const ALL: [Impl; 12] = [
         Impl::TokioMpsc,
         Impl::TokioBroadcast,
         Impl::AsyncChannel,
@@ -162,6 +164,7 @@ impl Impl {
         Impl::MemqThreads,
         Impl::MemqRelease,
         Impl::MemqRing,
+        Impl::MemqRingAsync,
     ];
 
     /// Whether this row is memq's own: every memq topic here is `Block`, so it must deliver
@@ -169,7 +172,11 @@ impl Impl {
     pub fn is_memq(self) -> bool {
         matches!(
             self,
-            Impl::Memq | Impl::MemqThreads | Impl::MemqRelease | Impl::MemqRing
+            Impl::Memq
+                | Impl::MemqThreads
+                | Impl::MemqRelease
+                | Impl::MemqRing
+                | Impl::MemqRingAsync
         )
     }
 
@@ -187,6 +194,7 @@ impl Impl {
             Impl::MemqThreads => "memq-threads",
             Impl::MemqRelease => "memq-release",
             Impl::MemqRing => "memq-ring",
+            Impl::MemqRingAsync => "memq-ring-async",
         }
     }
 
@@ -253,11 +261,13 @@ impl Impl {
                 Some("4-partition topic, publish_keyed")
             }
             (Impl::TokioMemq, _) => Some("unbounded (no bounded lossless mode)"),
-            (Impl::MemqRing, Scenario::S2Competing) => Some("the ring alone; a group"),
-            (Impl::MemqRing, Scenario::S7Partitioned) => {
+            (Impl::MemqRing | Impl::MemqRingAsync, Scenario::S2Competing) => {
+                Some("the ring alone; a group")
+            }
+            (Impl::MemqRing | Impl::MemqRingAsync, Scenario::S7Partitioned) => {
                 Some("the ring alone; 4 rings, key hashed")
             }
-            (Impl::MemqRing, _) => Some("the ring alone, not under memq yet"),
+            (Impl::MemqRing | Impl::MemqRingAsync, _) => Some("the ring alone, not under memq yet"),
             _ => None,
         }
     }
@@ -785,5 +795,6 @@ fn run_cell(scenario: Scenario, imp: Impl, params: &Params) -> Option<Outcome> {
         Impl::MemqThreads => peers::memq_topic::run_threads(scenario, params),
         Impl::MemqRelease => peers::memq_topic::run_release(scenario, params),
         Impl::MemqRing => drive_threads::run(&peers::memq_ring::MemqRing, scenario, params),
+        Impl::MemqRingAsync => drive_async::run(&peers::memq_ring::MemqRingAsync, scenario, params),
     }
 }

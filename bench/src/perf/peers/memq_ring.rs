@@ -7,6 +7,9 @@
 //! - partitions: one ring per partition, each with one `Reader` (the harness routes keys).
 //!
 //! The ring closes when its last sender is dropped, so receivers end as with a channel.
+//!
+//! [`MemqRingAsync`] is the same wiring with the async front (`future::WakerLists`), on
+//! the Tokio runtime the async peers run on.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,29 +17,49 @@ use std::time::Instant;
 use memq_ring::blocking::Parking;
 use memq_ring::{Group, Member, Reader, Ring, RingConfig, Start, TryRecvError};
 
-use crate::perf::{Disconnected, Msg, Recv, Shape, SyncRx, SyncTx, ThreadPeer, TryRecv, Wiring};
+use memq_ring::future::WakerLists;
+use memq_ring::Waiters;
+
+use crate::perf::{
+    AsyncPeer, AsyncRx, AsyncTx, Disconnected, Msg, Recv, Shape, SyncRx, SyncTx, ThreadPeer,
+    TryRecv, Wiring,
+};
 
 /// The memq-ring row.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MemqRing;
 
-type R = Ring<Msg, Parking>;
+/// The memq-ring row on Tokio, with the async front.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MemqRingAsync;
+
+/// A ring of the harness's messages, shared by its senders and receivers.
+type Shared<W> = Arc<Ring<Msg, W>>;
 
 /// Closes its ring when the last sender goes.
 #[derive(Debug)]
-struct Closer(Arc<R>);
+struct Closer<W: Waiters>(Arc<Ring<Msg, W>>);
 
-impl Drop for Closer {
+impl<W: Waiters> Drop for Closer<W> {
     fn drop(&mut self) {
         self.0.close();
     }
 }
 
 /// A sender: the ring, and a share of its closer.
-#[derive(Clone, Debug)]
-pub struct RingTx {
-    ring: Arc<R>,
-    _closer: Arc<Closer>,
+#[derive(Debug)]
+pub struct RingTx<W: Waiters = Parking> {
+    ring: Arc<Ring<Msg, W>>,
+    _closer: Arc<Closer<W>>,
+}
+
+impl<W: Waiters> Clone for RingTx<W> {
+    fn clone(&self) -> Self {
+        Self {
+            ring: self.ring.clone(),
+            _closer: self._closer.clone(),
+        }
+    }
 }
 
 impl SyncTx for RingTx {
@@ -53,11 +76,11 @@ impl SyncTx for RingTx {
 
 /// A receiver: a broadcast reader or a group member.
 #[derive(Debug)]
-pub enum RingRx {
+pub enum RingRx<W: Waiters = Parking> {
     /// Reads every message.
-    Reader(Reader<Msg, Parking>),
+    Reader(Reader<Msg, W>),
     /// Competes with the group's other members.
-    Member(Member<Msg, Parking>),
+    Member(Member<Msg, W>),
 }
 
 fn to_recv(r: Result<(u64, Msg), TryRecvError>) -> Option<Recv> {
@@ -78,29 +101,72 @@ impl SyncRx for RingRx {
     }
 
     fn try_recv(&mut self) -> TryRecv {
-        let r = match self {
-            RingRx::Reader(r) => r.try_recv(),
-            RingRx::Member(m) => m.try_recv(),
-        };
-        match r {
-            Ok((_, m)) => TryRecv::Msg(m),
-            Err(TryRecvError::Empty) => TryRecv::Empty,
-            Err(TryRecvError::Closed) => TryRecv::Closed,
-            Err(TryRecvError::Lagged(n)) => TryRecv::Lagged(n),
+        try_recv(self)
+    }
+}
+
+fn try_recv<W: Waiters>(rx: &mut RingRx<W>) -> TryRecv {
+    let r = match rx {
+        RingRx::Reader(r) => r.try_recv(),
+        RingRx::Member(m) => m.try_recv(),
+    };
+    match r {
+        Ok((_, m)) => TryRecv::Msg(m),
+        Err(TryRecvError::Empty) => TryRecv::Empty,
+        Err(TryRecvError::Closed) => TryRecv::Closed,
+        Err(TryRecvError::Lagged(n)) => TryRecv::Lagged(n),
+    }
+}
+
+impl AsyncTx for RingTx<WakerLists> {
+    async fn send(&self, msg: Msg) -> Result<(), Disconnected> {
+        match self.ring.publish_async(msg).await {
+            Ok(p) => {
+                drop(p.evicted);
+                Ok(())
+            }
+            Err(_) => Err(Disconnected),
         }
+    }
+}
+
+impl AsyncRx for RingRx<WakerLists> {
+    async fn recv(&mut self) -> Recv {
+        let r = match self {
+            RingRx::Reader(r) => r.recv_async().await,
+            RingRx::Member(m) => m.recv_async().await,
+        };
+        to_recv(r).unwrap_or(Recv::Closed)
+    }
+
+    fn try_recv(&mut self) -> TryRecv {
+        try_recv(self)
+    }
+}
+
+impl AsyncPeer for MemqRingAsync {
+    type Tx = RingTx<WakerLists>;
+    type Rx = RingRx<WakerLists>;
+
+    async fn wire(&self, shape: Shape, capacity: usize) -> Option<Wiring<Self::Tx, Self::Rx>> {
+        wire(shape, capacity)
     }
 }
 
 /// A ring for `readers` readers (or members); `take`: each message to one of them, moved
 /// out (a queue), as for every shape but the fan-out.
-fn ring(capacity: usize, readers: usize, take: bool) -> Option<(Arc<R>, RingTx)> {
+fn ring<W: Waiters + Default>(
+    capacity: usize,
+    readers: usize,
+    take: bool,
+) -> Option<(Shared<W>, RingTx<W>)> {
     let config = RingConfig {
         capacity,
         readers: readers.max(1),
         groups: 1,
         take,
     };
-    let ring = Arc::new(Ring::with_waiters(config, Parking::default()).ok()?);
+    let ring = Arc::new(Ring::with_waiters(config, W::default()).ok()?);
     let tx = RingTx {
         ring: ring.clone(),
         _closer: Arc::new(Closer(ring.clone())),
@@ -113,6 +179,16 @@ impl ThreadPeer for MemqRing {
     type Rx = RingRx;
 
     fn wire(&self, shape: Shape, capacity: usize) -> Option<Wiring<Self::Tx, Self::Rx>> {
+        wire(shape, capacity)
+    }
+}
+
+/// One wiring for both fronts.
+fn wire<W: Waiters + Default>(
+    shape: Shape,
+    capacity: usize,
+) -> Option<Wiring<RingTx<W>, RingRx<W>>> {
+    {
         Some(match shape {
             Shape::Pair => {
                 let (ring, tx) = ring(capacity, 1, true)?;
