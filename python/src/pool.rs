@@ -28,7 +28,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 
 use crate::errors::{self, Exc};
-use crate::message::{self, Message};
+use crate::message::{self, Form, Message};
 use crate::reader::{from_timeout, from_try, Fail, Reader, Step};
 use crate::topic::{self, Topic};
 use crate::util::{self, lock, Slot};
@@ -187,7 +187,7 @@ impl Reader for memq::Subscriber<Outcome> {
     async fn recv_async(&mut self) -> Result<Self::Item, Fail> {
         self.recv().await.map_err(Fail::from)
     }
-    fn to_py(py: Python<'_>, item: Self::Item) -> PyResult<Py<PyAny>> {
+    fn to_py(py: Python<'_>, item: Self::Item, _form: Form) -> PyResult<Py<PyAny>> {
         let o = item.value();
         let r = WorkResult {
             partition: o.partition,
@@ -205,6 +205,8 @@ impl Reader for memq::Subscriber<Outcome> {
 #[derive(Debug)]
 pub struct Results {
     slot: Arc<Slot<memq::Subscriber<Outcome>>>,
+    /// Results hand out `WorkResult`s, whose values are always `bytes`.
+    form: Form,
 }
 
 crate::readers::reader_class!(Results, memq::Subscriber<Outcome>, "Results", {});
@@ -249,9 +251,14 @@ struct Shared {
     changed: Condvar,
     handler: Py<PyAny>,
     call: Call,
+    /// How the handler sees payloads.
+    form: Form,
     results: Option<memq::Topic<Outcome>>,
     batch: usize,
     ack_wait: Duration,
+    /// A durable group's delay before a failed message is delivered again (an in-memory
+    /// group applies its own backoff).
+    backoff: Option<Duration>,
 }
 
 const KEEP_FAILURES: usize = 1000;
@@ -480,10 +487,10 @@ fn handle(py: Python<'_>, sh: &Shared, batch: &mut Batch) -> Vec<Outcome> {
                 }
             },
         };
-        let r = match sh.call {
+        let r = message::payload(py, data, sh.form).and_then(|data| match sh.call {
             Call::Message => {
                 let m = Message {
-                    data: message::data(py, data),
+                    data,
                     offset,
                     partition,
                     timestamp: None,
@@ -491,9 +498,9 @@ fn handle(py: Python<'_>, sh: &Shared, batch: &mut Batch) -> Vec<Outcome> {
                 };
                 Py::new(py, m).and_then(|m| handler.call1((m,)))
             }
-            Call::Data => handler.call1((message::data(py, data),)),
-            Call::IdData => handler.call1((offset + 1, message::data(py, data))),
-        };
+            Call::Data => handler.call1((data,)),
+            Call::IdData => handler.call1((offset + 1, data)),
+        });
         let r = r.and_then(|ret| {
             if sh.results.is_some() {
                 returned(&ret)
@@ -541,8 +548,79 @@ fn worker(sh: Arc<Shared>, member: Member) {
     // while it waits, publishes and settles: taking the GIL back is then a plain
     // reacquire, not the creation of a thread state per batch.
     Python::attach(|py| work(py, &sh, member));
-    *lock(&sh.live) -= 1;
+    let mut live = lock(&sh.live);
+    *live -= 1;
+    let last = *live == 0;
+    drop(live);
+    if last {
+        // Nothing is left to handle (the topic closed, or the pool stopped): the
+        // dead-letter relay, if any, passes on the last letters and ends.
+        sh.signal.stop();
+    }
     sh.changed.notify_all();
+}
+
+/// Relays a durable group's dead letters to a dead-letter topic (`dead_letters=` on a
+/// durable pool), as an in-memory group publishes its own: each letter the group makes
+/// while the pool runs is copied there, and stays in the group's dead-letter log too.
+/// It needs no GIL. Once the signal stops it waits for the workers to end (their last
+/// receives may still move letters) and passes on what is there.
+fn relay(
+    sh: Arc<Shared>,
+    mut letters: memq::durable::DeadLetters,
+    to: memq::Topic<memq::DeadLetter<Bytes>>,
+) {
+    use memq::durable::DurableRecvError as E;
+    let letter = |l: memq::durable::DurableDeadLetter| {
+        memq::DeadLetter::new(
+            None,
+            l.group,
+            l.partition,
+            l.offset,
+            l.deliveries,
+            l.reason,
+            l.payload,
+        )
+    };
+    while !sh.signal.stopped() {
+        let got = {
+            let mut fut = std::pin::pin!(letters.recv());
+            memq::block_on(OrStop::new(fut.as_mut(), &sh.signal))
+        };
+        match got {
+            Some(Ok(l)) => {
+                let mut fut = std::pin::pin!(to.publish(letter(l)));
+                let mut fut = OrStop::new(fut.as_mut(), &sh.signal);
+                loop {
+                    match memq::block_on(&mut fut) {
+                        // A nudge (a drain starting) is no reason to give up.
+                        None if !sh.signal.stopped() => {
+                            fut.seen = sh.signal.nudges.load(Ordering::Acquire);
+                        }
+                        // Published, the topic closed, or the pool stopped while the
+                        // topic was full: the letter is in the group's log either way.
+                        _ => break,
+                    }
+                }
+            }
+            // A letter retention deleted unread, or a nudge: go on.
+            Some(Err(E::Lagged(_))) | None => {}
+            // A read error of the log: try again after a pause, not in a spin.
+            Some(Err(E::Store(_))) => std::thread::sleep(Duration::from_millis(100)),
+            Some(Err(_)) => break,
+        }
+    }
+    let live = lock(&sh.live);
+    drop(
+        sh.changed
+            .wait_while(live, |n| *n > 0)
+            .unwrap_or_else(|e| e.into_inner()),
+    );
+    while let Ok(l) = letters.try_recv() {
+        if to.try_publish(letter(l)).is_err() {
+            break;
+        }
+    }
 }
 
 /// Per-message handling time under which a worker doubles its batch (the GIL is then
@@ -625,6 +703,8 @@ fn settle(sh: &Shared, batch: Batch, outcomes: &[Outcome], published: bool) {
                 if let crate::durable::Got::Delivery(d) = g {
                     if o.error.is_none() && published {
                         lost(d.ack().is_ok());
+                    } else if let Some(delay) = sh.backoff {
+                        lost(d.nack_after(delay).is_ok());
                     } else {
                         d.nack();
                     }
@@ -710,14 +790,19 @@ impl Pool {
     /// "sequential" (one worker, in order). `acked`: an explicit-ack group (a message is
     /// acked after its handler returned and its result was published; nacked when the
     /// handler raised), with `ack_wait`, `max_deliveries`, `backoff` and `dead_letters`
-    /// as for `Topic.ack_group`. `results`: the capacity of a results topic that
-    /// `Pool.results` reads (None: no results). `batch`: the most messages a worker takes per GIL acquisition (a worker
-    /// starts with one and doubles while its handler is fast, and goes back to one when
-    /// it is slow, so that blocking handlers spread over the workers).
-    /// `arguments`: "message" (`handler(msg)`), "data" (`handler(data)`) or "id_data"
-    /// (`handler(offset + 1, data)`).
+    /// as for `Topic.ack_group` (only with `acked=True`). On a `DurableTopic` too: a
+    /// failed message comes back after `backoff` seconds, and after `max_deliveries` it
+    /// goes to the group's dead-letter log (`DurableTopic.dead_letters(pool.group)`),
+    /// from which the pool also copies it to `dead_letters` if given. `results`: the
+    /// capacity of a results topic that `Pool.results` reads (None: no results).
+    /// `batch`: the most messages a worker takes per GIL acquisition (a worker starts
+    /// with one and doubles while its handler is fast, and goes back to one when it is
+    /// slow, so that blocking handlers spread over the workers). `arguments`: "message"
+    /// (`handler(msg)`), "data" (`handler(data)`) or "id_data" (`handler(offset + 1,
+    /// data)`). `memoryview`: the handler sees payloads as `memoryview`s (see
+    /// `Topic.subscribe`).
     #[new]
-    #[pyo3(signature = (topic, handler, *, workers=None, mode=None, group=None, acked=false, ack_wait=None, max_deliveries=None, backoff=None, dead_letters=None, results=None, batch=None, start=None, arguments="message"))]
+    #[pyo3(signature = (topic, handler, *, workers=None, mode=None, group=None, acked=false, ack_wait=None, max_deliveries=None, backoff=None, dead_letters=None, results=None, batch=None, start=None, arguments="message", memoryview=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -735,6 +820,7 @@ impl Pool {
         batch: Option<&Bound<'_, PyAny>>,
         start: Option<&Bound<'_, PyAny>>,
         arguments: &str,
+        memoryview: bool,
     ) -> PyResult<Self> {
         if !handler.is_callable() {
             return Err(Exc::InvalidType.err(format!(
@@ -810,6 +896,7 @@ impl Pool {
                     py,
                     Results {
                         slot: Slot::new(sub, "results reader"),
+                        form: Form::Bytes,
                     },
                 )?;
                 (Some(t), Some(r))
@@ -819,14 +906,40 @@ impl Pool {
         if let Some(w) = ack_wait.filter(|w| !w.is_none()) {
             ack_wait_d = util::seconds(w, "ack_wait")?;
         }
+        let backoff = backoff.filter(|b| !b.is_none());
+        if !acked {
+            let given = [
+                (
+                    "max_deliveries",
+                    max_deliveries.is_some_and(|m| !m.is_none()),
+                ),
+                ("backoff", backoff.is_some()),
+                ("dead_letters", dead_letters.is_some()),
+            ];
+            if let Some((name, _)) = given.iter().find(|(_, given)| *given) {
+                return Err(Exc::InvalidArgument.err(format!(
+                    "{name} applies to an explicit-ack pool: pass acked=True"
+                )));
+            }
+        }
+        let backoff_d = match backoff {
+            Some(b) => Some(util::seconds(b, "backoff")?),
+            None => None,
+        };
+        // A durable pool's relay of dead letters reads from the group's dead-letter log's
+        // end as it is before any member joins: every letter they make is relayed.
+        let relay_from = match (&durable, dead_letters) {
+            (Some(d), Some(to)) => {
+                let t = d.get();
+                let reader = t.dead_letter_reader(py, &group, memq::StartAt::Latest)?;
+                Some((reader, to.get().inner.clone()))
+            }
+            _ => None,
+        };
         let mut members = Vec::with_capacity(workers);
         for _ in 0..workers {
             members.push(match (&memory, &durable) {
                 (_, Some(d)) => {
-                    if dead_letters.is_some() || backoff.is_some() {
-                        return Err(Exc::InvalidArgument
-                            .err("a durable pool has no dead-letter topic or backoff (yet)"));
-                    }
                     let wait = if acked {
                         Some(ack_wait_d.as_secs_f64().into_pyobject(py)?.into_any())
                     } else {
@@ -867,9 +980,11 @@ impl Pool {
             changed: Condvar::new(),
             handler: handler.unbind(),
             call,
+            form: Form::from_flag(memoryview),
             results: results_topic,
             batch,
             ack_wait: ack_wait_d,
+            backoff: backoff_d.filter(|_| durable.is_some()),
         });
         let mut threads = Vec::with_capacity(workers);
         for (i, m) in members.into_iter().enumerate() {
@@ -883,6 +998,20 @@ impl Pool {
                     shared.signal.stop();
                     *lock(&shared.live) -= workers - i;
                     return Err(Exc::Error.err(format!("cannot start a worker thread: {e}")));
+                }
+            }
+        }
+        if let Some((letters, to)) = relay_from {
+            let sh = shared.clone();
+            let t = std::thread::Builder::new()
+                .name("memq-pool-dead-letters".into())
+                .spawn(move || relay(sh, letters, to));
+            match t {
+                Ok(t) => threads.push(t),
+                Err(e) => {
+                    // The workers run already: they stop after their batch in hand.
+                    shared.signal.stop();
+                    return Err(Exc::Error.err(format!("cannot start a thread: {e}")));
                 }
             }
         }
