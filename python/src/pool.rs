@@ -104,6 +104,12 @@ impl<'a, F> OrStop<'a, F> {
         let seen = signal.nudges.load(Ordering::Acquire);
         OrStop { fut, signal, seen }
     }
+
+    /// Also ready for a nudge that came after `seen` was read: a caller that decided to
+    /// wait on what it saw (no drain yet) must not miss a drain that began since.
+    fn after(fut: Pin<&'a mut F>, signal: &'a Signal, seen: u64) -> Self {
+        OrStop { fut, signal, seen }
+    }
 }
 
 impl<F: Future> Future for OrStop<'_, F> {
@@ -295,8 +301,9 @@ enum Fetched {
     End,
 }
 
-/// Takes up to `n` ready messages; with `wait`, waits for the first (or a nudge).
-fn fetch_once(member: &mut Member, signal: &Signal, n: usize, wait: bool) -> Fetched {
+/// Takes up to `n` ready messages; with `wait`, waits for the first (or a nudge after
+/// `seen`).
+fn fetch_once(member: &mut Member, signal: &Signal, seen: u64, n: usize, wait: bool) -> Fetched {
     fn conv<T>(r: Option<Result<usize, memq::TryRecvError>>, b: T) -> Fetched
     where
         Batch: From<T>,
@@ -314,7 +321,7 @@ fn fetch_once(member: &mut Member, signal: &Signal, n: usize, wait: bool) -> Fet
             let r = match c.try_recv_many(&mut buf, n) {
                 Err(memq::TryRecvError::Empty) if wait => {
                     let mut fut = std::pin::pin!(c.recv_many(&mut buf, n));
-                    memq::block_on(OrStop::new(fut.as_mut(), signal))
+                    memq::block_on(OrStop::after(fut.as_mut(), signal, seen))
                         .map(|r| r.map_err(memq::TryRecvError::from))
                 }
                 other => Some(other),
@@ -326,7 +333,7 @@ fn fetch_once(member: &mut Member, signal: &Signal, n: usize, wait: bool) -> Fet
             let r = match c.try_recv_many(&mut buf, n) {
                 Err(memq::TryRecvError::Empty) if wait => {
                     let mut fut = std::pin::pin!(c.recv_many(&mut buf, n));
-                    memq::block_on(OrStop::new(fut.as_mut(), signal))
+                    memq::block_on(OrStop::after(fut.as_mut(), signal, seen))
                         .map(|r| r.map_err(memq::TryRecvError::from))
                 }
                 other => Some(other),
@@ -339,7 +346,7 @@ fn fetch_once(member: &mut Member, signal: &Signal, n: usize, wait: bool) -> Fet
                 Ok(Some(g)) => Ok(Some(g)),
                 Ok(None) if wait => {
                     let mut fut = std::pin::pin!(m.recv_async());
-                    match memq::block_on(OrStop::new(fut.as_mut(), signal)) {
+                    match memq::block_on(OrStop::after(fut.as_mut(), signal, seen)) {
                         None => Ok(None),
                         Some(r) => r.map(Some),
                     }
@@ -389,8 +396,13 @@ fn fetch(member: &mut Member, sh: &Shared, dry: &mut bool, want: usize) -> Optio
         if sh.signal.stopped() {
             return None;
         }
+        // The nudge count first, then whether a drain began: a drain that begins in
+        // between nudges a count newer than `seen`, so the wait below ends at once and
+        // the next turn sees the drain. (Read after, a drain starting meanwhile went
+        // unnoticed, and the worker waited on, not dry, with drain() waiting for it.)
+        let seen = sh.signal.nudges.load(Ordering::Acquire);
         let draining = sh.signal.draining();
-        match fetch_once(member, &sh.signal, want, !draining || *dry) {
+        match fetch_once(member, &sh.signal, seen, want, !draining || *dry) {
             Fetched::Some(b) => {
                 if *dry {
                     *dry = false;
