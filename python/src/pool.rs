@@ -4,11 +4,14 @@
 //! with `acked=True`). It waits for messages with the GIL released (parked in memq's wait
 //! list and on the pool's stop signal at once: an idle pool costs no CPU), takes up to
 //! `batch` ready messages, and then takes the GIL once for the whole batch, calling the
-//! handler on each. Handlers that release the GIL (I/O, `time.sleep`, numpy) let the
-//! other workers run meanwhile. A handler's exception is caught: counted, kept with its
-//! traceback text (the last 1000), published as an error result, and, in an explicit-ack
-//! pool, nacked for another delivery. Results (the handlers' return values) go to a
-//! results topic that `Pool.results` reads, after the GIL is released again.
+//! handler on each. While more messages are ready it keeps the GIL and goes on with the
+//! next batch (an in-memory group without results: nothing there can wait), so a busy
+//! pool hands the GIL between threads about once per switch interval, not once per
+//! batch. Handlers that release the GIL (I/O, `time.sleep`, numpy) let the other workers
+//! run meanwhile. A handler's exception is caught: counted, kept with its traceback text
+//! (the last 1000), published as an error result, and, in an explicit-ack pool, nacked
+//! for another delivery. Results (the handlers' return values) go to a results topic
+//! that `Pool.results` reads, with the GIL released, before the next fetch.
 //!
 //! The pool builds on the memq crate's public group API, not on `memq::pool`: that pool
 //! calls its handler once per message, which here would mean taking the GIL once per
@@ -644,8 +647,31 @@ const SLOW: Duration = Duration::from_micros(500);
 fn work(py: Python<'_>, sh: &Shared, mut member: Member) {
     let mut dry = false;
     let mut want = 1usize;
+    // The batch handled last, finished (its results published, its messages settled)
+    // before the next fetch, in the same release of the GIL: one release per batch.
+    let mut done: Option<(Batch, Vec<Outcome>)> = None;
     loop {
-        let got = py.detach(|| fetch(&mut member, sh, &mut dry, want));
+        // What is ready is taken with the GIL held, when finishing the last batch cannot
+        // wait either: a worker whose handler keeps up goes from batch to batch without
+        // handing the GIL over and waiting to get it back (Python's switch interval
+        // still gives every other thread its turn). It releases the GIL only to wait.
+        let ready = if done.as_ref().is_none_or(|(b, _)| light(sh, b)) {
+            if let Some((b, o)) = done.take() {
+                finish(sh, b, &o);
+            }
+            take_ready(&mut member, sh, &mut dry, want)
+        } else {
+            None
+        };
+        let got = match ready {
+            Some(b) => Some(b),
+            None => py.detach(|| {
+                if let Some((b, o)) = done.take() {
+                    finish(sh, b, &o);
+                }
+                fetch(&mut member, sh, &mut dry, want)
+            }),
+        };
         let Some(mut batch) = got else { break };
         sh.counters.active.fetch_add(1, Ordering::Relaxed);
         let began = Instant::now();
@@ -658,41 +684,85 @@ fn work(py: Python<'_>, sh: &Shared, mut member: Member) {
         } else {
             want
         };
-        py.detach(|| {
-            // Results first, then settle: an acked message is never lost with its result.
-            let mut published = true;
-            if let Some(results) = &sh.results {
-                let n = outcomes.len() as u64;
-                let mut fut = std::pin::pin!(results.publish_batch(outcomes.clone()));
-                let mut fut = OrStop::new(fut.as_mut(), &sh.signal);
-                loop {
-                    // A nudge (a drain starting) is no reason to give up publishing.
-                    match memq::block_on(&mut fut) {
-                        Some(Ok(_)) => {
-                            sh.counters.results.fetch_add(n, Ordering::Relaxed);
-                            break;
-                        }
-                        None if !sh.signal.stopped() => {
-                            fut.seen = sh.signal.nudges.load(Ordering::Acquire);
-                        }
-                        _ => {
-                            published = false;
-                            break;
-                        }
-                    }
-                }
-            }
-            settle(sh, batch, &outcomes, published);
-            sh.counters.active.fetch_sub(1, Ordering::Relaxed);
-            // Wake a drain() that waits for the workers to run dry.
-            let _g = lock(&sh.live);
-            sh.changed.notify_all();
-        });
+        done = Some((batch, outcomes));
     }
     if dry {
         sh.counters.dry.fetch_sub(1, Ordering::AcqRel);
     }
     drop(member); // leave the group before saying so
+}
+
+/// Whether finishing `batch` never waits, so that it may be done with the GIL held: no
+/// results to publish (the results topic may be full) and an in-memory group (a durable
+/// ack may write the group's state to disk).
+fn light(sh: &Shared, batch: &Batch) -> bool {
+    sh.results.is_none() && !matches!(batch, Batch::Durable(_))
+}
+
+/// Takes up to `want` messages of an in-memory group that are ready now, without
+/// waiting (so without releasing the GIL); None if none is, or for a durable group
+/// (whose receive may read the disk).
+fn take_ready(member: &mut Member, sh: &Shared, dry: &mut bool, want: usize) -> Option<Batch> {
+    if sh.signal.stopped() {
+        return None;
+    }
+    let batch = match member {
+        Member::Plain(c) => {
+            let mut buf = Vec::with_capacity(want);
+            match c.try_recv_many(&mut buf, want) {
+                Ok(n) if n > 0 => Batch::Plain(buf),
+                _ => return None,
+            }
+        }
+        Member::Acked(c) => {
+            let mut buf = Vec::with_capacity(want);
+            match c.try_recv_many(&mut buf, want) {
+                Ok(n) if n > 0 => Batch::Acked(buf),
+                _ => return None,
+            }
+        }
+        Member::Durable(_) => return None,
+    };
+    if *dry {
+        *dry = false;
+        sh.counters.dry.fetch_sub(1, Ordering::AcqRel);
+    }
+    sh.counters
+        .fetched
+        .fetch_add(batch.len() as u64, Ordering::Relaxed);
+    Some(batch)
+}
+
+/// Publishes a handled batch's results, if any, then settles it: an acked message is
+/// never lost with its result.
+fn finish(sh: &Shared, batch: Batch, outcomes: &[Outcome]) {
+    let mut published = true;
+    if let Some(results) = &sh.results {
+        let n = outcomes.len() as u64;
+        let mut fut = std::pin::pin!(results.publish_batch(outcomes.to_vec()));
+        let mut fut = OrStop::new(fut.as_mut(), &sh.signal);
+        loop {
+            // A nudge (a drain starting) is no reason to give up publishing.
+            match memq::block_on(&mut fut) {
+                Some(Ok(_)) => {
+                    sh.counters.results.fetch_add(n, Ordering::Relaxed);
+                    break;
+                }
+                None if !sh.signal.stopped() => {
+                    fut.seen = sh.signal.nudges.load(Ordering::Acquire);
+                }
+                _ => {
+                    published = false;
+                    break;
+                }
+            }
+        }
+    }
+    settle(sh, batch, outcomes, published);
+    sh.counters.active.fetch_sub(1, Ordering::Relaxed);
+    // Wake a drain() that waits for the workers to run dry.
+    let _g = lock(&sh.live);
+    sh.changed.notify_all();
 }
 
 /// Acks what succeeded (and whose result, if any, was published), nacks the rest.
