@@ -833,9 +833,14 @@ impl Pool {
             (*live == 0).then_some(())
         })?;
         if done.is_some() {
-            for t in std::mem::take(&mut *lock(&self.threads)) {
-                let _ = t.join();
-            }
+            // The workers have ended; a durable pool's dead-letter relay may still be
+            // reading the last letters from disk: joined without the GIL.
+            let threads = std::mem::take(&mut *lock(&self.threads));
+            py.detach(|| {
+                for t in threads {
+                    let _ = t.join();
+                }
+            });
             Ok(true)
         } else {
             Ok(false)
