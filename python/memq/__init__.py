@@ -62,7 +62,15 @@ from ._memq import (
     __version__,
     key_partition,
 )
-from ._types import GroupStats, PartitionStats, PoolStats, TopicStats
+from ._types import (
+    DurableGroupStats,
+    DurablePartitionStats,
+    DurableStats,
+    GroupStats,
+    PartitionStats,
+    PoolStats,
+    TopicStats,
+)
 
 
 class Mode(IntEnum):
@@ -93,6 +101,9 @@ __all__ = [
     "DiskFull",
     "DurableConsumer",
     "DurableDeadLetters",
+    "DurableGroupStats",
+    "DurablePartitionStats",
+    "DurableStats",
     "DurableSubscriber",
     "DurableTopic",
     "Error",

@@ -101,3 +101,18 @@ class DurableStats:
 
     partitions: List[DurablePartitionStats]
     memory: TopicStats
+
+
+@dataclass(frozen=True)
+class DurableGroupStats:
+    """A durable group (``DurableConsumer.stats()``): ``committed`` is, per partition,
+    the oldest offset not settled, ``committed_on_disk`` the one last written (what a
+    restart goes on from); ``in_flight`` counts deliveries handed out and not settled."""
+
+    name: str
+    members: int
+    committed: List[int]
+    committed_on_disk: List[int]
+    in_flight: int
+    redelivered: int
+    dead_lettered: int

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::errors::{self, Exc};
-use crate::message::{DeadLetter, Delivery, Message};
+use crate::message::{DeadLetter, Delivery, Form, Message};
 use crate::reader::{from_durable, Fail, Reader, Step};
 use crate::topic::{self, Route};
 use crate::util::{self, Slot};
@@ -71,6 +71,19 @@ impl DurableTopic {
             c,
             acked: acked.is_some(),
         })
+    }
+
+    /// A reader of group `name`'s dead letters from `start` (opening the log may touch
+    /// the disk: without the GIL).
+    pub(crate) fn dead_letter_reader(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        start: memq::StartAt,
+    ) -> PyResult<store::DeadLetters> {
+        let t = self.handle()?;
+        py.detach(|| t.dead_letters(name, start))
+            .map_err(errors::from_store)
     }
 
     fn handle(&self) -> PyResult<store::DurableTopic> {
@@ -241,38 +254,43 @@ impl DurableTopic {
     }
 
     /// A subscriber from `start` ("earliest", "latest" or an offset); it replays from
-    /// disk what memory no longer holds.
-    #[pyo3(signature = (start=None))]
-    fn subscribe(&self, start: Option<&Bound<'_, PyAny>>) -> PyResult<DurableSubscriber> {
+    /// disk what memory no longer holds. `memoryview`: as for `Topic.subscribe`.
+    #[pyo3(signature = (start=None, *, memoryview=false))]
+    fn subscribe(
+        &self,
+        start: Option<&Bound<'_, PyAny>>,
+        memoryview: bool,
+    ) -> PyResult<DurableSubscriber> {
         let sub = self
             .handle()?
             .subscribe(util::start_opt(start)?)
             .map_err(errors::from_error)?;
         Ok(DurableSubscriber {
             slot: Slot::new(sub, "subscriber"),
+            form: Form::from_flag(memoryview),
         })
     }
 
     /// The dead letters of group `name` from `start` ("earliest" by default, "latest"
     /// or an offset): what it gave up on after `max_deliveries`, or what a member
-    /// rejected, with where it came from. The group need not be open.
-    #[pyo3(signature = (name, start=None))]
+    /// rejected, with where it came from. The group need not be open. `memoryview`: as
+    /// for `Topic.subscribe`.
+    #[pyo3(signature = (name, start=None, *, memoryview=false))]
     fn dead_letters(
         &self,
         py: Python<'_>,
         name: &str,
         start: Option<&Bound<'_, PyAny>>,
+        memoryview: bool,
     ) -> PyResult<DurableDeadLetters> {
         let start = match start {
             None => memq::StartAt::Earliest,
             Some(_) => util::start_opt(start)?,
         };
-        let t = self.handle()?;
-        let reader = py
-            .detach(|| t.dead_letters(name, start))
-            .map_err(errors::from_store)?;
+        let reader = self.dead_letter_reader(py, name, start)?;
         Ok(DurableDeadLetters {
             slot: Slot::new(reader, "dead-letter reader"),
+            form: Form::from_flag(memoryview),
         })
     }
 
@@ -280,7 +298,9 @@ impl DurableTopic {
     /// restart (`start` applies to a new group). With `ack_wait` (seconds) it is an
     /// explicit-ack group handing out `Delivery` objects (ack/nack); unacked deliveries
     /// come back after a restart. `commit_every`: positions written every N messages.
-    #[pyo3(signature = (name, *, start=None, ack_wait=None, max_deliveries=None, commit_every=None))]
+    /// `memoryview`: as for `Topic.subscribe`.
+    #[pyo3(signature = (name, *, start=None, ack_wait=None, max_deliveries=None, commit_every=None, memoryview=false))]
+    #[allow(clippy::too_many_arguments)]
     fn group(
         &self,
         py: Python<'_>,
@@ -289,12 +309,14 @@ impl DurableTopic {
         ack_wait: Option<&Bound<'_, PyAny>>,
         max_deliveries: Option<&Bound<'_, PyAny>>,
         commit_every: Option<&Bound<'_, PyAny>>,
+        memoryview: bool,
     ) -> PyResult<DurableConsumer> {
         let start = util::start_opt(start)?;
         let m = self.join_group(py, name, start, ack_wait, max_deliveries, commit_every)?;
         Ok(DurableConsumer {
             slot: Slot::new(m, "consumer"),
             group: name.to_owned(),
+            form: Form::from_flag(memoryview),
         })
     }
 
@@ -397,8 +419,8 @@ impl Reader for store::DurableSubscriber {
     async fn recv_async(&mut self) -> Result<Self::Item, Fail> {
         from_durable(self.recv().await).and_then(|m| m.ok_or(Fail::Closed))
     }
-    fn to_py(py: Python<'_>, item: Self::Item) -> PyResult<Py<PyAny>> {
-        Ok(Py::new(py, Message::from_durable(py, &item))?.into_any())
+    fn to_py(py: Python<'_>, item: Self::Item, form: Form) -> PyResult<Py<PyAny>> {
+        Ok(Py::new(py, Message::from_durable(py, &item, form)?)?.into_any())
     }
 }
 
@@ -413,8 +435,8 @@ impl Reader for store::DeadLetters {
     async fn recv_async(&mut self) -> Result<Self::Item, Fail> {
         from_durable(self.recv().await).and_then(|m| m.ok_or(Fail::Closed))
     }
-    fn to_py(py: Python<'_>, item: Self::Item) -> PyResult<Py<PyAny>> {
-        Ok(Py::new(py, DeadLetter::from_durable(py, &item))?.into_any())
+    fn to_py(py: Python<'_>, item: Self::Item, form: Form) -> PyResult<Py<PyAny>> {
+        Ok(Py::new(py, DeadLetter::from_durable(py, &item, form)?)?.into_any())
     }
 }
 
@@ -424,6 +446,7 @@ impl Reader for store::DeadLetters {
 #[derive(Debug)]
 pub struct DurableDeadLetters {
     slot: Arc<Slot<store::DeadLetters>>,
+    form: Form,
 }
 
 crate::readers::reader_class!(
@@ -438,6 +461,7 @@ crate::readers::reader_class!(
 #[derive(Debug)]
 pub struct DurableSubscriber {
     slot: Arc<Slot<store::DurableSubscriber>>,
+    form: Form,
 }
 
 crate::readers::reader_class!(
@@ -487,10 +511,10 @@ impl Reader for Member {
         };
         r.and_then(|m| m.ok_or(Fail::Closed))
     }
-    fn to_py(py: Python<'_>, item: Self::Item) -> PyResult<Py<PyAny>> {
+    fn to_py(py: Python<'_>, item: Self::Item, form: Form) -> PyResult<Py<PyAny>> {
         match item {
-            Got::Message(m) => Ok(Py::new(py, Message::from_durable(py, &m))?.into_any()),
-            Got::Delivery(d) => Ok(Py::new(py, Delivery::from_durable(py, d)?)?.into_any()),
+            Got::Message(m) => Ok(Py::new(py, Message::from_durable(py, &m, form)?)?.into_any()),
+            Got::Delivery(d) => Ok(Py::new(py, Delivery::from_durable(py, d, form)?)?.into_any()),
         }
     }
 }
@@ -501,6 +525,7 @@ impl Reader for Member {
 pub struct DurableConsumer {
     slot: Arc<Slot<Member>>,
     group: String,
+    form: Form,
 }
 
 crate::readers::reader_class!(DurableConsumer, Member, "DurableConsumer", {
@@ -518,20 +543,23 @@ crate::readers::reader_class!(DurableConsumer, Member, "DurableConsumer", {
         py.detach(|| m.c.commit()).map_err(errors::from_store)
     }
 
-    /// The group's counters: a dict of members, committed, in_flight, redelivered,
-    /// dead_lettered.
+    /// The group's counters (`memq.DurableGroupStats`): members, committed offsets (in
+    /// memory and on disk, per partition), deliveries in flight, redelivered and
+    /// dead-lettered.
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let s = self
             .slot
             .peek(|m| m.c.stats())
             .ok_or_else(|| Exc::Busy.err("the consumer is in use or closed"))?;
         let kw = PyDict::new(py);
+        kw.set_item("name", &self.group)?;
         kw.set_item("members", s.members)?;
         kw.set_item("committed", s.committed)?;
         kw.set_item("committed_on_disk", s.committed_on_disk)?;
         kw.set_item("in_flight", s.in_flight)?;
         kw.set_item("redelivered", s.redelivered)?;
         kw.set_item("dead_lettered", s.dead_lettered)?;
-        Ok(kw.into_any().unbind())
+        let cls = py.import("memq._types")?.getattr("DurableGroupStats")?;
+        Ok(cls.call((), Some(&kw))?.unbind())
     }
 });

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyMemoryView};
 
 use crate::errors::{self, Exc};
 use crate::util::{self, lock};
@@ -14,6 +14,42 @@ use crate::util::{self, lock};
 /// The payload as Python sees it: `bytes`, one copy out of the log.
 pub fn data(py: Python<'_>, b: &[u8]) -> Py<PyAny> {
     PyBytes::new(py, b).into_any().unbind()
+}
+
+/// How a reader hands out payloads: `bytes`, or a `memoryview` (asked for with
+/// `memoryview=True`), whose slices share its memory instead of copying.
+///
+/// The view is over the same one `bytes` copy, not over memq's buffer: with the stable
+/// ABI (abi3, Python 3.9) an extension type cannot export the buffer protocol, so a
+/// view straight over a Rust-owned buffer cannot be made; a view over the `bytes`
+/// keeps the one copy and makes slicing free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Form {
+    /// `bytes`.
+    #[default]
+    Bytes,
+    /// A `memoryview` over `bytes`.
+    View,
+}
+
+impl Form {
+    /// From a `memoryview=` argument.
+    pub fn from_flag(memoryview: bool) -> Form {
+        if memoryview {
+            Form::View
+        } else {
+            Form::Bytes
+        }
+    }
+}
+
+/// The payload in the reader's form.
+pub fn payload(py: Python<'_>, b: &[u8], form: Form) -> PyResult<Py<PyAny>> {
+    let bytes = PyBytes::new(py, b);
+    match form {
+        Form::Bytes => Ok(bytes.into_any().unbind()),
+        Form::View => Ok(PyMemoryView::from(bytes.as_any())?.into_any().unbind()),
+    }
 }
 
 /// A received message: `data` (bytes), `offset`, `partition`, `timestamp` (seconds by
@@ -35,25 +71,29 @@ pub struct Message {
 
 impl Message {
     /// From an in-memory topic's message.
-    pub fn from_memq(py: Python<'_>, m: &memq::Message<Bytes>) -> Message {
-        Message {
-            data: data(py, m.value()),
+    pub fn from_memq(py: Python<'_>, m: &memq::Message<Bytes>, form: Form) -> PyResult<Message> {
+        Ok(Message {
+            data: payload(py, m.value(), form)?,
             offset: m.offset(),
             partition: m.partition(),
             timestamp: m.timestamp().map(|t| t.as_secs_f64()),
             key: None,
-        }
+        })
     }
 
     /// From a durable topic's message.
-    pub fn from_durable(py: Python<'_>, m: &memq::durable::DurableMessage) -> Message {
-        Message {
-            data: data(py, &m.payload),
+    pub fn from_durable(
+        py: Python<'_>,
+        m: &memq::durable::DurableMessage,
+        form: Form,
+    ) -> PyResult<Message> {
+        Ok(Message {
+            data: payload(py, &m.payload, form)?,
             offset: m.offset,
             partition: m.partition,
             timestamp: Some(Duration::from_nanos(m.timestamp).as_secs_f64()),
             key: m.key.as_ref().map(|k| data(py, k)),
-        }
+        })
     }
 }
 
@@ -67,8 +107,14 @@ impl Message {
         )
     }
 
-    fn __bytes__(&self, py: Python<'_>) -> Py<PyAny> {
-        self.data.clone_ref(py)
+    /// The payload as `bytes` (for a `memoryview` payload, the `bytes` it views: no
+    /// copy).
+    fn __bytes__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let d = self.data.bind(py);
+        match d.cast::<PyMemoryView>() {
+            Ok(view) => Ok(view.getattr("obj")?.unbind()),
+            Err(_) => Ok(d.clone().unbind()),
+        }
     }
 }
 
@@ -113,18 +159,22 @@ impl std::fmt::Debug for Delivery {
 
 impl Delivery {
     /// Wraps an in-memory delivery.
-    pub fn from_memq(py: Python<'_>, d: memq::Delivery<Bytes>) -> PyResult<Delivery> {
+    pub fn from_memq(py: Python<'_>, d: memq::Delivery<Bytes>, form: Form) -> PyResult<Delivery> {
         Ok(Delivery {
-            message: Py::new(py, Message::from_memq(py, d.message()))?,
+            message: Py::new(py, Message::from_memq(py, d.message(), form)?)?,
             deliveries: d.deliveries(),
             lease: Mutex::new(Some(Lease::Memory(d))),
         })
     }
 
     /// Wraps a durable delivery.
-    pub fn from_durable(py: Python<'_>, d: memq::durable::Delivery) -> PyResult<Delivery> {
+    pub fn from_durable(
+        py: Python<'_>,
+        d: memq::durable::Delivery,
+        form: Form,
+    ) -> PyResult<Delivery> {
         Ok(Delivery {
-            message: Py::new(py, Message::from_durable(py, d.message()))?,
+            message: Py::new(py, Message::from_durable(py, d.message(), form)?)?,
             deliveries: d.deliveries(),
             lease: Mutex::new(Some(Lease::Durable(d))),
         })
@@ -280,8 +330,12 @@ pub struct DeadLetter {
 
 impl DeadLetter {
     /// From a durable group's dead letter.
-    pub fn from_durable(py: Python<'_>, d: &memq::durable::DurableDeadLetter) -> DeadLetter {
-        DeadLetter {
+    pub fn from_durable(
+        py: Python<'_>,
+        d: &memq::durable::DurableDeadLetter,
+        form: Form,
+    ) -> PyResult<DeadLetter> {
+        Ok(DeadLetter {
             topic: None,
             group: d.group.clone(),
             partition: d.partition,
@@ -291,13 +345,17 @@ impl DeadLetter {
                 memq::DeadLetterReason::MaxDeliveries => "max_deliveries",
                 _ => "rejected",
             },
-            data: data(py, &d.payload),
-        }
+            data: payload(py, &d.payload, form)?,
+        })
     }
 
     /// From memq's dead letter.
-    pub fn from_memq(py: Python<'_>, d: &memq::DeadLetter<Bytes>) -> DeadLetter {
-        DeadLetter {
+    pub fn from_memq(
+        py: Python<'_>,
+        d: &memq::DeadLetter<Bytes>,
+        form: Form,
+    ) -> PyResult<DeadLetter> {
+        Ok(DeadLetter {
             topic: d.topic.clone(),
             group: d.group.clone(),
             partition: d.partition,
@@ -307,8 +365,8 @@ impl DeadLetter {
                 memq::DeadLetterReason::MaxDeliveries => "max_deliveries",
                 _ => "rejected",
             },
-            data: data(py, &d.value),
-        }
+            data: payload(py, &d.value, form)?,
+        })
     }
 }
 

@@ -4,11 +4,14 @@
 //! with `acked=True`). It waits for messages with the GIL released (parked in memq's wait
 //! list and on the pool's stop signal at once: an idle pool costs no CPU), takes up to
 //! `batch` ready messages, and then takes the GIL once for the whole batch, calling the
-//! handler on each. Handlers that release the GIL (I/O, `time.sleep`, numpy) let the
-//! other workers run meanwhile. A handler's exception is caught: counted, kept with its
-//! traceback text (the last 1000), published as an error result, and, in an explicit-ack
-//! pool, nacked for another delivery. Results (the handlers' return values) go to a
-//! results topic that `Pool.results` reads, after the GIL is released again.
+//! handler on each. While more messages are ready it keeps the GIL and goes on with the
+//! next batch (an in-memory group without results: nothing there can wait), so a busy
+//! pool hands the GIL between threads about once per switch interval, not once per
+//! batch. Handlers that release the GIL (I/O, `time.sleep`, numpy) let the other workers
+//! run meanwhile. A handler's exception is caught: counted, kept with its traceback text
+//! (the last 1000), published as an error result, and, in an explicit-ack pool, nacked
+//! for another delivery. Results (the handlers' return values) go to a results topic
+//! that `Pool.results` reads, with the GIL released, before the next fetch.
 //!
 //! The pool builds on the memq crate's public group API, not on `memq::pool`: that pool
 //! calls its handler once per message, which here would mean taking the GIL once per
@@ -28,7 +31,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 
 use crate::errors::{self, Exc};
-use crate::message::{self, Message};
+use crate::message::{self, Form, Message};
 use crate::reader::{from_timeout, from_try, Fail, Reader, Step};
 use crate::topic::{self, Topic};
 use crate::util::{self, lock, Slot};
@@ -102,6 +105,12 @@ struct OrStop<'a, F> {
 impl<'a, F> OrStop<'a, F> {
     fn new(fut: Pin<&'a mut F>, signal: &'a Signal) -> Self {
         let seen = signal.nudges.load(Ordering::Acquire);
+        OrStop { fut, signal, seen }
+    }
+
+    /// Also ready for a nudge that came after `seen` was read: a caller that decided to
+    /// wait on what it saw (no drain yet) must not miss a drain that began since.
+    fn after(fut: Pin<&'a mut F>, signal: &'a Signal, seen: u64) -> Self {
         OrStop { fut, signal, seen }
     }
 }
@@ -187,7 +196,7 @@ impl Reader for memq::Subscriber<Outcome> {
     async fn recv_async(&mut self) -> Result<Self::Item, Fail> {
         self.recv().await.map_err(Fail::from)
     }
-    fn to_py(py: Python<'_>, item: Self::Item) -> PyResult<Py<PyAny>> {
+    fn to_py(py: Python<'_>, item: Self::Item, _form: Form) -> PyResult<Py<PyAny>> {
         let o = item.value();
         let r = WorkResult {
             partition: o.partition,
@@ -205,6 +214,8 @@ impl Reader for memq::Subscriber<Outcome> {
 #[derive(Debug)]
 pub struct Results {
     slot: Arc<Slot<memq::Subscriber<Outcome>>>,
+    /// Results hand out `WorkResult`s, whose values are always `bytes`.
+    form: Form,
 }
 
 crate::readers::reader_class!(Results, memq::Subscriber<Outcome>, "Results", {});
@@ -249,9 +260,14 @@ struct Shared {
     changed: Condvar,
     handler: Py<PyAny>,
     call: Call,
+    /// How the handler sees payloads.
+    form: Form,
     results: Option<memq::Topic<Outcome>>,
     batch: usize,
     ack_wait: Duration,
+    /// A durable group's delay before a failed message is delivered again (an in-memory
+    /// group applies its own backoff).
+    backoff: Option<Duration>,
 }
 
 const KEEP_FAILURES: usize = 1000;
@@ -288,8 +304,9 @@ enum Fetched {
     End,
 }
 
-/// Takes up to `n` ready messages; with `wait`, waits for the first (or a nudge).
-fn fetch_once(member: &mut Member, signal: &Signal, n: usize, wait: bool) -> Fetched {
+/// Takes up to `n` ready messages; with `wait`, waits for the first (or a nudge after
+/// `seen`).
+fn fetch_once(member: &mut Member, signal: &Signal, seen: u64, n: usize, wait: bool) -> Fetched {
     fn conv<T>(r: Option<Result<usize, memq::TryRecvError>>, b: T) -> Fetched
     where
         Batch: From<T>,
@@ -307,7 +324,7 @@ fn fetch_once(member: &mut Member, signal: &Signal, n: usize, wait: bool) -> Fet
             let r = match c.try_recv_many(&mut buf, n) {
                 Err(memq::TryRecvError::Empty) if wait => {
                     let mut fut = std::pin::pin!(c.recv_many(&mut buf, n));
-                    memq::block_on(OrStop::new(fut.as_mut(), signal))
+                    memq::block_on(OrStop::after(fut.as_mut(), signal, seen))
                         .map(|r| r.map_err(memq::TryRecvError::from))
                 }
                 other => Some(other),
@@ -319,7 +336,7 @@ fn fetch_once(member: &mut Member, signal: &Signal, n: usize, wait: bool) -> Fet
             let r = match c.try_recv_many(&mut buf, n) {
                 Err(memq::TryRecvError::Empty) if wait => {
                     let mut fut = std::pin::pin!(c.recv_many(&mut buf, n));
-                    memq::block_on(OrStop::new(fut.as_mut(), signal))
+                    memq::block_on(OrStop::after(fut.as_mut(), signal, seen))
                         .map(|r| r.map_err(memq::TryRecvError::from))
                 }
                 other => Some(other),
@@ -332,7 +349,7 @@ fn fetch_once(member: &mut Member, signal: &Signal, n: usize, wait: bool) -> Fet
                 Ok(Some(g)) => Ok(Some(g)),
                 Ok(None) if wait => {
                     let mut fut = std::pin::pin!(m.recv_async());
-                    match memq::block_on(OrStop::new(fut.as_mut(), signal)) {
+                    match memq::block_on(OrStop::after(fut.as_mut(), signal, seen)) {
                         None => Ok(None),
                         Some(r) => r.map(Some),
                     }
@@ -382,8 +399,13 @@ fn fetch(member: &mut Member, sh: &Shared, dry: &mut bool, want: usize) -> Optio
         if sh.signal.stopped() {
             return None;
         }
+        // The nudge count first, then whether a drain began: a drain that begins in
+        // between nudges a count newer than `seen`, so the wait below ends at once and
+        // the next turn sees the drain. (Read after, a drain starting meanwhile went
+        // unnoticed, and the worker waited on, not dry, with drain() waiting for it.)
+        let seen = sh.signal.nudges.load(Ordering::Acquire);
         let draining = sh.signal.draining();
-        match fetch_once(member, &sh.signal, want, !draining || *dry) {
+        match fetch_once(member, &sh.signal, seen, want, !draining || *dry) {
             Fetched::Some(b) => {
                 if *dry {
                     *dry = false;
@@ -480,10 +502,10 @@ fn handle(py: Python<'_>, sh: &Shared, batch: &mut Batch) -> Vec<Outcome> {
                 }
             },
         };
-        let r = match sh.call {
+        let r = message::payload(py, data, sh.form).and_then(|data| match sh.call {
             Call::Message => {
                 let m = Message {
-                    data: message::data(py, data),
+                    data,
                     offset,
                     partition,
                     timestamp: None,
@@ -491,9 +513,9 @@ fn handle(py: Python<'_>, sh: &Shared, batch: &mut Batch) -> Vec<Outcome> {
                 };
                 Py::new(py, m).and_then(|m| handler.call1((m,)))
             }
-            Call::Data => handler.call1((message::data(py, data),)),
-            Call::IdData => handler.call1((offset + 1, message::data(py, data))),
-        };
+            Call::Data => handler.call1((data,)),
+            Call::IdData => handler.call1((offset + 1, data)),
+        });
         let r = r.and_then(|ret| {
             if sh.results.is_some() {
                 returned(&ret)
@@ -541,8 +563,79 @@ fn worker(sh: Arc<Shared>, member: Member) {
     // while it waits, publishes and settles: taking the GIL back is then a plain
     // reacquire, not the creation of a thread state per batch.
     Python::attach(|py| work(py, &sh, member));
-    *lock(&sh.live) -= 1;
+    let mut live = lock(&sh.live);
+    *live -= 1;
+    let last = *live == 0;
+    drop(live);
+    if last {
+        // Nothing is left to handle (the topic closed, or the pool stopped): the
+        // dead-letter relay, if any, passes on the last letters and ends.
+        sh.signal.stop();
+    }
     sh.changed.notify_all();
+}
+
+/// Relays a durable group's dead letters to a dead-letter topic (`dead_letters=` on a
+/// durable pool), as an in-memory group publishes its own: each letter the group makes
+/// while the pool runs is copied there, and stays in the group's dead-letter log too.
+/// It needs no GIL. Once the signal stops it waits for the workers to end (their last
+/// receives may still move letters) and passes on what is there.
+fn relay(
+    sh: Arc<Shared>,
+    mut letters: memq::durable::DeadLetters,
+    to: memq::Topic<memq::DeadLetter<Bytes>>,
+) {
+    use memq::durable::DurableRecvError as E;
+    let letter = |l: memq::durable::DurableDeadLetter| {
+        memq::DeadLetter::new(
+            None,
+            l.group,
+            l.partition,
+            l.offset,
+            l.deliveries,
+            l.reason,
+            l.payload,
+        )
+    };
+    while !sh.signal.stopped() {
+        let got = {
+            let mut fut = std::pin::pin!(letters.recv());
+            memq::block_on(OrStop::new(fut.as_mut(), &sh.signal))
+        };
+        match got {
+            Some(Ok(l)) => {
+                let mut fut = std::pin::pin!(to.publish(letter(l)));
+                let mut fut = OrStop::new(fut.as_mut(), &sh.signal);
+                loop {
+                    match memq::block_on(&mut fut) {
+                        // A nudge (a drain starting) is no reason to give up.
+                        None if !sh.signal.stopped() => {
+                            fut.seen = sh.signal.nudges.load(Ordering::Acquire);
+                        }
+                        // Published, the topic closed, or the pool stopped while the
+                        // topic was full: the letter is in the group's log either way.
+                        _ => break,
+                    }
+                }
+            }
+            // A letter retention deleted unread, or a nudge: go on.
+            Some(Err(E::Lagged(_))) | None => {}
+            // A read error of the log: try again after a pause, not in a spin.
+            Some(Err(E::Store(_))) => std::thread::sleep(Duration::from_millis(100)),
+            Some(Err(_)) => break,
+        }
+    }
+    let live = lock(&sh.live);
+    drop(
+        sh.changed
+            .wait_while(live, |n| *n > 0)
+            .unwrap_or_else(|e| e.into_inner()),
+    );
+    while let Ok(l) = letters.try_recv() {
+        if to.try_publish(letter(l)).is_err() {
+            break;
+        }
+    }
 }
 
 /// Per-message handling time under which a worker doubles its batch (the GIL is then
@@ -554,8 +647,31 @@ const SLOW: Duration = Duration::from_micros(500);
 fn work(py: Python<'_>, sh: &Shared, mut member: Member) {
     let mut dry = false;
     let mut want = 1usize;
+    // The batch handled last, finished (its results published, its messages settled)
+    // before the next fetch, in the same release of the GIL: one release per batch.
+    let mut done: Option<(Batch, Vec<Outcome>)> = None;
     loop {
-        let got = py.detach(|| fetch(&mut member, sh, &mut dry, want));
+        // What is ready is taken with the GIL held, when finishing the last batch cannot
+        // wait either: a worker whose handler keeps up goes from batch to batch without
+        // handing the GIL over and waiting to get it back (Python's switch interval
+        // still gives every other thread its turn). It releases the GIL only to wait.
+        let ready = if done.as_ref().is_none_or(|(b, _)| light(sh, b)) {
+            if let Some((b, o)) = done.take() {
+                finish(sh, b, &o);
+            }
+            take_ready(&mut member, sh, &mut dry, want)
+        } else {
+            None
+        };
+        let got = match ready {
+            Some(b) => Some(b),
+            None => py.detach(|| {
+                if let Some((b, o)) = done.take() {
+                    finish(sh, b, &o);
+                }
+                fetch(&mut member, sh, &mut dry, want)
+            }),
+        };
         let Some(mut batch) = got else { break };
         sh.counters.active.fetch_add(1, Ordering::Relaxed);
         let began = Instant::now();
@@ -568,41 +684,85 @@ fn work(py: Python<'_>, sh: &Shared, mut member: Member) {
         } else {
             want
         };
-        py.detach(|| {
-            // Results first, then settle: an acked message is never lost with its result.
-            let mut published = true;
-            if let Some(results) = &sh.results {
-                let n = outcomes.len() as u64;
-                let mut fut = std::pin::pin!(results.publish_batch(outcomes.clone()));
-                let mut fut = OrStop::new(fut.as_mut(), &sh.signal);
-                loop {
-                    // A nudge (a drain starting) is no reason to give up publishing.
-                    match memq::block_on(&mut fut) {
-                        Some(Ok(_)) => {
-                            sh.counters.results.fetch_add(n, Ordering::Relaxed);
-                            break;
-                        }
-                        None if !sh.signal.stopped() => {
-                            fut.seen = sh.signal.nudges.load(Ordering::Acquire);
-                        }
-                        _ => {
-                            published = false;
-                            break;
-                        }
-                    }
-                }
-            }
-            settle(sh, batch, &outcomes, published);
-            sh.counters.active.fetch_sub(1, Ordering::Relaxed);
-            // Wake a drain() that waits for the workers to run dry.
-            let _g = lock(&sh.live);
-            sh.changed.notify_all();
-        });
+        done = Some((batch, outcomes));
     }
     if dry {
         sh.counters.dry.fetch_sub(1, Ordering::AcqRel);
     }
     drop(member); // leave the group before saying so
+}
+
+/// Whether finishing `batch` never waits, so that it may be done with the GIL held: no
+/// results to publish (the results topic may be full) and an in-memory group (a durable
+/// ack may write the group's state to disk).
+fn light(sh: &Shared, batch: &Batch) -> bool {
+    sh.results.is_none() && !matches!(batch, Batch::Durable(_))
+}
+
+/// Takes up to `want` messages of an in-memory group that are ready now, without
+/// waiting (so without releasing the GIL); None if none is, or for a durable group
+/// (whose receive may read the disk).
+fn take_ready(member: &mut Member, sh: &Shared, dry: &mut bool, want: usize) -> Option<Batch> {
+    if sh.signal.stopped() {
+        return None;
+    }
+    let batch = match member {
+        Member::Plain(c) => {
+            let mut buf = Vec::with_capacity(want);
+            match c.try_recv_many(&mut buf, want) {
+                Ok(n) if n > 0 => Batch::Plain(buf),
+                _ => return None,
+            }
+        }
+        Member::Acked(c) => {
+            let mut buf = Vec::with_capacity(want);
+            match c.try_recv_many(&mut buf, want) {
+                Ok(n) if n > 0 => Batch::Acked(buf),
+                _ => return None,
+            }
+        }
+        Member::Durable(_) => return None,
+    };
+    if *dry {
+        *dry = false;
+        sh.counters.dry.fetch_sub(1, Ordering::AcqRel);
+    }
+    sh.counters
+        .fetched
+        .fetch_add(batch.len() as u64, Ordering::Relaxed);
+    Some(batch)
+}
+
+/// Publishes a handled batch's results, if any, then settles it: an acked message is
+/// never lost with its result.
+fn finish(sh: &Shared, batch: Batch, outcomes: &[Outcome]) {
+    let mut published = true;
+    if let Some(results) = &sh.results {
+        let n = outcomes.len() as u64;
+        let mut fut = std::pin::pin!(results.publish_batch(outcomes.to_vec()));
+        let mut fut = OrStop::new(fut.as_mut(), &sh.signal);
+        loop {
+            // A nudge (a drain starting) is no reason to give up publishing.
+            match memq::block_on(&mut fut) {
+                Some(Ok(_)) => {
+                    sh.counters.results.fetch_add(n, Ordering::Relaxed);
+                    break;
+                }
+                None if !sh.signal.stopped() => {
+                    fut.seen = sh.signal.nudges.load(Ordering::Acquire);
+                }
+                _ => {
+                    published = false;
+                    break;
+                }
+            }
+        }
+    }
+    settle(sh, batch, outcomes, published);
+    sh.counters.active.fetch_sub(1, Ordering::Relaxed);
+    // Wake a drain() that waits for the workers to run dry.
+    let _g = lock(&sh.live);
+    sh.changed.notify_all();
 }
 
 /// Acks what succeeded (and whose result, if any, was published), nacks the rest.
@@ -625,6 +785,8 @@ fn settle(sh: &Shared, batch: Batch, outcomes: &[Outcome], published: bool) {
                 if let crate::durable::Got::Delivery(d) = g {
                     if o.error.is_none() && published {
                         lost(d.ack().is_ok());
+                    } else if let Some(delay) = sh.backoff {
+                        lost(d.nack_after(delay).is_ok());
                     } else {
                         d.nack();
                     }
@@ -671,9 +833,14 @@ impl Pool {
             (*live == 0).then_some(())
         })?;
         if done.is_some() {
-            for t in std::mem::take(&mut *lock(&self.threads)) {
-                let _ = t.join();
-            }
+            // The workers have ended; a durable pool's dead-letter relay may still be
+            // reading the last letters from disk: joined without the GIL.
+            let threads = std::mem::take(&mut *lock(&self.threads));
+            py.detach(|| {
+                for t in threads {
+                    let _ = t.join();
+                }
+            });
             Ok(true)
         } else {
             Ok(false)
@@ -710,14 +877,19 @@ impl Pool {
     /// "sequential" (one worker, in order). `acked`: an explicit-ack group (a message is
     /// acked after its handler returned and its result was published; nacked when the
     /// handler raised), with `ack_wait`, `max_deliveries`, `backoff` and `dead_letters`
-    /// as for `Topic.ack_group`. `results`: the capacity of a results topic that
-    /// `Pool.results` reads (None: no results). `batch`: the most messages a worker takes per GIL acquisition (a worker
-    /// starts with one and doubles while its handler is fast, and goes back to one when
-    /// it is slow, so that blocking handlers spread over the workers).
-    /// `arguments`: "message" (`handler(msg)`), "data" (`handler(data)`) or "id_data"
-    /// (`handler(offset + 1, data)`).
+    /// as for `Topic.ack_group` (only with `acked=True`). On a `DurableTopic` too: a
+    /// failed message comes back after `backoff` seconds, and after `max_deliveries` it
+    /// goes to the group's dead-letter log (`DurableTopic.dead_letters(pool.group)`),
+    /// from which the pool also copies it to `dead_letters` if given. `results`: the
+    /// capacity of a results topic that `Pool.results` reads (None: no results).
+    /// `batch`: the most messages a worker takes per GIL acquisition (a worker starts
+    /// with one and doubles while its handler is fast, and goes back to one when it is
+    /// slow, so that blocking handlers spread over the workers). `arguments`: "message"
+    /// (`handler(msg)`), "data" (`handler(data)`) or "id_data" (`handler(offset + 1,
+    /// data)`). `memoryview`: the handler sees payloads as `memoryview`s (see
+    /// `Topic.subscribe`).
     #[new]
-    #[pyo3(signature = (topic, handler, *, workers=None, mode=None, group=None, acked=false, ack_wait=None, max_deliveries=None, backoff=None, dead_letters=None, results=None, batch=None, start=None, arguments="message"))]
+    #[pyo3(signature = (topic, handler, *, workers=None, mode=None, group=None, acked=false, ack_wait=None, max_deliveries=None, backoff=None, dead_letters=None, results=None, batch=None, start=None, arguments="message", memoryview=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -735,6 +907,7 @@ impl Pool {
         batch: Option<&Bound<'_, PyAny>>,
         start: Option<&Bound<'_, PyAny>>,
         arguments: &str,
+        memoryview: bool,
     ) -> PyResult<Self> {
         if !handler.is_callable() {
             return Err(Exc::InvalidType.err(format!(
@@ -810,6 +983,7 @@ impl Pool {
                     py,
                     Results {
                         slot: Slot::new(sub, "results reader"),
+                        form: Form::Bytes,
                     },
                 )?;
                 (Some(t), Some(r))
@@ -819,14 +993,40 @@ impl Pool {
         if let Some(w) = ack_wait.filter(|w| !w.is_none()) {
             ack_wait_d = util::seconds(w, "ack_wait")?;
         }
+        let backoff = backoff.filter(|b| !b.is_none());
+        if !acked {
+            let given = [
+                (
+                    "max_deliveries",
+                    max_deliveries.is_some_and(|m| !m.is_none()),
+                ),
+                ("backoff", backoff.is_some()),
+                ("dead_letters", dead_letters.is_some()),
+            ];
+            if let Some((name, _)) = given.iter().find(|(_, given)| *given) {
+                return Err(Exc::InvalidArgument.err(format!(
+                    "{name} applies to an explicit-ack pool: pass acked=True"
+                )));
+            }
+        }
+        let backoff_d = match backoff {
+            Some(b) => Some(util::seconds(b, "backoff")?),
+            None => None,
+        };
+        // A durable pool's relay of dead letters reads from the group's dead-letter log's
+        // end as it is before any member joins: every letter they make is relayed.
+        let relay_from = match (&durable, dead_letters) {
+            (Some(d), Some(to)) => {
+                let t = d.get();
+                let reader = t.dead_letter_reader(py, &group, memq::StartAt::Latest)?;
+                Some((reader, to.get().inner.clone()))
+            }
+            _ => None,
+        };
         let mut members = Vec::with_capacity(workers);
         for _ in 0..workers {
             members.push(match (&memory, &durable) {
                 (_, Some(d)) => {
-                    if dead_letters.is_some() || backoff.is_some() {
-                        return Err(Exc::InvalidArgument
-                            .err("a durable pool has no dead-letter topic or backoff (yet)"));
-                    }
                     let wait = if acked {
                         Some(ack_wait_d.as_secs_f64().into_pyobject(py)?.into_any())
                     } else {
@@ -867,9 +1067,11 @@ impl Pool {
             changed: Condvar::new(),
             handler: handler.unbind(),
             call,
+            form: Form::from_flag(memoryview),
             results: results_topic,
             batch,
             ack_wait: ack_wait_d,
+            backoff: backoff_d.filter(|_| durable.is_some()),
         });
         let mut threads = Vec::with_capacity(workers);
         for (i, m) in members.into_iter().enumerate() {
@@ -883,6 +1085,20 @@ impl Pool {
                     shared.signal.stop();
                     *lock(&shared.live) -= workers - i;
                     return Err(Exc::Error.err(format!("cannot start a worker thread: {e}")));
+                }
+            }
+        }
+        if let Some((letters, to)) = relay_from {
+            let sh = shared.clone();
+            let t = std::thread::Builder::new()
+                .name("memq-pool-dead-letters".into())
+                .spawn(move || relay(sh, letters, to));
+            match t {
+                Ok(t) => threads.push(t),
+                Err(e) => {
+                    // The workers run already: they stop after their batch in hand.
+                    shared.signal.stop();
+                    return Err(Exc::Error.err(format!("cannot start a thread: {e}")));
                 }
             }
         }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 
 use crate::errors::{self, Exc};
+use crate::message::Form;
 use crate::util::{self, Slot};
 
 /// Why a receive ended without a message.
@@ -117,8 +118,8 @@ pub trait Reader: Send + 'static {
     }
     /// The receive as a future (for asyncio), cancel safe.
     fn recv_async(&mut self) -> impl Future<Output = Result<Self::Item, Fail>> + Send + '_;
-    /// The Python object for an item.
-    fn to_py(py: Python<'_>, item: Self::Item) -> PyResult<Py<PyAny>>;
+    /// The Python object for an item, its payload in `form`.
+    fn to_py(py: Python<'_>, item: Self::Item, form: Form) -> PyResult<Py<PyAny>>;
 }
 
 /// Receives one item: what is ready at once, else waits (GIL released) up to `limit`.
@@ -130,11 +131,12 @@ pub fn recv<R: Reader>(
     py: Python<'_>,
     slot: &Arc<Slot<R>>,
     limit: Option<Duration>,
+    form: Form,
 ) -> PyResult<Py<PyAny>> {
     let mut lease = slot.take()?;
     let r = lease.get();
     if let Some(i) = r.try_recv()? {
-        return R::to_py(py, i);
+        return R::to_py(py, i, form);
     }
     if limit == Some(Duration::ZERO) {
         return Err(Exc::Timeout.err("no message ready"));
@@ -145,17 +147,21 @@ pub fn recv<R: Reader>(
     })?;
     drop(lease);
     match got {
-        Some(Ok(Some(i))) => R::to_py(py, i),
+        Some(Ok(Some(i))) => R::to_py(py, i, form),
         Some(Err(f)) => Err(f.into()),
         _ => Err(Exc::Timeout.err("no message in time")),
     }
 }
 
 /// Receives what is ready, without waiting: `None` if nothing is.
-pub fn try_recv<R: Reader>(py: Python<'_>, slot: &Arc<Slot<R>>) -> PyResult<Option<Py<PyAny>>> {
+pub fn try_recv<R: Reader>(
+    py: Python<'_>,
+    slot: &Arc<Slot<R>>,
+    form: Form,
+) -> PyResult<Option<Py<PyAny>>> {
     let mut lease = slot.take()?;
     match lease.get().try_recv()? {
-        Some(i) => R::to_py(py, i).map(Some),
+        Some(i) => R::to_py(py, i, form).map(Some),
         None => Ok(None),
     }
 }
@@ -170,6 +176,7 @@ pub fn recv_many<R: Reader>(
     slot: &Arc<Slot<R>>,
     max: usize,
     limit: Option<Duration>,
+    form: Form,
 ) -> PyResult<Vec<Py<PyAny>>> {
     if max == 0 || max > MAX_BATCH {
         return Err(Exc::InvalidArgument.err(format!(
@@ -190,5 +197,5 @@ pub fn recv_many<R: Reader>(
         }
     }
     drop(lease);
-    buf.into_iter().map(|i| R::to_py(py, i)).collect()
+    buf.into_iter().map(|i| R::to_py(py, i, form)).collect()
 }

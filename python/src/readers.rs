@@ -10,19 +10,19 @@ use pyo3::exceptions::PyStopAsyncIteration;
 use pyo3::prelude::*;
 
 use crate::aio::{BoxFut, Done};
-use crate::message::{DeadLetter, Delivery, Message};
+use crate::message::{DeadLetter, Delivery, Form, Message};
 use crate::reader::{from_timeout, from_try, Fail, Reader, Step};
 use crate::util::{self, Slot};
 
 /// The receive as a boxed future for asyncio: it borrows the reader from its slot for
 /// as long as it lives. With `iter`, a closed topic ends an `async for`.
-pub fn recv_future<R: Reader>(slot: &Arc<Slot<R>>, iter: bool) -> PyResult<BoxFut> {
+pub fn recv_future<R: Reader>(slot: &Arc<Slot<R>>, iter: bool, form: Form) -> PyResult<BoxFut> {
     let mut lease = slot.take()?;
     Ok(Box::pin(async move {
         let r = lease.get().recv_async().await;
         drop(lease);
         Box::new(move |py: Python<'_>| match r {
-            Ok(i) => R::to_py(py, i),
+            Ok(i) => R::to_py(py, i, form),
             Err(Fail::Closed) if iter => Err(PyStopAsyncIteration::new_err(())),
             Err(f) => Err(f.into()),
         }) as Done
@@ -47,20 +47,20 @@ macro_rules! reader_class {
                             "in a coroutine use asyncio.wait_for(reader.recv(), timeout)",
                         ));
                     }
-                    return crate::aio::awaitable(py, crate::readers::recv_future(&self.slot, false)?);
+                    return crate::aio::awaitable(py, crate::readers::recv_future(&self.slot, false, self.form)?);
                 }
                 let limit = crate::util::timeout(timeout)?;
-                crate::reader::recv(py, &self.slot, limit)
+                crate::reader::recv(py, &self.slot, limit, self.form)
             }
 
             /// The receive as an awaitable, wherever it is called.
             fn recv_async(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-                crate::aio::awaitable(py, crate::readers::recv_future(&self.slot, false)?)
+                crate::aio::awaitable(py, crate::readers::recv_future(&self.slot, false, self.form)?)
             }
 
             /// Receives what is ready without waiting; None if nothing is.
             fn try_recv(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-                crate::reader::try_recv(py, &self.slot)
+                crate::reader::try_recv(py, &self.slot, self.form)
             }
 
             /// Receives up to `max_count` messages: those ready, else waits up to
@@ -74,7 +74,7 @@ macro_rules! reader_class {
             ) -> PyResult<Vec<Py<PyAny>>> {
                 let max = crate::util::opt_int(max_count, "max_count", 1, crate::reader::MAX_BATCH as i128)?.unwrap_or(256) as usize;
                 let limit = crate::util::timeout(timeout)?;
-                crate::reader::recv_many(py, &self.slot, max, limit)
+                crate::reader::recv_many(py, &self.slot, max, limit, self.form)
             }
 
             fn __iter__(slf: Py<Self>) -> Py<Self> {
@@ -82,7 +82,7 @@ macro_rules! reader_class {
             }
 
             fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-                match crate::reader::recv(py, &self.slot, None) {
+                match crate::reader::recv(py, &self.slot, None, self.form) {
                     Ok(m) => Ok(Some(m)),
                     Err(e) if e.is_instance(py, crate::errors::Exc::Closed.ty(py)?.as_any()) => Ok(None),
                     Err(e) => Err(e),
@@ -94,7 +94,7 @@ macro_rules! reader_class {
             }
 
             fn __anext__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-                crate::aio::awaitable(py, crate::readers::recv_future(&self.slot, true)?)
+                crate::aio::awaitable(py, crate::readers::recv_future(&self.slot, true, self.form)?)
             }
 
             /// Leaves: the reader's hold on the log is released (a group member's
@@ -162,8 +162,8 @@ macro_rules! memq_message_reader {
             async fn recv_async(&mut self) -> Result<Self::Item, Fail> {
                 self.recv().await.map_err(Fail::from)
             }
-            fn to_py(py: Python<'_>, item: Self::Item) -> PyResult<Py<PyAny>> {
-                Ok(Py::new(py, Message::from_memq(py, &item))?.into_any())
+            fn to_py(py: Python<'_>, item: Self::Item, form: Form) -> PyResult<Py<PyAny>> {
+                Ok(Py::new(py, Message::from_memq(py, &item, form)?)?.into_any())
             }
         }
     };
@@ -176,6 +176,7 @@ memq_message_reader!(Subscriber);
 #[derive(Debug)]
 pub struct Subscriber {
     pub(crate) slot: Arc<Slot<memq::Subscriber<Bytes>>>,
+    pub(crate) form: Form,
 }
 
 reader_class!(Subscriber, memq::Subscriber<Bytes>, "Subscriber", {
@@ -205,6 +206,7 @@ memq_message_reader!(Consumer);
 pub struct Consumer {
     pub(crate) slot: Arc<Slot<memq::Consumer<Bytes>>>,
     pub(crate) group: String,
+    pub(crate) form: Form,
 }
 
 reader_class!(Consumer, memq::Consumer<Bytes>, "Consumer", {
@@ -246,8 +248,8 @@ impl Reader for memq::AckConsumer<Bytes> {
     async fn recv_async(&mut self) -> Result<Self::Item, Fail> {
         self.recv().await.map_err(Fail::from)
     }
-    fn to_py(py: Python<'_>, item: Self::Item) -> PyResult<Py<PyAny>> {
-        Ok(Py::new(py, Delivery::from_memq(py, item)?)?.into_any())
+    fn to_py(py: Python<'_>, item: Self::Item, form: Form) -> PyResult<Py<PyAny>> {
+        Ok(Py::new(py, Delivery::from_memq(py, item, form)?)?.into_any())
     }
 }
 
@@ -257,6 +259,7 @@ impl Reader for memq::AckConsumer<Bytes> {
 pub struct AckConsumer {
     pub(crate) slot: Arc<Slot<memq::AckConsumer<Bytes>>>,
     pub(crate) group: String,
+    pub(crate) form: Form,
 }
 
 reader_class!(AckConsumer, memq::AckConsumer<Bytes>, "AckConsumer", {
@@ -287,8 +290,8 @@ impl Reader for memq::Subscriber<memq::DeadLetter<Bytes>> {
     async fn recv_async(&mut self) -> Result<Self::Item, Fail> {
         self.recv().await.map_err(Fail::from)
     }
-    fn to_py(py: Python<'_>, item: Self::Item) -> PyResult<Py<PyAny>> {
-        Ok(Py::new(py, DeadLetter::from_memq(py, item.value()))?.into_any())
+    fn to_py(py: Python<'_>, item: Self::Item, form: Form) -> PyResult<Py<PyAny>> {
+        Ok(Py::new(py, DeadLetter::from_memq(py, item.value(), form)?)?.into_any())
     }
 }
 
@@ -297,6 +300,7 @@ impl Reader for memq::Subscriber<memq::DeadLetter<Bytes>> {
 #[derive(Debug)]
 pub struct DeadLetterSubscriber {
     pub(crate) slot: Arc<Slot<memq::Subscriber<memq::DeadLetter<Bytes>>>>,
+    pub(crate) form: Form,
 }
 
 reader_class!(

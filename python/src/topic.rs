@@ -11,6 +11,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::aio::{self, Done};
 use crate::errors::{self, Exc};
+use crate::message::Form;
 use crate::readers::{AckConsumer, Consumer, DeadLetterSubscriber, Subscriber};
 use crate::util::{self, Slot};
 
@@ -393,13 +394,18 @@ impl Topic {
     }
 
     /// A broadcast subscriber from `start` ("earliest", "latest" or an offset), on every
-    /// partition or on `partition` only.
-    #[pyo3(signature = (start=None, *, partition=None))]
+    /// partition or on `partition` only. Payloads are `bytes`, one copy out of the log;
+    /// with `memoryview=True` a `memoryview` over that same copy, so that slicing it
+    /// copies nothing (every reader takes this option). It is a view over `bytes`, not
+    /// over memq's own buffer, because the stable ABI memq is built for (abi3, Python
+    /// 3.9+) lets no extension type export the buffer protocol.
+    #[pyo3(signature = (start=None, *, partition=None, memoryview=false))]
     fn subscribe(
         &self,
         py: Python<'_>,
         start: Option<&Bound<'_, PyAny>>,
         partition: Option<&Bound<'_, PyAny>>,
+        memoryview: bool,
     ) -> PyResult<Subscriber> {
         let _ = py;
         let start = util::start_opt(start)?;
@@ -413,16 +419,19 @@ impl Topic {
         .map_err(errors::from_error)?;
         Ok(Subscriber {
             slot: Slot::new(sub, "subscriber"),
+            form: Form::from_flag(memoryview),
         })
     }
 
-    /// Joins the consumer group `name` (created at `start` if new).
-    #[pyo3(signature = (name, start=None))]
+    /// Joins the consumer group `name` (created at `start` if new). `memoryview`: as for
+    /// `subscribe`.
+    #[pyo3(signature = (name, start=None, *, memoryview=false))]
     fn group(
         &self,
         py: Python<'_>,
         name: &str,
         start: Option<&Bound<'_, PyAny>>,
+        memoryview: bool,
     ) -> PyResult<Consumer> {
         let _ = py;
         let start = util::start_opt(start)?;
@@ -430,6 +439,7 @@ impl Topic {
         Ok(Consumer {
             slot: Slot::new(c, "consumer"),
             group: name.to_owned(),
+            form: Form::from_flag(memoryview),
         })
     }
 
@@ -437,8 +447,8 @@ impl Topic {
     /// seconds and delivered again unless acked; after `max_deliveries` deliveries (or a
     /// `reject()`) it goes to `dead_letters` (a `DeadLetterTopic`) or is dropped and
     /// counted. `max_in_flight` bounds unsettled deliveries per partition; `backoff`
-    /// (seconds) delays redeliveries.
-    #[pyo3(signature = (name, *, ack_wait=None, max_deliveries=None, max_in_flight=None, backoff=None, dead_letters=None, start=None))]
+    /// (seconds) delays redeliveries. `memoryview`: as for `subscribe`.
+    #[pyo3(signature = (name, *, ack_wait=None, max_deliveries=None, max_in_flight=None, backoff=None, dead_letters=None, start=None, memoryview=false))]
     #[allow(clippy::too_many_arguments)]
     fn ack_group(
         &self,
@@ -450,6 +460,7 @@ impl Topic {
         backoff: Option<&Bound<'_, PyAny>>,
         dead_letters: Option<&Bound<'_, DeadLetterTopic>>,
         start: Option<&Bound<'_, PyAny>>,
+        memoryview: bool,
     ) -> PyResult<AckConsumer> {
         let _ = py;
         let start = util::start_opt(start)?;
@@ -465,6 +476,7 @@ impl Topic {
         Ok(AckConsumer {
             slot: Slot::new(c, "consumer"),
             group: name.to_owned(),
+            form: Form::from_flag(memoryview),
         })
     }
 
@@ -588,12 +600,14 @@ impl DeadLetterTopic {
         })
     }
 
-    /// A subscriber of the dead letters, from `start`.
-    #[pyo3(signature = (start=None))]
+    /// A subscriber of the dead letters, from `start`. `memoryview`: as for
+    /// `Topic.subscribe`.
+    #[pyo3(signature = (start=None, *, memoryview=false))]
     fn subscribe(
         &self,
         py: Python<'_>,
         start: Option<&Bound<'_, PyAny>>,
+        memoryview: bool,
     ) -> PyResult<DeadLetterSubscriber> {
         let _ = py;
         let sub = self
@@ -602,6 +616,7 @@ impl DeadLetterTopic {
             .map_err(errors::from_error)?;
         Ok(DeadLetterSubscriber {
             slot: Slot::new(sub, "subscriber"),
+            form: Form::from_flag(memoryview),
         })
     }
 

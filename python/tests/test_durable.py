@@ -1,3 +1,7 @@
+import dataclasses
+
+import pytest
+
 import memq
 from conftest import SOON
 
@@ -139,3 +143,99 @@ def test_a_durable_publish_with_a_timeout_on_a_full_log_hands_nothing_half_done(
         # Room again: a publish with a long limit goes through at once.
         assert t.publish(b"z" * 500, timeout=SOON)[1] == n
         slow.close()
+
+
+def test_durable_group_stats_are_a_frozen_dataclass(tmp_path):
+    with memq.DurableTopic(str(tmp_path / "s"), 16, partitions=2, sync="never") as t:
+        t.publish(b"a", partition=0)
+        t.publish(b"b", partition=1)
+        g = t.group("g", ack_wait=SOON)
+        d = g.recv(timeout=SOON)
+        st = g.stats()
+        assert isinstance(st, memq.DurableGroupStats)
+        assert (st.name, st.members, st.in_flight, st.redelivered, st.dead_lettered) == ("g", 1, 1, 0, 0)
+        assert len(st.committed) == len(st.committed_on_disk) == 2
+        assert dataclasses.asdict(st)["committed"] == st.committed
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            st.members = 2
+        d.ack()
+        g.close()
+
+
+def test_durable_pool_backoff_holds_a_failed_message_back(tmp_path):
+    with memq.DurableTopic(str(tmp_path / "jobs"), sync="never") as t:
+        t.publish(b"flaky")
+        # A member that stays (a group whose last member leaves starts again from its
+        # committed offsets, as after a restart) and looks after the pool is done.
+        g = t.group("jobs", ack_wait=SOON)
+        # A day's backoff: the failed message is held back, so the drain ends after one
+        # try (without a backoff it would come back at once, and the drain never end).
+        pool = memq.Pool(t, lambda m: 1 / 0, workers=2, group="jobs", acked=True, ack_wait=SOON,
+                         backoff=86400)
+        st = pool.drain(timeout=SOON)
+        assert (st.processed, st.errors) == (1, 1)
+        assert g.try_recv() is None
+        assert g.stats().in_flight == 1  # held back, not settled
+        g.close()
+
+
+def test_durable_pool_retries_after_a_short_backoff(tmp_path):
+    with memq.DurableTopic(str(tmp_path / "jobs"), sync="never") as t:
+        failed = set()
+
+        def flaky(m):
+            if m.offset not in failed:
+                failed.add(m.offset)
+                raise RuntimeError("first try")
+
+        pool = memq.Pool(t, flaky, workers=2, acked=True, ack_wait=SOON, backoff=0.001)
+        for i in range(20):
+            t.publish(b"%d" % i)
+        t.close()
+        st = pool.join(timeout=SOON)
+        assert (st.processed, st.errors) == (40, 20)
+
+
+def test_durable_pool_dead_letters_reach_the_group_log_and_a_dead_letter_topic(tmp_path):
+    with memq.DurableTopic(str(tmp_path / "jobs"), sync="never") as t:
+        dlq = memq.DeadLetterTopic(16)
+        dead = dlq.subscribe()
+        pool = memq.Pool(t, lambda m: 1 / 0, workers=2, acked=True, ack_wait=SOON,
+                         max_deliveries=3, backoff=0.001, dead_letters=dlq)
+        t.publish(b"poison", key=b"k")
+        letter = dead.recv(timeout=SOON)  # relayed while the pool runs
+        assert (letter.group, letter.offset, letter.reason, letter.deliveries, letter.data) == (
+            pool.group, 0, "max_deliveries", 3, b"poison")
+        kept = t.dead_letters(pool.group)
+        assert kept.recv(timeout=SOON).data == b"poison"
+        kept.close()
+        t.close()
+        st = pool.join(timeout=SOON)  # the workers end, and the relay with them
+        assert (st.processed, st.errors) == (3, 3)
+
+
+def test_durable_pool_relays_the_last_dead_letters_when_it_drains(tmp_path):
+    with memq.DurableTopic(str(tmp_path / "jobs"), sync="never") as t:
+        dlq = memq.DeadLetterTopic(16)
+        dead = dlq.subscribe()
+        pool = memq.Pool(t, lambda m: 1 / 0, workers=1, acked=True, ack_wait=SOON,
+                         max_deliveries=2, dead_letters=dlq)
+        t.publish_batch([b"a", b"b"])
+        st = pool.drain(timeout=SOON)
+        assert (st.processed, st.errors) == (4, 4)
+        # Each letter was made by a worker's receive; the relay passed every one on
+        # before the drain returned.
+        assert sorted(d.data for d in dead.recv_many(10, timeout=0)) == [b"a", b"b"]
+
+
+def test_pool_retry_settings_need_an_explicit_ack_pool(tmp_path):
+    t = memq.Topic(4)
+    with memq.DurableTopic(str(tmp_path / "bad"), sync="never") as d:
+        for topic in (t, d):
+            for kw in ({"backoff": 1}, {"max_deliveries": 2}, {"dead_letters": memq.DeadLetterTopic()}):
+                with pytest.raises(memq.InvalidArgument, match="acked=True"):
+                    memq.Pool(topic, print, **kw)
+            with pytest.raises(memq.InvalidArgument):
+                memq.Pool(topic, print, acked=True, backoff=-1)
+            with pytest.raises(TypeError):
+                memq.Pool(topic, print, acked=True, dead_letters=object())

@@ -69,6 +69,42 @@ pub struct DeadLetter<T> {
     pub value: T,
 }
 
+impl<T> DeadLetter<T> {
+    /// A dead letter of `value`, which `group` gave up on after `deliveries` deliveries
+    /// for `reason`, from `partition` and `offset` of the topic named `topic` (None for a
+    /// topic without a name). Groups make their own; this is for code that relays dead
+    /// letters kept elsewhere (a durable group's dead-letter log, say) to a dead-letter
+    /// topic.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use memq_core::{DeadLetter, DeadLetterReason};
+    ///
+    /// let letter = DeadLetter::new(None, "workers".into(), 0, 7, 3, DeadLetterReason::MaxDeliveries, "job 7");
+    /// assert_eq!((letter.offset, letter.deliveries, letter.value), (7, 3, "job 7"));
+    /// ```
+    pub fn new(
+        topic: Option<String>,
+        group: String,
+        partition: u32,
+        offset: u64,
+        deliveries: u32,
+        reason: DeadLetterReason,
+        value: T,
+    ) -> Self {
+        DeadLetter {
+            topic,
+            group,
+            partition,
+            offset,
+            deliveries,
+            reason,
+            value,
+        }
+    }
+}
+
 /// A letter, published or not, identified as the group knows it.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Letter {

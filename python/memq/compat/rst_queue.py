@@ -494,7 +494,7 @@ class AsyncPersistenceQueue(_Base):
             stats = member.stats()
         finally:
             member.close()
-        committed = sum(stats["committed"])
+        committed = sum(stats.committed)
         nxt = sum(self._topic.next_offset(p) for p in range(self._topic.partitions))
         return max(0, nxt - committed)
 
