@@ -12,6 +12,10 @@ bounded 300 "$bin/large_object_test"
 # perf_runner fails if a memq row loses, duplicates or reorders a message, or hangs. It runs
 # each cell in a child process of its own binary, so this also checks that it finds itself.
 bounded 600 "$bin/perf_runner" --quick
+# plain_bench, the second and plainer harness of issue 36 (shares no code with perf_runner):
+# its smoke run fails if a memq row (memq, memq-release, memq-threads, memq-ring) loses or
+# duplicates a message, or a run misses its deadline.
+bounded 300 "$bin/plain_bench" --quick
 # durable_bench's smoke run (0.3 s a cell, a 16 MiB log): it fails on a wrong count (a
 # message lost or read twice, in the log, the SQLite table or the replay), never on a
 # performance target; the Python peers are skipped, loudly, where pip cannot install them.
