@@ -615,15 +615,17 @@ impl SRx for RingRx {
 }
 
 /// memq-ring: one ring per channel the shape needs, `Block` (a writer waits for the
-/// slowest reader); a group for competing receivers, broadcast readers otherwise.
+/// slowest reader); a group for competing receivers, broadcast readers otherwise. Where
+/// each message goes to one receiver the ring takes (`RingConfig::take`: a receive moves
+/// the message out, a queue, as memq-release is); the fan-out clones.
 fn ring_wire(shape: Shape) -> Wiring<RingTx, RingRx> {
-    let ring = || {
+    let ring = |take: bool| {
+        let config = memq_ring::RingConfig {
+            take,
+            ..memq_ring::RingConfig::new(CAPACITY)
+        };
         let ring = Arc::new(
-            Ring::with_waiters(
-                memq_ring::RingConfig::new(CAPACITY),
-                memq_ring::blocking::Parking::default(),
-            )
-            .expect("a ring"),
+            Ring::with_waiters(config, memq_ring::blocking::Parking::default()).expect("a ring"),
         );
         let tx = RingTx {
             ring: ring.clone(),
@@ -636,21 +638,21 @@ fn ring_wire(shape: Shape) -> Wiring<RingTx, RingRx> {
     };
     match shape {
         Shape::Pair => {
-            let (r, tx) = ring();
+            let (r, tx) = ring(true);
             Wiring {
                 txs: vec![tx],
                 rxs: vec![reader(&r)],
             }
         }
         Shape::Fanout => {
-            let (r, tx) = ring();
+            let (r, tx) = ring(false);
             Wiring {
                 txs: vec![tx],
                 rxs: (0..FAN).map(|_| reader(&r)).collect(),
             }
         }
         Shape::Competing => {
-            let (r, tx) = ring();
+            let (r, tx) = ring(true);
             let group = memq_ring::Group::new(&r, memq_ring::Start::Earliest).expect("a group");
             Wiring {
                 txs: vec![tx],
@@ -660,7 +662,7 @@ fn ring_wire(shape: Shape) -> Wiring<RingTx, RingRx> {
             }
         }
         Shape::Partitioned => {
-            let (rings, txs): (Vec<_>, Vec<_>) = (0..FAN).map(|_| ring()).unzip();
+            let (rings, txs): (Vec<_>, Vec<_>) = (0..FAN).map(|_| ring(true)).unzip();
             Wiring {
                 txs,
                 rxs: rings.iter().map(reader).collect(),
