@@ -9,7 +9,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use memq_ring::blocking::Parking;
-use memq_ring::{Group, Reader, Ring, RingConfig, Start, TryRecvError};
+use memq_ring::{Group, Reader, Ring, RingConfig, Start};
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     model_bounded(3, f);
