@@ -167,7 +167,7 @@ pub fn forward_to_redis(
     let c = counters.clone();
     let task = crate::rt::spawn(async move {
         loop {
-            let mut d = match consumer.recv().await {
+            let d = match consumer.recv().await {
                 Ok(d) => d,
                 Err(memq_core::RecvError::Lagged(n)) => {
                     c.lagged.fetch_add(n, Ordering::Relaxed);
@@ -177,24 +177,20 @@ pub fn forward_to_redis(
             };
             let p = d.message().partition() % remote.partitions();
             let value = d.message().value().clone();
-            let mut attempt = 0;
-            loop {
-                match remote.publish_to(p, value.clone()).await {
-                    Ok(_) => {
-                        // A refused ack (the lease ran out meanwhile) means the message
-                        // comes back and is forwarded again: at least once.
-                        let _ = d.ack();
-                        c.forwarded.fetch_add(1, Ordering::Relaxed);
-                        break;
-                    }
-                    Err(_) => {
-                        c.retries.fetch_add(1, Ordering::Relaxed);
-                        let _ = d.touch();
-                        backoff(attempt).await;
-                        attempt += 1;
-                    }
-                }
-            }
+            publish_then_settle(
+                &remote,
+                p,
+                value,
+                &c,
+                d,
+                |d| {
+                    let _ = d.touch();
+                },
+                |d| {
+                    let _ = d.ack();
+                },
+            )
+            .await;
         }
     })?;
     Ok(Bridge {
@@ -255,6 +251,37 @@ pub async fn forward_from_redis(
         counters,
         task: Some(task),
     })
+}
+
+/// Publishes `value` to partition `p` of `remote` until Redis takes it, renewing the local
+/// delivery's lease (`touch`) between attempts, then acks it (`ack`). A refused ack (the
+/// lease ran out meanwhile) means the message comes back and is forwarded again: at least
+/// once. The two bridges out of memq (a topic's group, a durable topic's group) share it.
+async fn publish_then_settle<D>(
+    remote: &RedisTopic,
+    p: u32,
+    value: Bytes,
+    c: &BridgeCounters,
+    mut delivery: D,
+    touch: impl Fn(&mut D),
+    ack: impl FnOnce(D),
+) {
+    let mut attempt = 0;
+    loop {
+        match remote.publish_to(p, value.clone()).await {
+            Ok(_) => {
+                ack(delivery);
+                c.forwarded.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            Err(_) => {
+                c.retries.fetch_add(1, Ordering::Relaxed);
+                touch(&mut delivery);
+                backoff(attempt).await;
+                attempt += 1;
+            }
+        }
+    }
 }
 
 /// Publishes with `publish` until it succeeds, renewing the Redis lease of `d` every
@@ -332,7 +359,7 @@ pub fn forward_durable_to_redis(
     let c = counters.clone();
     let task = crate::rt::spawn(async move {
         loop {
-            let mut d = match consumer.recv_delivery().await {
+            let d = match consumer.recv_delivery().await {
                 Ok(d) => d,
                 Err(memq_store::DurableRecvError::Lagged(n)) => {
                     c.lagged.fetch_add(n, Ordering::Relaxed);
@@ -349,24 +376,20 @@ pub fn forward_durable_to_redis(
             };
             let p = d.message().partition % remote.partitions();
             let value = d.message().payload.clone();
-            let mut attempt = 0;
-            loop {
-                match remote.publish_to(p, value.clone()).await {
-                    Ok(_) => {
-                        // A refused ack (the lease ran out meanwhile) means the message
-                        // comes back and is forwarded again: at least once.
-                        let _ = d.ack();
-                        c.forwarded.fetch_add(1, Ordering::Relaxed);
-                        break;
-                    }
-                    Err(_) => {
-                        c.retries.fetch_add(1, Ordering::Relaxed);
-                        let _ = d.touch();
-                        backoff(attempt).await;
-                        attempt += 1;
-                    }
-                }
-            }
+            publish_then_settle(
+                &remote,
+                p,
+                value,
+                &c,
+                d,
+                |d| {
+                    let _ = d.touch();
+                },
+                |d| {
+                    let _ = d.ack();
+                },
+            )
+            .await;
         }
     })?;
     Ok(Bridge {
