@@ -7,6 +7,10 @@
 //! sequentially consistent). A rescan loads the groups' positions before the hazards, so
 //! one that sees the position past `c` sees the hazard too, and the floor stays at most
 //! `c` until the member clears it.
+//!
+//! In a ring that drops the oldest, the hazard is a pin (see the ring's notes): the member
+//! pins `c`, and if writers have claimed past `c + capacity` it moves the group's position
+//! to the oldest message held (a CAS: one member does it) and reports the gap.
 
 use core::fmt;
 
@@ -101,9 +105,25 @@ impl<T, W: Waiters> Member<T, W> {
         let claim = ring.claim_entry(self.shared.claim);
         let hazard = ring.cursor(self.hazard);
         let _clear = Hazard(hazard);
+        let drops_oldest = ring.drops_oldest();
         loop {
             let c = claim.load(Ordering::Acquire);
-            hazard.store(c, Ordering::SeqCst);
+            if drops_oldest {
+                // A pin (see the ring's notes): either the writer that overwrites `c`
+                // waits for it, or the group moves on past what was overwritten.
+                if let Some(to) = ring.pin(hazard, c) {
+                    if claim
+                        .compare_exchange(c, to, Ordering::SeqCst, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        ring.reader_moved(to);
+                        return Err(TryRecvError::Lagged(to - c));
+                    }
+                    continue;
+                }
+            } else {
+                hazard.store(c, Ordering::SeqCst);
+            }
             if claim.load(Ordering::SeqCst) != c {
                 continue;
             }

@@ -14,8 +14,10 @@ pub enum TryRecvError {
     /// The ring is closed and the reader received everything published before.
     Closed,
     /// The reader was behind what the ring still holds and moved to its oldest message;
-    /// this many messages were missed. Only a reader that attached or sought to a
-    /// position already gone sees it.
+    /// this many messages were missed. In a ring that waits for its readers, only a
+    /// reader that attached or sought to a position already gone sees it; in one that
+    /// drops the oldest ([`RingConfig::drop_oldest`](crate::RingConfig::drop_oldest)),
+    /// also a reader (or group) that fell more than `capacity` messages behind.
     Lagged(u64),
 }
 
@@ -33,7 +35,10 @@ impl fmt::Display for TryRecvError {
 impl std::error::Error for TryRecvError {}
 
 /// A reader of every message of a [`Ring`], from its own position. While it is attached,
-/// writers do not overwrite what it has not read.
+/// writers do not overwrite what it has not read, unless the ring drops the oldest
+/// ([`RingConfig::drop_oldest`](crate::RingConfig::drop_oldest)): then a reader that falls
+/// more than `capacity` messages behind moves on to the oldest message held and reports
+/// what it missed.
 pub struct Reader<T, W: Waiters = crate::NoWaiters> {
     ring: Arc<Ring<T, W>>,
     index: usize,
@@ -96,6 +101,9 @@ impl<T, W: Waiters> Reader<T, W> {
             return Err(TryRecvError::Lagged(core::mem::take(&mut self.missed)));
         }
         let pos = self.pos;
+        if self.ring.drops_oldest() {
+            return self.recv_pinned(pos);
+        }
         match self.ring.read_at(pos) {
             SlotState::Ready(value) => {
                 self.pos = pos + 1;
@@ -108,6 +116,35 @@ impl<T, W: Waiters> Reader<T, W> {
             SlotState::Empty if self.ring.finished_at(pos) => Err(TryRecvError::Closed),
             SlotState::Empty => Err(TryRecvError::Empty),
             SlotState::Gone => self.relocate(),
+        }
+    }
+
+    /// [`Reader::try_recv`] in a ring that drops the oldest: pins `pos` while it reads
+    /// (see the ring's notes), or moves on if writers overtook it.
+    fn recv_pinned(&mut self, pos: u64) -> Result<(u64, T), TryRecvError>
+    where
+        T: Clone,
+    {
+        let entry = self.ring.cursor(self.index);
+        if let Some(to) = self.ring.pin(entry, pos) {
+            entry.store(to, Ordering::Release);
+            self.ring.note_taken(to);
+            self.pos = to;
+            return Err(TryRecvError::Lagged(to - pos));
+        }
+        // Unpins at `pos` if the read does not get through (a panicking clone included).
+        let mut unpin = Unpin { entry, to: pos };
+        match self.ring.read_at(pos) {
+            SlotState::Ready(value) => {
+                unpin.to = pos + 1;
+                drop(unpin);
+                self.pos = pos + 1;
+                Ok((pos, value))
+            }
+            SlotState::Empty if self.ring.finished_at(pos) => Err(TryRecvError::Closed),
+            SlotState::Empty => Err(TryRecvError::Empty),
+            // The pin keeps the writer of the next lap off the slot.
+            SlotState::Gone => broken_pin(pos),
         }
     }
 
@@ -136,6 +173,27 @@ impl<T, W: Waiters> Reader<T, W> {
     pub fn prepare_wait(&self) -> bool {
         self.missed == 0 && self.ring.reader_may_sleep(self.pos)
     }
+}
+
+/// Stores a pinned reader's next position, which unpins it, when its read ends.
+struct Unpin<'a> {
+    entry: &'a crate::sync::AtomicU64,
+    to: u64,
+}
+
+impl Drop for Unpin<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.entry.store(self.to, Ordering::Release);
+    }
+}
+
+/// A pinned offset overwritten: a bug in the ring, which stops rather than hand out
+/// something else.
+#[cold]
+#[inline(never)]
+fn broken_pin(pos: u64) -> ! {
+    panic!("memq-ring bug: offset {pos} was overwritten while a reader pinned it")
 }
 
 impl<T, W: Waiters> Drop for Reader<T, W> {

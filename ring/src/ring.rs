@@ -27,6 +27,22 @@
 //! Rescans of the floor take the same lock, so a rescan never raises the floor over a
 //! registration it did not see.
 //!
+//! # Dropping the oldest
+//!
+//! A ring made with [`RingConfig::drop_oldest`] never holds writers back for readers: a
+//! claim always succeeds, and a reader left more than `capacity` behind moves to the
+//! oldest message held and is told how many it missed. A reader then *pins* the offset it
+//! reads: its entry says `offset | PIN` while it checks that no writer has claimed the
+//! offset that overwrites it (`tail <= offset + capacity`), clones, and stores its next
+//! position, unpinned. A writer that claimed offset `q` looks, before it overwrites offset
+//! `q - lap`, whether an entry pins that offset and waits (the length of a clone) until it
+//! does not. The two halves are a Dekker pairing on sequentially consistent accesses (the
+//! pin's store then the load of `tail`; the claim's CAS then the loads of the entries): a
+//! reader sees the claim and does not read, or the writer sees the pin and waits. The
+//! floor, a lower bound of every position, spares writers the look while every reader is
+//! more than a lap ahead of what they overwrite, which is all the time unless a reader
+//! falls behind.
+//!
 //! # Waiting
 //!
 //! The ring never parks anyone itself. A reader that finds nothing sets `READERS_WAIT`,
@@ -57,6 +73,10 @@ pub(crate) const FREE: u64 = u64::MAX;
 pub(crate) const IDLE: u64 = u64::MAX - 1;
 /// The largest offset a ring hands out: below the closed bit.
 pub(crate) const MAX_OFFSET: u64 = CLOSED - 1;
+/// In a ring that drops the oldest, a reader's (or member's) entry while it reads the
+/// offset in the other bits (see the module's notes). Offsets are below it, and it is
+/// below [`IDLE`] and [`FREE`].
+pub(crate) const PIN: u64 = 1 << 62;
 
 /// Bit 63 of a slot's stamp, in a ring that hands each message to one reader
 /// ([`RingConfig::take`]): the reader moved the value out, so the slot's next writer
@@ -160,6 +180,12 @@ pub struct RingConfig {
     /// queue, as memq's topics that release on read are. Attaching a second reader or
     /// group is [`RingError::OneReaderOnly`].
     pub take: bool,
+    /// Writers never wait for readers: a reader (or group) left more than `capacity`
+    /// messages behind loses the oldest and is told how many
+    /// ([`TryRecvError::Lagged`](crate::TryRecvError::Lagged)), as memq's topics that
+    /// drop the oldest are. Without it, writers do not overwrite what an attached reader
+    /// has not read.
+    pub drop_oldest: bool,
 }
 
 impl RingConfig {
@@ -170,6 +196,7 @@ impl RingConfig {
             readers: 64,
             groups: 16,
             take: false,
+            drop_oldest: false,
         }
     }
 }
@@ -235,6 +262,10 @@ pub struct Ring<T, W = NoWaiters> {
     claims: Box<[CachePadded<AtomicU64>]>,
     /// Broadcast readers' positions and group members' hazards.
     cursors: Box<[CachePadded<AtomicU64>]>,
+    /// How many of `cursors` were ever taken: writers that look for pins look at these.
+    used: AtomicUsize,
+    /// [`RingConfig::drop_oldest`].
+    drop_oldest: bool,
     flags: CachePadded<AtomicUsize>,
     /// [`RingConfig::take`].
     take: bool,
@@ -299,6 +330,8 @@ impl<T, W: Waiters> Ring<T, W> {
             floor: CachePadded::new(AtomicU64::new(0)),
             claims: registry(config.groups)?,
             cursors: registry(config.readers)?,
+            used: AtomicUsize::new(0),
+            drop_oldest: config.drop_oldest,
             flags: CachePadded::new(AtomicUsize::new(0)),
             take: config.take,
             attached: AtomicUsize::new(0),
@@ -323,6 +356,12 @@ impl<T, W: Waiters> Ring<T, W> {
     #[inline]
     pub fn is_closed(&self) -> bool {
         self.tail.load(Ordering::Acquire) & CLOSED != 0
+    }
+
+    /// Whether writers overwrite what readers have not read ([`RingConfig::drop_oldest`]).
+    #[inline]
+    pub fn drops_oldest(&self) -> bool {
+        self.drop_oldest
     }
 
     /// Closes the ring: publishes fail from now on ([`TryPublishError::Closed`]), and
@@ -360,9 +399,51 @@ impl<T, W: Waiters> Ring<T, W> {
             Claim::Full => return Err(TryPublishError::Full(value)),
             Claim::Closed => return Err(TryPublishError::Closed(value)),
         };
+        if self.drop_oldest {
+            self.wait_for_pins(offset);
+        }
         let evicted = self.write(offset, value);
         self.after_write();
         Ok(Published { offset, evicted })
+    }
+
+    /// In a ring that drops the oldest, before the writer of `offset` overwrites the
+    /// slot's previous lap: waits while a reader pins that lap's offset (see the module's
+    /// notes). Looks at the entries only if the floor says a reader may be that far
+    /// behind, rescanning the floor at most once every `wake_batch` offsets while one is.
+    #[inline]
+    fn wait_for_pins(&self, offset: u64) {
+        let Some(old) = offset.checked_sub(self.lap) else {
+            return;
+        };
+        if old < self.floor.load(Ordering::Acquire) {
+            return;
+        }
+        self.look_for_pins(old);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn look_for_pins(&self, old: u64) {
+        let floor = self.floor.load(Ordering::Acquire);
+        if old.is_multiple_of(self.wake_batch) || old >= floor.saturating_add(self.lap) {
+            let t = self.lock_tail();
+            let floor = self.min_position().unwrap_or(t);
+            self.floor.store(floor, Ordering::SeqCst);
+            self.unlock_tail();
+            if old < floor {
+                return;
+            }
+        }
+        // The other half of a reader's pin: its store, then its load of `tail`.
+        crate::sync::loom_sc_fence();
+        let used = self.used.load(Ordering::SeqCst);
+        for entry in &self.cursors[..used] {
+            let mut spins = 0;
+            while entry.load(Ordering::SeqCst) == old | PIN {
+                pause(&mut spins);
+            }
+        }
     }
 
     /// Claims the next offset.
@@ -381,7 +462,7 @@ impl<T, W: Waiters> Ring<T, W> {
                 continue;
             }
             let floor = self.floor.load(Ordering::Acquire);
-            if t >= floor.saturating_add(self.capacity) {
+            if !self.drop_oldest && t >= floor.saturating_add(self.capacity) {
                 if !self.refresh_floor() {
                     return Claim::Full;
                 }
@@ -428,8 +509,12 @@ impl<T, W: Waiters> Ring<T, W> {
             // with, a reader attached at `offset - capacity` or later (module notes); so
             // every reader that could read offset `prev - 1` has moved past it, and its
             // Release store of that position came before the floor this claim read
-            // (through the rescan that Acquire-loaded it), so its clone is finished. When
-            // `prev > 0` the cell holds that lap's value, written before its stamp, which
+            // (through the rescan that Acquire-loaded it), so its clone is finished. In a
+            // ring that drops the oldest, no reader reads it either: `wait_for_pins` saw
+            // no entry pinning `prev - 1` after this claim, so a reader that pins it later
+            // sees this claim and does not read (a Dekker pairing, module notes), and one
+            // that pinned it before stored its next position, unpinned, with Release
+            // after its clone, and that store was the one seen. When `prev > 0` the cell holds that lap's value, written before its stamp, which
             // the Acquire load above saw, unless a taking reader moved it out (`taken`:
             // its mark came before its position's Release store, so it is seen here too).
             unsafe {
@@ -472,7 +557,7 @@ impl<T, W: Waiters> Ring<T, W> {
     /// Whether a publish would find room now: rescans the readers if the floor says
     /// the ring is full. For a writer about to wait, after it set the writers' flag.
     pub(crate) fn has_room(&self) -> bool {
-        if self.is_closed() {
+        if self.is_closed() || self.drop_oldest {
             return true;
         }
         let t = self.end();
@@ -503,7 +588,7 @@ impl<T, W: Waiters> Ring<T, W> {
         for c in self.claims.iter().chain(self.cursors.iter()) {
             let pos = c.load(Ordering::SeqCst);
             if pos < IDLE {
-                min = min.min(pos);
+                min = min.min(pos & !PIN);
             }
         }
         (min != FREE).then_some(min)
@@ -532,11 +617,17 @@ impl<T, W: Waiters> Ring<T, W> {
     // ----- readers' entries --------------------------------------------------------
 
     /// Takes a free entry of `registry` for `value`.
-    fn take_entry(registry: &[CachePadded<AtomicU64>], value: u64) -> Option<usize> {
-        registry.iter().position(|c| {
+    fn take_entry(&self, registry: &[CachePadded<AtomicU64>], value: u64) -> Option<usize> {
+        let index = registry.iter().position(|c| {
             c.compare_exchange(FREE, value, Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok()
-        })
+        })?;
+        if core::ptr::eq(registry, &*self.cursors) {
+            // Before the entry's first pin: a writer that misses the count misses the pin
+            // only if the reader sees its claim (both sequentially consistent).
+            self.used.fetch_max(index + 1, Ordering::SeqCst);
+        }
+        Some(index)
     }
 
     /// Attaches a broadcast reader at `start`; returns its entry and where it starts.
@@ -562,7 +653,8 @@ impl<T, W: Waiters> Ring<T, W> {
         {
             return Err(RingError::OneReaderOnly);
         }
-        let placed = Self::take_entry(registry, IDLE)
+        let placed = self
+            .take_entry(registry, IDLE)
             .ok_or(RingError::TooManyReaders)
             .and_then(|index| match self.place(&registry[index], start) {
                 Ok(at) => Ok((index, at)),
@@ -579,7 +671,8 @@ impl<T, W: Waiters> Ring<T, W> {
 
     /// Takes a member's hazard entry, idle.
     pub(crate) fn attach_member(&self) -> Result<usize, RingError> {
-        Self::take_entry(&self.cursors, IDLE).ok_or(RingError::TooManyReaders)
+        self.take_entry(&self.cursors, IDLE)
+            .ok_or(RingError::TooManyReaders)
     }
 
     /// Moves `entry` to `start` under the claim lock: a registration, or a seek.
@@ -662,7 +755,8 @@ impl<T, W: Waiters> Ring<T, W> {
         if s == pos + 1 && self.take {
             let value = slot.value.with_mut(|p| {
                 // SAFETY: as below, the cell holds offset `pos`'s value and no writer
-                // touches it while this reader's position (or hazard) is at most `pos`;
+                // touches it while this reader's position (or hazard, or pin) is at most
+                // `pos`;
                 // in a taking ring this reader is the only one that reads `pos` (the one
                 // reader attached, or the member whose claim of `pos` succeeded), so it may
                 // move the value out; the mark below tells the next writer it is gone.
@@ -675,8 +769,10 @@ impl<T, W: Waiters> Ring<T, W> {
                 // SAFETY: the stamp `pos + 1`, seen with Acquire, was stored (Release) after
                 // the value was written, so the cell holds offset `pos`'s value; it stays
                 // there while this reader's position (or hazard) is at most `pos`, since no
-                // claim passes `floor + capacity` and the floor is at most that position
-                // (see `Ring::write`). Readers only take shared references.
+                // claim passes `floor + capacity` and the floor is at most that position,
+                // or, in a ring that drops the oldest, while the reader pins `pos` having
+                // seen no claim of the offset that overwrites it (see `Ring::write`).
+                // Readers only take shared references.
                 unsafe { (*p).assume_init_ref().clone() }
             });
             debug_assert_eq!(
@@ -690,6 +786,26 @@ impl<T, W: Waiters> Ring<T, W> {
         } else {
             SlotState::Gone
         }
+    }
+
+    /// In a ring that drops the oldest: pins `pos` in `entry` and returns where a reader
+    /// at `pos` must move if writers have claimed the offset that overwrites it. With
+    /// `None` the caller may read `pos`: no writer overwrites it before the entry says
+    /// something else.
+    #[inline]
+    pub(crate) fn pin(&self, entry: &AtomicU64, pos: u64) -> Option<u64> {
+        entry.store(pos | PIN, Ordering::SeqCst);
+        // The other half of a writer's claim and its look at the pins (`look_for_pins`).
+        crate::sync::loom_sc_fence();
+        self.overtaken(pos)
+    }
+
+    /// In a ring that drops the oldest: where a reader (or a group) at `pos` moves if
+    /// writers have claimed past `pos + capacity`, the oldest message then held.
+    #[inline]
+    pub(crate) fn overtaken(&self, pos: u64) -> Option<u64> {
+        let t = self.tail.load(Ordering::SeqCst) & !MARKS;
+        (t > pos + self.capacity).then(|| t - self.capacity)
     }
 
     /// Whether offset `pos` is stamped (for a reader's second look before it sleeps).

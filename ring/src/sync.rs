@@ -18,6 +18,21 @@ pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
 #[cfg(all(feature = "std", not(loom)))]
 pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
 
+/// The fence that completes a Dekker pairing made of sequentially consistent accesses
+/// (a store or read-modify-write, then a load of another location, on each side), under
+/// loom only.
+///
+/// In the C++/Rust memory model such a pairing needs no fence: `SeqCst` accesses are in
+/// one total order consistent with each thread's program order, so of two threads that
+/// each write one location and then load the other, one sees the other's write. Loom
+/// treats `SeqCst` accesses as acquire/release and would miss that order; the fence
+/// gives its models the ordering the real accesses have, at no cost outside them.
+#[inline(always)]
+pub(crate) fn loom_sc_fence() {
+    #[cfg(loom)]
+    fence(Ordering::SeqCst);
+}
+
 /// A cell whose contents are reached through raw pointers only, so that loom can check
 /// every access against the atomics that order it.
 #[derive(Debug)]

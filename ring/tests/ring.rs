@@ -231,6 +231,7 @@ fn bad_sizes_and_positions_are_errors() {
             readers: 1,
             groups: 0,
             take: false,
+            drop_oldest: false,
         })
         .unwrap(),
     );

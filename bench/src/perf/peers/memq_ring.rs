@@ -165,6 +165,7 @@ fn ring<W: Waiters + Default>(
         readers: readers.max(1),
         groups: 1,
         take,
+        drop_oldest: false,
     };
     let ring = Arc::new(Ring::with_waiters(config, W::default()).ok()?);
     let tx = RingTx {
