@@ -1,8 +1,10 @@
 //! Groups: members that share one position, each message to exactly one of them.
 //!
-//! A member claims offset `c` with a CAS on the group's position. Between that CAS and
-//! the end of its clone, the group's position no longer holds writers back from `c`, so
-//! the member first publishes `c` as its hazard, an entry among the readers' positions:
+//! A member clones offset `c`, then claims it with a CAS on the group's position (a
+//! member that loses the CAS to another drops its clone and tries the next offset; one
+//! whose clone panics has claimed nothing). Once another member's CAS moved the group's
+//! position past `c`, that position no longer holds writers back from `c`, so the member
+//! first publishes `c` as its hazard, an entry among the readers' positions:
 //! it stores the hazard, then checks that the group's position is still `c` (both
 //! sequentially consistent). A rescan loads the groups' positions before the hazards, so
 //! one that sees the position past `c` sees the hazard too, and the floor stays at most
@@ -96,6 +98,8 @@ impl Drop for Hazard<'_> {
 
 impl<T, W: Waiters> Member<T, W> {
     /// The next message of the group and its offset, if one is published.
+    ///
+    /// A `T::clone` that panics loses nothing: the message stays the group's next.
     #[inline]
     pub fn try_recv(&mut self) -> Result<(u64, T), TryRecvError>
     where
@@ -134,18 +138,38 @@ impl<T, W: Waiters> Member<T, W> {
                     TryRecvError::Empty
                 });
             }
+            if ring.takes() {
+                // A move cannot panic, and only the member whose claim succeeded may make
+                // it: claim, then move.
+                if claim
+                    .compare_exchange(c, c + 1, Ordering::SeqCst, Ordering::Relaxed)
+                    .is_err()
+                {
+                    continue;
+                }
+                ring.reader_moved(c + 1);
+                return match ring.read_at(c) {
+                    SlotState::Ready(value) => Ok((c, value)),
+                    // Ruled out by the hazard: counted, not lost, if it ever happened.
+                    SlotState::Empty | SlotState::Gone => Err(TryRecvError::Lagged(1)),
+                };
+            }
+            // Clone, then claim: a clone that panics leaves the message to the group's
+            // next receive, and a member that loses the claim to another drops its clone.
+            // The hazard keeps writers off `c` throughout.
+            let value = match ring.read_at(c) {
+                SlotState::Ready(value) => Some(value),
+                // Ruled out by the hazard and by `is_ready`: claimed and counted, not
+                // lost, if it ever happened.
+                SlotState::Empty | SlotState::Gone => None,
+            };
             if claim
                 .compare_exchange(c, c + 1, Ordering::SeqCst, Ordering::Relaxed)
-                .is_err()
+                .is_ok()
             {
-                continue;
+                ring.reader_moved(c + 1);
+                return value.map(|v| (c, v)).ok_or(TryRecvError::Lagged(1));
             }
-            ring.reader_moved(c + 1);
-            return match ring.read_at(c) {
-                SlotState::Ready(value) => Ok((c, value)),
-                // Ruled out by the hazard: counted, not lost, if it ever happened.
-                SlotState::Empty | SlotState::Gone => Err(TryRecvError::Lagged(1)),
-            };
         }
     }
 

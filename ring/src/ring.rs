@@ -358,6 +358,12 @@ impl<T, W: Waiters> Ring<T, W> {
         self.tail.load(Ordering::Acquire) & CLOSED != 0
     }
 
+    /// Whether receives move values out ([`RingConfig::take`]).
+    #[inline]
+    pub(crate) fn takes(&self) -> bool {
+        self.take
+    }
+
     /// Whether writers overwrite what readers have not read ([`RingConfig::drop_oldest`]).
     #[inline]
     pub fn drops_oldest(&self) -> bool {

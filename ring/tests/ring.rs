@@ -190,29 +190,35 @@ fn every_value_is_dropped_once() {
     assert_eq!(Arc::strong_count(&token), 1);
 }
 
-/// A value whose clone panics: the member's hazard is cleared, so writers go on.
+/// A value whose clone panics once: the member's hazard is cleared, so writers go on,
+/// and the message is not lost: the group's next receive gets it.
 #[test]
-fn a_panicking_clone_in_a_member_does_not_hold_writers_back() {
+fn a_panicking_clone_in_a_member_loses_nothing_and_holds_no_writer_back() {
     #[derive(Debug)]
-    struct Bomb(bool);
+    struct Bomb(Arc<AtomicUsize>);
     impl Clone for Bomb {
         fn clone(&self) -> Self {
-            assert!(!self.0, "boom");
-            Bomb(false)
+            assert!(self.0.fetch_sub(1, Ordering::Relaxed) != 1, "boom");
+            Bomb(self.0.clone())
         }
     }
+    let fuse = Arc::new(AtomicUsize::new(usize::MAX));
     let ring = Arc::new(Ring::new(RingConfig::new(2)).unwrap());
     let group = Group::new(&ring, Start::Earliest).unwrap();
     let mut m = group.member().unwrap();
-    ring.try_publish(Bomb(true)).unwrap();
-    ring.try_publish(Bomb(false)).unwrap();
+    let mut other = group.member().unwrap();
+    ring.try_publish(Bomb(fuse.clone())).unwrap();
+    ring.try_publish(Bomb(fuse.clone())).unwrap();
+    fuse.store(1, Ordering::Relaxed);
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| m.try_recv()));
     assert!(r.is_err());
+    assert_eq!(group.position(), 0, "a clone that panicked claimed nothing");
+    assert_eq!(other.try_recv().unwrap().0, 0);
     assert_eq!(m.try_recv().unwrap().0, 1);
-    // The group is past both: two more fit.
-    ring.try_publish(Bomb(false)).unwrap();
-    ring.try_publish(Bomb(false)).unwrap();
-    assert!(ring.try_publish(Bomb(false)).is_err());
+    // The group is past both: two more fit, a third does not.
+    ring.try_publish(Bomb(fuse.clone())).unwrap();
+    ring.try_publish(Bomb(fuse.clone())).unwrap();
+    assert!(ring.try_publish(Bomb(fuse.clone())).is_err());
 }
 
 #[test]
