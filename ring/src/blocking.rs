@@ -6,6 +6,8 @@
 //! condvar releases it, and a waking writer takes that mutex to notify, so a wake-up
 //! cannot fall between a reader's last look and its sleep.
 
+use alloc::vec::Vec;
+
 use crate::group::Member;
 use crate::reader::{Reader, TryRecvError};
 use crate::ring::{Published, Ring, TryPublishError, Waiters};
@@ -123,6 +125,34 @@ impl<T> Ring<T, Parking> {
         deadline: std::time::Instant,
     ) -> Result<Published<T>, TryPublishError<T>> {
         self.publish_until(value, Until::Deadline(deadline))
+    }
+
+    /// Publishes every value of `values` (drained) at consecutive offsets, waiting while
+    /// the readers hold too many slots for all of them; returns the first offset. Values
+    /// the batch overwrote go to `evicted`. `Err` if the ring is closed (or closes while
+    /// this waits) or the batch is larger than the ring (it could never fit); `values` is
+    /// then left as it was.
+    pub fn publish_batch(
+        &self,
+        values: &mut Vec<T>,
+        mut evicted: impl FnMut(T),
+    ) -> Result<u64, TryPublishError<()>> {
+        let mut patience = Patience::new();
+        loop {
+            match self.try_publish_batch(values, &mut evicted) {
+                Err(TryPublishError::Full(())) if values.len() as u64 <= self.capacity() => {
+                    if patience.wait_a_little() {
+                        continue;
+                    }
+                    let w = self.waiters();
+                    let g = lock(&w.writers);
+                    if self.prepare_batch_publisher_wait(values.len()) {
+                        wait(&w.writers_cv, g, Until::Forever);
+                    }
+                }
+                done => return done,
+            }
+        }
     }
 
     fn publish_until(&self, value: T, until: Until) -> Result<Published<T>, TryPublishError<T>> {

@@ -27,6 +27,14 @@
 //! Rescans of the floor take the same lock, so a rescan never raises the floor over a
 //! registration it did not see.
 //!
+//! # Batches
+//!
+//! A batch of `n` messages takes `n` consecutive offsets, all or none. It claims them
+//! under the claim lock rather than with a CAS: with the lock held no registration can
+//! race it, whereas a lock-free claim of `n` offsets with a floor older than a
+//! registration would overwrite up to `n - 1` offsets the new reader may read (the spare
+//! slot covers one). Two read-modify-writes per batch instead of one per message.
+//!
 //! # Dropping the oldest
 //!
 //! A ring made with [`RingConfig::drop_oldest`] never holds writers back for readers: a
@@ -413,6 +421,88 @@ impl<T, W: Waiters> Ring<T, W> {
         Ok(Published { offset, evicted })
     }
 
+    /// Publishes every value of `values` (drained, in order) at consecutive offsets, all
+    /// or none, and returns the first offset (the ring's end for an empty batch). Values
+    /// the batch overwrites, every reader being past them, go to `evicted`, in order.
+    /// When the readers hold too many slots, or the batch is larger than the ring's
+    /// capacity (it could never fit), `Full`, and `values` is left as it was; `Closed` once
+    /// the ring is closed.
+    pub fn try_publish_batch(
+        &self,
+        values: &mut Vec<T>,
+        mut evicted: impl FnMut(T),
+    ) -> Result<u64, TryPublishError<()>> {
+        let n = values.len() as u64;
+        if n <= 1 {
+            return match values.pop() {
+                None if self.is_closed() => Err(TryPublishError::Closed(())),
+                None => Ok(self.end()),
+                Some(v) => match self.try_publish(v) {
+                    Ok(p) => {
+                        if let Some(old) = p.evicted {
+                            evicted(old);
+                        }
+                        Ok(p.offset)
+                    }
+                    Err(e) => {
+                        let full = matches!(e, TryPublishError::Full(_));
+                        values.push(e.into_inner());
+                        Err(if full {
+                            TryPublishError::Full(())
+                        } else {
+                            TryPublishError::Closed(())
+                        })
+                    }
+                },
+            };
+        }
+        let first = self.claim_batch(n)?;
+        for (offset, value) in (first..).zip(values.drain(..)) {
+            if self.drop_oldest {
+                self.wait_for_pins(offset);
+            }
+            if let Some(old) = self.write(offset, value) {
+                evicted(old);
+            }
+        }
+        self.after_write();
+        Ok(first)
+    }
+
+    /// Claims `n` (two or more) consecutive offsets under the claim lock.
+    fn claim_batch(&self, n: u64) -> Result<u64, TryPublishError<()>> {
+        if n > self.capacity {
+            return Err(TryPublishError::Full(()));
+        }
+        let t = self.lock_tail();
+        if self.tail.load(Ordering::Relaxed) & CLOSED != 0 {
+            self.unlock_tail();
+            return Err(TryPublishError::Closed(()));
+        }
+        let fits = t.saturating_add(n) <= MAX_OFFSET
+            && (self.drop_oldest
+                || t + n
+                    <= self
+                        .floor
+                        .load(Ordering::SeqCst)
+                        .saturating_add(self.capacity)
+                || {
+                    let floor = self.min_position().unwrap_or(t);
+                    self.floor.store(floor, Ordering::SeqCst);
+                    t + n <= floor.saturating_add(self.capacity)
+                });
+        if fits {
+            // Unlocks and claims in one step: adds `n` and clears the lock bit (set, so
+            // the subtraction borrows nothing), keeping a close made meanwhile.
+            self.tail
+                .fetch_add(n.wrapping_sub(LOCKED), Ordering::SeqCst);
+            Ok(t)
+        } else {
+            self.unlock_tail();
+            Err(TryPublishError::Full(()))
+        }
+    }
+
     /// In a ring that drops the oldest, before the writer of `offset` overwrites the
     /// slot's previous lap: waits while a reader pins that lap's offset (see the module's
     /// notes). Looks at the entries only if the floor says a reader may be that far
@@ -560,18 +650,21 @@ impl<T, W: Waiters> Ring<T, W> {
         }
     }
 
-    /// Whether a publish would find room now: rescans the readers if the floor says
-    /// the ring is full. For a writer about to wait, after it set the writers' flag.
-    pub(crate) fn has_room(&self) -> bool {
-        if self.is_closed() || self.drop_oldest {
+    /// Whether a publish of `n` messages would find room now: rescans the readers if
+    /// the floor says the ring is full. For a writer about to wait, after it set the
+    /// writers' flag. A batch that can never fit is said to have room: its publish
+    /// fails at once rather than wait.
+    pub(crate) fn has_room(&self, n: u64) -> bool {
+        if self.is_closed() || self.drop_oldest || n > self.capacity {
             return true;
         }
         let t = self.end();
-        t < self
-            .floor
-            .load(Ordering::SeqCst)
-            .saturating_add(self.capacity)
-            || self.refresh_floor()
+        t + n
+            <= self
+                .floor
+                .load(Ordering::SeqCst)
+                .saturating_add(self.capacity)
+            || self.refresh_floor_for(n)
     }
 
     /// Rescans the readers' positions under the claim lock and stores their minimum as
@@ -580,11 +673,18 @@ impl<T, W: Waiters> Ring<T, W> {
     #[cold]
     #[inline(never)]
     fn refresh_floor(&self) -> bool {
+        self.refresh_floor_for(1)
+    }
+
+    /// [`Ring::refresh_floor`] for a publish of `n` messages.
+    #[cold]
+    #[inline(never)]
+    fn refresh_floor_for(&self, n: u64) -> bool {
         let t = self.lock_tail();
         let floor = self.min_position().unwrap_or(t);
         self.floor.store(floor, Ordering::SeqCst);
         self.unlock_tail();
-        t < floor.saturating_add(self.capacity)
+        t + n <= floor.saturating_add(self.capacity)
     }
 
     /// The smallest position an attached reader or group needs, if any is attached.
@@ -864,11 +964,17 @@ impl<T, W: Waiters> Ring<T, W> {
     /// Returns whether it may sleep: there is still no room and the ring is open. The
     /// front registers the writer with its waiters before calling this.
     pub fn prepare_publisher_wait(&self) -> bool {
+        self.prepare_batch_publisher_wait(1)
+    }
+
+    /// [`Ring::prepare_publisher_wait`] for a writer of a batch of `n` messages, which
+    /// waits until there is room for all of them.
+    pub fn prepare_batch_publisher_wait(&self, n: usize) -> bool {
         self.flags.fetch_or(WRITERS_WAIT, Ordering::SeqCst);
         // The other half of the reader's fence after its position
         // (`wake_writers_if_waiting`).
         fence(Ordering::SeqCst);
-        !self.has_room()
+        !self.has_room(n as u64)
     }
 }
 

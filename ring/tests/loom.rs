@@ -285,3 +285,46 @@ fn group_members_pin_while_a_writer_overwrites() {
         assert_eq!(all.len() as u64 + missed, 3, "an offset lost");
     });
 }
+
+/// A batch claim racing a registration, in a ring of two slots that no reader holds: a
+/// writer publishes a batch of two (overwriting both messages held) while a reader
+/// attaches at the oldest message and reads. No read races a write (the batch claims
+/// under the claim lock, so it sees the registration's floor or the registration sees
+/// its claim), and the reader reads consecutive offsets, the batch's two together.
+#[test]
+fn a_batch_races_a_registration() {
+    model(|| {
+        let ring: Arc<Ring<u32>> = Arc::new(Ring::new(RingConfig::new(2)).unwrap());
+        ring.try_publish(0).unwrap();
+        ring.try_publish(1).unwrap();
+        let reader = {
+            let ring = ring.clone();
+            thread::spawn(move || {
+                let mut r = Reader::new(&ring, Start::Earliest).unwrap();
+                let mut got = Vec::new();
+                for _ in 0..2 {
+                    if let Ok(read) = r.try_recv() {
+                        got.push(read);
+                    }
+                }
+                (r, got)
+            })
+        };
+        let mut batch = vec![12, 13];
+        let published = ring.try_publish_batch(&mut batch, drop).is_ok();
+        let (mut r, mut got) = reader.join().unwrap();
+        while let Ok(read) = r.try_recv() {
+            got.push(read);
+        }
+        assert!(got.windows(2).all(|w| w[1].0 == w[0].0 + 1));
+        for (offset, v) in &got {
+            assert_eq!(
+                u64::from(*v),
+                if *offset < 2 { *offset } else { *offset + 10 }
+            );
+        }
+        if published {
+            assert_eq!(got.last().map(|g| g.0), Some(3));
+        }
+    });
+}

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::thread;
 
 use memq_ring::blocking::Parking;
-use memq_ring::{Group, Reader, Ring, RingConfig, RingError, Start, TryRecvError};
+use memq_ring::{Group, Reader, Ring, RingConfig, RingError, Start, TryPublishError, TryRecvError};
 
 const N: u64 = if cfg!(miri) { 60 } else { 200_000 };
 const STOP: u64 = u64::MAX;
@@ -398,4 +398,141 @@ fn a_taking_group_gets_every_message_once() {
         seen.iter().all(|n| n.load(Ordering::Relaxed) == 1),
         "each message once"
     );
+}
+
+/// Batches take consecutive offsets, all or none: one that does not fit (or could never
+/// fit) leaves its values with the caller; an empty one is the ring's end.
+#[test]
+fn batches_are_all_or_nothing() {
+    let ring = parking_ring(8);
+    let mut r = Reader::new(&ring, Start::Earliest).unwrap();
+    let mut batch: Vec<u64> = (0..5).collect();
+    assert_eq!(ring.try_publish_batch(&mut batch, drop), Ok(0));
+    assert!(batch.is_empty());
+    batch.extend(5..9);
+    assert_eq!(
+        ring.try_publish_batch(&mut batch, drop),
+        Err(TryPublishError::Full(()))
+    );
+    assert_eq!(
+        batch,
+        [5, 6, 7, 8],
+        "a batch that did not fit is left as it was"
+    );
+    assert_eq!(r.try_recv(), Ok((0, 0)));
+    assert_eq!(r.try_recv(), Ok((1, 1)));
+    assert_eq!(ring.try_publish_batch(&mut batch, drop), Ok(5));
+    let mut too_big: Vec<u64> = (0..9).collect();
+    assert_eq!(
+        ring.publish_batch(&mut too_big, drop),
+        Err(TryPublishError::Full(())),
+        "a batch larger than the ring fails at once rather than wait"
+    );
+    assert_eq!(too_big.len(), 9);
+    assert_eq!(ring.try_publish_batch(&mut Vec::new(), drop), Ok(9));
+    for want in 2..9 {
+        assert_eq!(r.try_recv(), Ok((want, want)));
+    }
+    // With no reader left, a batch overwrites the oldest and hands them back.
+    drop(r);
+    let mut evicted = Vec::new();
+    let mut batch: Vec<u64> = (100..104).collect();
+    assert_eq!(
+        ring.try_publish_batch(&mut batch, |v| evicted.push(v)),
+        Ok(9)
+    );
+    assert_eq!(evicted, [0, 1, 2, 3]);
+    ring.close();
+    let mut batch = vec![1, 2];
+    assert_eq!(
+        ring.try_publish_batch(&mut batch, drop),
+        Err(TryPublishError::Closed(()))
+    );
+    assert_eq!(batch, [1, 2]);
+}
+
+/// Three writers publish batches of 1 to 7 messages (waiting for room) while two readers
+/// read and readers attach and seek back: each reader gets every message once, and each
+/// batch at consecutive offsets.
+#[test]
+fn concurrent_batches_take_consecutive_offsets() {
+    const WRITERS: u64 = 3;
+    // value = writer << 48 | batch << 8 | index << 4 | len
+    let batches_per_writer: u64 = if cfg!(miri) { 4 } else { 4_000 };
+    let ring = parking_ring(16);
+    let mut sizes = Vec::new();
+    for w in 0..WRITERS {
+        sizes.push(
+            (0..batches_per_writer)
+                .map(move |b| 1 + (w * 7 + b * 3) % 7)
+                .collect::<Vec<u64>>(),
+        );
+    }
+    let total: u64 = sizes.iter().flatten().sum();
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let mut r = Reader::new(&ring, Start::Earliest).unwrap();
+            thread::spawn(move || {
+                let mut got: Vec<u64> = Vec::new();
+                while (got.len() as u64) < total {
+                    let (offset, v) = r.recv().unwrap();
+                    assert_eq!(offset, got.len() as u64);
+                    got.push(v);
+                }
+                got
+            })
+        })
+        .collect();
+    let seeker = {
+        let ring = ring.clone();
+        thread::spawn(move || {
+            for _ in 0..if cfg!(miri) { 4 } else { 2_000 } {
+                let mut r = Reader::new(&ring, Start::Earliest).unwrap();
+                if let Ok((o, v)) = r.try_recv() {
+                    assert!(v >> 48 < WRITERS, "offset {o}: a torn value");
+                }
+                let _ = r.seek(Start::Earliest);
+                let _ = r.try_recv();
+            }
+        })
+    };
+    let writers: Vec<_> = sizes
+        .into_iter()
+        .enumerate()
+        .map(|(w, sizes)| {
+            let ring = ring.clone();
+            thread::spawn(move || {
+                let mut batch = Vec::new();
+                for (b, len) in sizes.into_iter().enumerate() {
+                    batch.extend(
+                        (0..len).map(|i| (w as u64) << 48 | (b as u64) << 8 | i << 4 | len),
+                    );
+                    ring.publish_batch(&mut batch, drop).unwrap();
+                    assert!(batch.is_empty());
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    seeker.join().unwrap();
+    for r in readers {
+        let got = r.join().unwrap();
+        let mut i = 0;
+        while i < got.len() {
+            let v = got[i];
+            let len = (v & 0xf) as usize;
+            assert_eq!(
+                (v >> 4) & 0xf,
+                0,
+                "offset {i}: a batch not started at its first"
+            );
+            for k in 0..len {
+                let expect = (v & !0xff) | (k as u64) << 4 | len as u64;
+                assert_eq!(got[i + k], expect, "batch at {i} not consecutive");
+            }
+            i += len;
+        }
+    }
 }
