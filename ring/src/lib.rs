@@ -59,6 +59,7 @@ pub mod blocking;
 pub mod future;
 mod group;
 mod reader;
+mod registry;
 mod ring;
 mod sync;
 

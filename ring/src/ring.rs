@@ -67,6 +67,7 @@ use core::mem::MaybeUninit;
 
 use crossbeam_utils::CachePadded;
 
+use crate::registry::Registry;
 use crate::sync::{fence, pause, AtomicU64, AtomicUsize, Cell, Ordering};
 
 /// Bit 63 of `tail`: a registration or a rescan holds the claim counter.
@@ -75,8 +76,7 @@ pub(crate) const LOCKED: u64 = 1 << 63;
 pub(crate) const CLOSED: u64 = 1 << 62;
 /// The bits of `tail` that are not the offset.
 const MARKS: u64 = LOCKED | CLOSED;
-/// A registry entry nobody holds.
-pub(crate) const FREE: u64 = u64::MAX;
+pub(crate) use crate::registry::FREE;
 /// A group member's entry while it reads nothing.
 pub(crate) const IDLE: u64 = u64::MAX - 1;
 /// The largest offset a ring hands out: below the closed bit.
@@ -125,8 +125,8 @@ pub enum RingError {
     ZeroCapacity,
     /// More slots than memory, or than offsets can index.
     CapacityTooLarge,
-    /// Every reader entry (or group entry) is taken: the ring was made with room for
-    /// fewer readers.
+    /// No entry for another reader (or group) can be had: memory ran out, or about
+    /// sixteen million times [`RingConfig::readers`] are attached.
     TooManyReaders,
     /// A ring that hands each message to one reader ([`RingConfig::take`]) has a reader
     /// or a group attached already.
@@ -146,7 +146,7 @@ impl fmt::Display for RingError {
             RingError::ZeroCapacity => f.write_str("a ring needs a capacity of at least 1"),
             RingError::CapacityTooLarge => f.write_str("the ring's capacity cannot be allocated"),
             RingError::TooManyReaders => {
-                f.write_str("every reader entry of the ring is taken (see RingConfig::readers)")
+                f.write_str("no entry for another reader of the ring can be allocated")
             }
             RingError::OneReaderOnly => f.write_str(
                 "a ring whose reads move messages out takes one reader or one group at a time",
@@ -179,9 +179,11 @@ pub enum Start {
 pub struct RingConfig {
     /// Messages the ring holds.
     pub capacity: usize,
-    /// Broadcast readers and group members that can be attached at once.
+    /// Broadcast readers and group members the ring makes entries for up front (rounded
+    /// up to a power of two). More can attach: entries are added in chunks, each twice
+    /// the last, and kept until the ring drops.
     pub readers: usize,
-    /// Groups that can be attached at once.
+    /// Groups the ring makes entries for up front, as for `readers`.
     pub groups: usize,
     /// Each message is received once, by the one reader or by one member of the one
     /// group attached at a time, and a receive moves it out instead of cloning it: a
@@ -197,7 +199,7 @@ pub struct RingConfig {
 }
 
 impl RingConfig {
-    /// A ring of `capacity` messages with room for 64 readers and 16 groups.
+    /// A ring of `capacity` messages with entries for 64 readers and 16 groups up front.
     pub const fn new(capacity: usize) -> Self {
         Self {
             capacity,
@@ -267,11 +269,9 @@ pub struct Ring<T, W = NoWaiters> {
     tail: CachePadded<AtomicU64>,
     floor: CachePadded<AtomicU64>,
     /// Groups' claim positions: scanned before `cursors` (see `Group`).
-    claims: Box<[CachePadded<AtomicU64>]>,
+    claims: Registry,
     /// Broadcast readers' positions and group members' hazards.
-    cursors: Box<[CachePadded<AtomicU64>]>,
-    /// How many of `cursors` were ever taken: writers that look for pins look at these.
-    used: AtomicUsize,
+    cursors: Registry,
     /// [`RingConfig::drop_oldest`].
     drop_oldest: bool,
     flags: CachePadded<AtomicUsize>,
@@ -301,12 +301,8 @@ impl<T, W: Waiters> fmt::Debug for Ring<T, W> {
     }
 }
 
-fn registry(n: usize) -> Result<Box<[CachePadded<AtomicU64>]>, RingError> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n)
-        .map_err(|_| RingError::CapacityTooLarge)?;
-    v.extend((0..n).map(|_| CachePadded::new(AtomicU64::new(FREE))));
-    Ok(v.into_boxed_slice())
+fn registry(n: usize) -> Result<Registry, RingError> {
+    Registry::new(n).ok_or(RingError::CapacityTooLarge)
 }
 
 impl<T, W: Waiters> Ring<T, W> {
@@ -338,7 +334,6 @@ impl<T, W: Waiters> Ring<T, W> {
             floor: CachePadded::new(AtomicU64::new(0)),
             claims: registry(config.groups)?,
             cursors: registry(config.readers)?,
-            used: AtomicUsize::new(0),
             drop_oldest: config.drop_oldest,
             flags: CachePadded::new(AtomicUsize::new(0)),
             take: config.take,
@@ -533,8 +528,7 @@ impl<T, W: Waiters> Ring<T, W> {
         }
         // The other half of a reader's pin: its store, then its load of `tail`.
         crate::sync::loom_sc_fence();
-        let used = self.used.load(Ordering::SeqCst);
-        for entry in &self.cursors[..used] {
+        for entry in self.cursors.iter_taken() {
             let mut spins = 0;
             while entry.load(Ordering::SeqCst) == old | PIN {
                 pause(&mut spins);
@@ -722,20 +716,6 @@ impl<T, W: Waiters> Ring<T, W> {
 
     // ----- readers' entries --------------------------------------------------------
 
-    /// Takes a free entry of `registry` for `value`.
-    fn take_entry(&self, registry: &[CachePadded<AtomicU64>], value: u64) -> Option<usize> {
-        let index = registry.iter().position(|c| {
-            c.compare_exchange(FREE, value, Ordering::SeqCst, Ordering::Relaxed)
-                .is_ok()
-        })?;
-        if core::ptr::eq(registry, &*self.cursors) {
-            // Before the entry's first pin: a writer that misses the count misses the pin
-            // only if the reader sees its claim (both sequentially consistent).
-            self.used.fetch_max(index + 1, Ordering::SeqCst);
-        }
-        Some(index)
-    }
-
     /// Attaches a broadcast reader at `start`; returns its entry and where it starts.
     pub(crate) fn attach_reader(&self, start: Start) -> Result<(usize, Attached), RingError> {
         self.attach_in(&self.cursors, start)
@@ -746,11 +726,7 @@ impl<T, W: Waiters> Ring<T, W> {
         self.attach_in(&self.claims, start)
     }
 
-    fn attach_in(
-        &self,
-        registry: &[CachePadded<AtomicU64>],
-        start: Start,
-    ) -> Result<(usize, Attached), RingError> {
+    fn attach_in(&self, registry: &Registry, start: Start) -> Result<(usize, Attached), RingError> {
         if self.take
             && self
                 .attached
@@ -759,13 +735,13 @@ impl<T, W: Waiters> Ring<T, W> {
         {
             return Err(RingError::OneReaderOnly);
         }
-        let placed = self
-            .take_entry(registry, IDLE)
+        let placed = registry
+            .take(IDLE)
             .ok_or(RingError::TooManyReaders)
-            .and_then(|index| match self.place(&registry[index], start) {
+            .and_then(|index| match self.place(registry.get(index), start) {
                 Ok(at) => Ok((index, at)),
                 Err(e) => {
-                    registry[index].store(FREE, Ordering::Release);
+                    registry.get(index).store(FREE, Ordering::Release);
                     Err(e)
                 }
             });
@@ -777,8 +753,7 @@ impl<T, W: Waiters> Ring<T, W> {
 
     /// Takes a member's hazard entry, idle.
     pub(crate) fn attach_member(&self) -> Result<usize, RingError> {
-        self.take_entry(&self.cursors, IDLE)
-            .ok_or(RingError::TooManyReaders)
+        self.cursors.take(IDLE).ok_or(RingError::TooManyReaders)
     }
 
     /// Moves `entry` to `start` under the claim lock: a registration, or a seek.
@@ -840,12 +815,14 @@ impl<T, W: Waiters> Ring<T, W> {
         }
     }
 
+    #[inline]
     pub(crate) fn cursor(&self, index: usize) -> &CachePadded<AtomicU64> {
-        &self.cursors[index]
+        self.cursors.get(index)
     }
 
+    #[inline]
     pub(crate) fn claim_entry(&self, index: usize) -> &CachePadded<AtomicU64> {
-        &self.claims[index]
+        self.claims.get(index)
     }
 
     // ----- reading -----------------------------------------------------------------

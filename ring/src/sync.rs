@@ -4,14 +4,14 @@
 //! loom models (`tests/loom.rs`).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::sync::Arc;
 
 #[cfg(not(loom))]
 pub(crate) use alloc::sync::Arc;
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use core::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 #[cfg(all(feature = "std", loom))]
 pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};

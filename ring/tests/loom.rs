@@ -328,3 +328,40 @@ fn a_batch_races_a_registration() {
         }
     });
 }
+
+/// Two readers attach at once to a ring made with one entry, taken already, so both race
+/// to add the next chunk of entries (one publishes it, the other frees its own and takes
+/// an entry in the winner's), while a writer publishes: each reader's entry holds the
+/// writer back, and the chunk each reads its entry from is the one published (loom
+/// checks the pointer's publication like every other access).
+#[test]
+fn readers_racing_to_add_entries() {
+    model_bounded(2, || {
+        let ring: Arc<Ring<u32>> = Arc::new(
+            Ring::new(RingConfig {
+                readers: 1,
+                groups: 1,
+                ..RingConfig::new(1)
+            })
+            .unwrap(),
+        );
+        // The first chunk's one entry is taken: both readers need the second chunk.
+        let mut first = Reader::new(&ring, Start::Earliest).unwrap();
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let ring = ring.clone();
+                thread::spawn(move || Reader::new(&ring, Start::Earliest).unwrap())
+            })
+            .collect();
+        let published = ring.try_publish(7).is_ok();
+        assert!(published, "the ring was empty");
+        assert_eq!(first.try_recv(), Ok((0, 7)));
+        for h in readers {
+            let mut r = h.join().unwrap();
+            match r.try_recv() {
+                Ok((offset, v)) => assert_eq!((offset, v), (0, 7)),
+                Err(_) => assert!(!published || r.position() == 1),
+            }
+        }
+    });
+}

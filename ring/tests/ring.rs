@@ -241,16 +241,6 @@ fn bad_sizes_and_positions_are_errors() {
         })
         .unwrap(),
     );
-    let r = Reader::new(&ring, Start::Earliest).unwrap();
-    assert_eq!(
-        Reader::new(&ring, Start::Earliest).err(),
-        Some(RingError::TooManyReaders)
-    );
-    assert_eq!(
-        Group::new(&ring, Start::Earliest).err(),
-        Some(RingError::TooManyReaders)
-    );
-    drop(r);
     assert_eq!(
         Reader::new(&ring, Start::Offset(1)).err(),
         Some(RingError::PastEnd { asked: 1, end: 0 })
@@ -534,5 +524,54 @@ fn concurrent_batches_take_consecutive_offsets() {
             }
             i += len;
         }
+    }
+}
+
+/// A ring made with entries for one reader and no group takes hundreds of readers and
+/// groups (entries are added in chunks), each reading every message; entries let go of
+/// are used again.
+#[test]
+fn readers_beyond_the_first_entries_are_added() {
+    let n = if cfg!(miri) { 20 } else { 300 };
+    let ring = Arc::new(
+        Ring::<u64>::new(RingConfig {
+            readers: 1,
+            groups: 0,
+            ..RingConfig::new(4)
+        })
+        .unwrap(),
+    );
+    let mut readers: Vec<_> = (0..n)
+        .map(|_| Reader::new(&ring, Start::Earliest).unwrap())
+        .collect();
+    let groups: Vec<_> = (0..n / 10)
+        .map(|_| Group::new(&ring, Start::Earliest).unwrap())
+        .collect();
+    let mut members: Vec<_> = groups.iter().map(|g| g.member().unwrap()).collect();
+    for round in 0..3u64 {
+        for k in 0..4 {
+            ring.try_publish(round * 4 + k).unwrap();
+        }
+        assert!(
+            ring.try_publish(99).is_err(),
+            "the last reader holds the ring"
+        );
+        for r in readers.iter_mut() {
+            for k in 0..4 {
+                assert_eq!(r.try_recv(), Ok((round * 4 + k, round * 4 + k)));
+            }
+        }
+        for m in members.iter_mut() {
+            for k in 0..4 {
+                assert_eq!(m.try_recv().unwrap().0, round * 4 + k);
+            }
+        }
+    }
+    // Half the readers leave and as many attach again.
+    readers.truncate(n / 2);
+    readers.extend((0..n / 2).map(|_| Reader::new(&ring, Start::Latest).unwrap()));
+    ring.try_publish(12).unwrap();
+    for r in readers.iter_mut() {
+        assert_eq!(r.try_recv(), Ok((12, 12)));
     }
 }
