@@ -43,7 +43,7 @@
 //! // Without readers, the oldest message makes room for the newest.
 //! drop((everyone, a, b, group));
 //! let published = ring.try_publish(5).unwrap();
-//! assert_eq!((published.offset, published.evicted), (5, Some(0)));
+//! assert_eq!((published.offset, published.evicted), (5, Some(1)));
 //! assert_eq!(Reader::new(&ring, Start::Latest).unwrap().try_recv(), Err(TryRecvError::Empty));
 //! ```
 #![no_std]

@@ -86,10 +86,15 @@ pub(crate) const MAX_OFFSET: u64 = CLOSED - 1;
 /// below [`IDLE`] and [`FREE`].
 pub(crate) const PIN: u64 = 1 << 62;
 
-/// Bit 63 of a slot's stamp, in a ring that hands each message to one reader
-/// ([`RingConfig::take`]): the reader moved the value out, so the slot's next writer
-/// has nothing to drop.
+/// Bit 63 of a slot's stamp: the value was moved out (by the reader of a ring that
+/// hands each message to one reader, [`RingConfig::take`], or by the writer that evicted
+/// it, or by the slot's next writer), so nobody else moves or drops it.
 const TAKEN: u64 = 1 << 63;
+/// Bit 62 of a slot's stamp: a writer that evicts the value is moving it out; the slot's
+/// next writer waits for [`TAKEN`] before it writes (a move's length).
+const MOVING: u64 = 1 << 62;
+/// A stamp without its marks.
+const SLOT_MARKS: u64 = TAKEN | MOVING;
 
 const READERS_WAIT: usize = 1;
 const WRITERS_WAIT: usize = 2;
@@ -216,9 +221,25 @@ impl RingConfig {
 pub struct Published<T> {
     /// The message's offset.
     pub offset: u64,
-    /// The value one lap back that this message's slot held, every reader being past it:
-    /// the caller drops it (outside any lock it holds).
+    /// The message `capacity` offsets back, which left the ring's window with this one,
+    /// every reader being past it: the caller drops it (outside any lock it holds).
+    /// `None` while the ring is not full yet, or when a reader attached at that message
+    /// meanwhile (it leaves with the next publish).
     pub evicted: Option<T>,
+}
+
+/// Of two values moved out by one publish, one to hand back; the other (a publish moves
+/// out two only when it raced a registration or a late writer) is dropped here.
+#[inline]
+fn newest<T>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (a, None) => a,
+        (None, b) => b,
+        (Some(a), b) => {
+            drop(a);
+            b
+        }
+    }
 }
 
 /// Why a publish did not go through; the value comes back.
@@ -409,11 +430,16 @@ impl<T, W: Waiters> Ring<T, W> {
             Claim::Closed => return Err(TryPublishError::Closed(value)),
         };
         if self.drop_oldest {
-            self.wait_for_pins(offset);
+            self.wait_for_pins(offset, self.lap);
         }
-        let evicted = self.write(offset, value);
+        let overwritten = self.write(offset, value);
         self.after_write();
-        Ok(Published { offset, evicted })
+        let evicted = newest(overwritten, self.evict_behind(offset));
+        let late = self.evict_if_left(offset);
+        Ok(Published {
+            offset,
+            evicted: newest(evicted, late),
+        })
     }
 
     /// Publishes every value of `values` (drained, in order) at consecutive offsets, all
@@ -454,13 +480,23 @@ impl<T, W: Waiters> Ring<T, W> {
         let first = self.claim_batch(n)?;
         for (offset, value) in (first..).zip(values.drain(..)) {
             if self.drop_oldest {
-                self.wait_for_pins(offset);
+                self.wait_for_pins(offset, self.lap);
             }
             if let Some(old) = self.write(offset, value) {
                 evicted(old);
             }
         }
         self.after_write();
+        for offset in first..first + n {
+            if let Some(old) = self.evict_behind(offset) {
+                evicted(old);
+            }
+        }
+        for offset in first..first + n {
+            if let Some(old) = self.evict_if_left(offset) {
+                evicted(old);
+            }
+        }
         Ok(first)
     }
 
@@ -498,13 +534,14 @@ impl<T, W: Waiters> Ring<T, W> {
         }
     }
 
-    /// In a ring that drops the oldest, before the writer of `offset` overwrites the
-    /// slot's previous lap: waits while a reader pins that lap's offset (see the module's
-    /// notes). Looks at the entries only if the floor says a reader may be that far
-    /// behind, rescanning the floor at most once every `wake_batch` offsets while one is.
+    /// In a ring that drops the oldest, before the writer of `offset` moves out the
+    /// message `back` offsets behind it (`lap`: the one its slot holds; `capacity`: the
+    /// one it evicts): waits while a reader pins that offset (see the module's notes).
+    /// Looks at the entries only if the floor says a reader may be that far behind,
+    /// rescanning the floor at most once every `wake_batch` offsets while one is.
     #[inline]
-    fn wait_for_pins(&self, offset: u64) {
-        let Some(old) = offset.checked_sub(self.lap) else {
+    fn wait_for_pins(&self, offset: u64, back: u64) {
+        let Some(old) = offset.checked_sub(back) else {
             return;
         };
         if old < self.floor.load(Ordering::Acquire) {
@@ -579,13 +616,30 @@ impl<T, W: Waiters> Ring<T, W> {
         // The previous lap's stamp, 0 if the slot was never written.
         let prev = offset.checked_sub(self.lap).map_or(0, |p| p + 1);
         let mut spins = 0;
+        // Whether the previous lap's value is gone already (moved out by a taking reader
+        // or evicted by the writer `capacity` offsets after it); if not, this writer takes
+        // it, with a CAS that the evicting writer may race.
         let taken = loop {
             let s = slot.seq.load(Ordering::Acquire);
-            if s & !TAKEN == prev {
-                break s & TAKEN != 0;
+            if s & !SLOT_MARKS == prev {
+                if s & MOVING != 0 {
+                    pause(&mut spins);
+                    continue;
+                }
+                if prev == 0 || s & TAKEN != 0 {
+                    break true;
+                }
+                if slot
+                    .seq
+                    .compare_exchange(s, s | TAKEN, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    break false;
+                }
+                continue;
             }
             debug_assert!(
-                s < prev,
+                s & !SLOT_MARKS < prev,
                 "slot of offset {offset} stamped {s} ahead of its lap"
             );
             pause(&mut spins);
@@ -604,12 +658,15 @@ impl<T, W: Waiters> Ring<T, W> {
             // no entry pinning `prev - 1` after this claim, so a reader that pins it later
             // sees this claim and does not read (a Dekker pairing, module notes), and one
             // that pinned it before stored its next position, unpinned, with Release
-            // after its clone, and that store was the one seen. When `prev > 0` the cell holds that lap's value, written before its stamp, which
-            // the Acquire load above saw, unless a taking reader moved it out (`taken`:
-            // its mark came before its position's Release store, so it is seen here too).
+            // after its clone, and that store was the one seen. When `prev > 0` the cell
+            // holds that lap's value, written before its stamp, which the Acquire load
+            // above saw, unless it was moved out (`taken`): by a taking reader, whose mark
+            // came before its position's Release store, or by the writer that evicted it,
+            // whose CAS came first; otherwise this writer's CAS made the value its own.
             unsafe {
                 debug_assert!(prev == 0 || slot.seq.load(Ordering::Relaxed) & !TAKEN == prev);
-                let old = if prev == 0 || taken {
+                debug_assert!(slot.seq.load(Ordering::Relaxed) & MOVING == 0);
+                let old = if taken {
                     None
                 } else {
                     Some((*p).assume_init_read())
@@ -620,6 +677,63 @@ impl<T, W: Waiters> Ring<T, W> {
         });
         slot.seq.store(offset + 1, Ordering::Release);
         evicted
+    }
+
+    /// After publishing `offset`: moves out the message `capacity` offsets behind it, the
+    /// one that just left the ring's window, so that the ring keeps `capacity` values
+    /// alive, not `capacity + 1` (its slot's next writer would move it out otherwise).
+    /// Left in place if a reader may still read it: a registration lowered the floor to
+    /// it after this writer's claim, or (in a ring that drops the oldest) a reader pins it
+    /// and this waits; or if its writer has not stamped it yet.
+    #[inline]
+    fn evict_behind(&self, offset: u64) -> Option<T> {
+        let old = offset.checked_sub(self.capacity)?;
+        if self.drop_oldest {
+            self.wait_for_pins(offset, self.capacity);
+        } else if old >= self.floor.load(Ordering::SeqCst) {
+            return None;
+        }
+        let slot = self.slot(old);
+        let s = slot.seq.load(Ordering::Acquire);
+        if s != old + 1
+            || slot
+                .seq
+                .compare_exchange(s, s | MOVING, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+        {
+            return None;
+        }
+        let value = slot.value.with_mut(|p| {
+            // SAFETY: the stamp `old + 1`, seen by the CAS that marked it moving, was
+            // stored (Release) after the value was written, and that CAS makes this writer
+            // the one that moves it out: the slot's next writer waits until the mark
+            // becomes `TAKEN` (stored below, after the move) and then leaves the cell
+            // alone until it writes, and its own CAS for the value fails. No reader
+            // reads `old`: in a ring that waits for readers, the floor (a lower bound of
+            // every position, lowered before any registration's reader may read) is past
+            // it, and every reader past it stored its position (Release) after its clone,
+            // which the rescans that raised the floor loaded; in one that drops the oldest,
+            // `wait_for_pins` saw no pin on it after this claim (module notes).
+            unsafe {
+                debug_assert_eq!(slot.seq.load(Ordering::Relaxed), (old + 1) | MOVING);
+                (*p).assume_init_read()
+            }
+        });
+        slot.seq.store((old + 1) | TAKEN, Ordering::Release);
+        Some(value)
+    }
+
+    /// After publishing `offset` and the fence after its stamp: if the message `capacity`
+    /// offsets after it was claimed meanwhile, its writer may have found `offset` not
+    /// stamped yet and left it, so this writer evicts its own message. (Both fence
+    /// between their store and their load, a Dekker pairing: one of them sees the other.)
+    #[inline]
+    fn evict_if_left(&self, offset: u64) -> Option<T> {
+        let after = offset.checked_add(self.capacity)?;
+        if self.end() <= after {
+            return None;
+        }
+        self.evict_behind(after)
     }
 
     /// After a stamp: wakes waiting readers if the flag says there are any.
@@ -864,7 +978,7 @@ impl<T, W: Waiters> Ring<T, W> {
                 "offset {pos} was overwritten while a reader held it back"
             );
             SlotState::Ready(value)
-        } else if s & !TAKEN < pos + 1 {
+        } else if s & !SLOT_MARKS < pos + 1 {
             SlotState::Empty
         } else {
             SlotState::Gone
@@ -894,7 +1008,7 @@ impl<T, W: Waiters> Ring<T, W> {
     /// Whether offset `pos` is stamped (for a reader's second look before it sleeps).
     #[inline]
     pub(crate) fn is_ready(&self, pos: u64) -> bool {
-        self.slot(pos).seq.load(Ordering::SeqCst) & !TAKEN > pos
+        self.slot(pos).seq.load(Ordering::SeqCst) & !SLOT_MARKS > pos
     }
 
     /// Whether a reader at `pos` has nothing more to read, ever: the ring is closed and
