@@ -129,17 +129,17 @@ impl<T> Ring<T, Parking> {
 
     /// Publishes every value of `values` (drained) at consecutive offsets, waiting while
     /// the readers hold too many slots for all of them; returns the first offset. Values
-    /// the batch overwrote go to `evicted`. `Err` if the ring is closed (or closes while
+    /// the batch moved out of the ring are pushed onto `evicted`. `Err` if the ring is closed (or closes while
     /// this waits) or the batch is larger than the ring (it could never fit); `values` is
     /// then left as it was.
     pub fn publish_batch(
         &self,
         values: &mut Vec<T>,
-        mut evicted: impl FnMut(T),
+        evicted: &mut Vec<T>,
     ) -> Result<u64, TryPublishError<()>> {
         let mut patience = Patience::new();
         loop {
-            match self.try_publish_batch(values, &mut evicted) {
+            match self.try_publish_batch(values, evicted) {
                 Err(TryPublishError::Full(())) if values.len() as u64 <= self.capacity() => {
                     if patience.wait_a_little() {
                         continue;

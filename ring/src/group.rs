@@ -96,6 +96,15 @@ impl Drop for Hazard<'_> {
     }
 }
 
+/// Clears a member's hazard once its receive holds the message: before the member
+/// wakes writers waiting for room (`Ring::reader_moved`, whose fence orders this store
+/// before its look at the flag), so that a woken writer's rescan does not find the hazard
+/// still holding the floor back and go to sleep again with nobody left to wake it.
+#[inline]
+fn unhold(hazard: &crate::sync::AtomicU64) {
+    hazard.store(IDLE, Ordering::Release);
+}
+
 impl<T, W: Waiters> Member<T, W> {
     /// The next message of the group and its offset, if one is published.
     ///
@@ -120,6 +129,7 @@ impl<T, W: Waiters> Member<T, W> {
                         .compare_exchange(c, to, Ordering::SeqCst, Ordering::Relaxed)
                         .is_ok()
                     {
+                        unhold(hazard);
                         ring.reader_moved(to);
                         return Err(TryRecvError::Lagged(to - c));
                     }
@@ -127,6 +137,8 @@ impl<T, W: Waiters> Member<T, W> {
                 }
             } else {
                 hazard.store(c, Ordering::SeqCst);
+                // The other half of a rescan's claim loads then hazard loads.
+                crate::sync::loom_sc_fence();
             }
             if claim.load(Ordering::SeqCst) != c {
                 continue;
@@ -147,8 +159,10 @@ impl<T, W: Waiters> Member<T, W> {
                 {
                     continue;
                 }
+                let read = ring.read_at(c);
+                unhold(hazard);
                 ring.reader_moved(c + 1);
-                return match ring.read_at(c) {
+                return match read {
                     SlotState::Ready(value) => Ok((c, value)),
                     // Ruled out by the hazard: counted, not lost, if it ever happened.
                     SlotState::Empty | SlotState::Gone => Err(TryRecvError::Lagged(1)),
@@ -167,6 +181,7 @@ impl<T, W: Waiters> Member<T, W> {
                 .compare_exchange(c, c + 1, Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok()
             {
+                unhold(hazard);
                 ring.reader_moved(c + 1);
                 return value.map(|v| (c, v)).ok_or(TryRecvError::Lagged(1));
             }

@@ -147,7 +147,10 @@ impl Registry {
                     // SAFETY: `p` came from `alloc` just above (a boxed slice of
                     // `len(k)` entries given up with `Box::into_raw`) and was never
                     // published, so this is its only owner.
-                    drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(p, self.len(k))) });
+                    drop(unsafe {
+                        debug_assert!(!p.is_null() && p.is_aligned());
+                        Box::from_raw(ptr::slice_from_raw_parts_mut(p, self.len(k)))
+                    });
                 }
             }
         };
@@ -168,7 +171,10 @@ impl Drop for Registry {
             }
             // SAFETY: a published chunk: a boxed slice of `len(k)` entries given up with
             // `Box::into_raw` (see `Registry::chunk`), freed here once, with `&mut self`.
-            drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(p, self.len(k))) });
+            drop(unsafe {
+                debug_assert!(p.is_aligned());
+                Box::from_raw(ptr::slice_from_raw_parts_mut(p, self.len(k)))
+            });
         }
     }
 }

@@ -444,14 +444,16 @@ impl<T, W: Waiters> Ring<T, W> {
 
     /// Publishes every value of `values` (drained, in order) at consecutive offsets, all
     /// or none, and returns the first offset (the ring's end for an empty batch). Values
-    /// the batch overwrites, every reader being past them, go to `evicted`, in order.
+    /// the batch moves out of the ring, every reader being past them, are pushed onto
+    /// `evicted` for the caller to drop (a `Vec` the caller keeps allocates nothing in
+    /// the steady state).
     /// When the readers hold too many slots, or the batch is larger than the ring's
     /// capacity (it could never fit), `Full`, and `values` is left as it was; `Closed` once
     /// the ring is closed.
     pub fn try_publish_batch(
         &self,
         values: &mut Vec<T>,
-        mut evicted: impl FnMut(T),
+        evicted: &mut Vec<T>,
     ) -> Result<u64, TryPublishError<()>> {
         let n = values.len() as u64;
         if n <= 1 {
@@ -460,9 +462,7 @@ impl<T, W: Waiters> Ring<T, W> {
                 None => Ok(self.end()),
                 Some(v) => match self.try_publish(v) {
                     Ok(p) => {
-                        if let Some(old) = p.evicted {
-                            evicted(old);
-                        }
+                        evicted.extend(p.evicted);
                         Ok(p.offset)
                     }
                     Err(e) => {
@@ -478,24 +478,22 @@ impl<T, W: Waiters> Ring<T, W> {
             };
         }
         let first = self.claim_batch(n)?;
+        // No user code runs between the claim and the last stamp (a drop or a callback
+        // that panicked there would leave claimed offsets unwritten, and readers and the
+        // next lap's writers waiting for them for ever): the values moved out go to
+        // `evicted`, for the caller to drop.
         for (offset, value) in (first..).zip(values.drain(..)) {
             if self.drop_oldest {
                 self.wait_for_pins(offset, self.lap);
             }
-            if let Some(old) = self.write(offset, value) {
-                evicted(old);
-            }
+            evicted.extend(self.write(offset, value));
         }
         self.after_write();
         for offset in first..first + n {
-            if let Some(old) = self.evict_behind(offset) {
-                evicted(old);
-            }
+            evicted.extend(self.evict_behind(offset));
         }
         for offset in first..first + n {
-            if let Some(old) = self.evict_if_left(offset) {
-                evicted(old);
-            }
+            evicted.extend(self.evict_if_left(offset));
         }
         Ok(first)
     }
@@ -523,11 +521,17 @@ impl<T, W: Waiters> Ring<T, W> {
                     t + n <= floor.saturating_add(self.capacity)
                 });
         if fits {
-            // Unlocks and claims in one step: adds `n` and clears the lock bit (set, so
-            // the subtraction borrows nothing), keeping a close made meanwhile.
-            self.tail
-                .fetch_add(n.wrapping_sub(LOCKED), Ordering::SeqCst);
-            Ok(t)
+            // Unlocks and claims in one step, unless a close came meanwhile: then its
+            // readers may have been told the ring ended at `t`, and the batch fails.
+            if self
+                .tail
+                .compare_exchange(t | LOCKED, t + n, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Ok(t);
+            }
+            self.unlock_tail();
+            Err(TryPublishError::Closed(()))
         } else {
             self.unlock_tail();
             Err(TryPublishError::Full(()))
@@ -654,11 +658,12 @@ impl<T, W: Waiters> Ring<T, W> {
             // every reader that could read offset `prev - 1` has moved past it, and its
             // Release store of that position came before the floor this claim read
             // (through the rescan that Acquire-loaded it), so its clone is finished. In a
-            // ring that drops the oldest, no reader reads it either: `wait_for_pins` saw
-            // no entry pinning `prev - 1` after this claim, so a reader that pins it later
-            // sees this claim and does not read (a Dekker pairing, module notes), and one
-            // that pinned it before stored its next position, unpinned, with Release
-            // after its clone, and that store was the one seen. When `prev > 0` the cell
+            // ring that drops the oldest, no reader reads it either: `wait_for_pins`
+            // either found the floor (a lower bound of every position, so of every pin)
+            // past `prev - 1`, or saw no entry pinning it after this claim, so a reader
+            // that pins it later sees this claim and does not read (a Dekker pairing,
+            // module notes), and one that pinned it before stored its next position,
+            // unpinned, with Release after its clone, and that store was the one seen. When `prev > 0` the cell
             // holds that lap's value, written before its stamp, which the Acquire load
             // above saw, unless it was moved out (`taken`): by a taking reader, whose mark
             // came before its position's Release store, or by the writer that evicted it,
@@ -713,7 +718,8 @@ impl<T, W: Waiters> Ring<T, W> {
             // every position, lowered before any registration's reader may read) is past
             // it, and every reader past it stored its position (Release) after its clone,
             // which the rescans that raised the floor loaded; in one that drops the oldest,
-            // `wait_for_pins` saw no pin on it after this claim (module notes).
+            // `wait_for_pins` found the floor past it or saw no pin on it after this claim
+            // (module notes).
             unsafe {
                 debug_assert_eq!(slot.seq.load(Ordering::Relaxed), (old + 1) | MOVING);
                 (*p).assume_init_read()
@@ -799,12 +805,17 @@ impl<T, W: Waiters> Ring<T, W> {
     /// Claims first, then members' hazards (see `Member::try_recv`).
     fn min_position(&self) -> Option<u64> {
         let mut min = FREE;
-        for c in self.claims.iter().chain(self.cursors.iter()) {
+        let mut look = |c: &CachePadded<AtomicU64>| {
             let pos = c.load(Ordering::SeqCst);
             if pos < IDLE {
                 min = min.min(pos & !PIN);
             }
-        }
+        };
+        self.claims.iter().for_each(&mut look);
+        // After the claims: the count of entries taken, then the entries (a member's
+        // hazard can be in a chunk its own thread published, which only the count, in
+        // the same total order as the hazard, makes this scan see).
+        self.cursors.iter_taken().for_each(&mut look);
         (min != FREE).then_some(min)
     }
 
@@ -957,7 +968,10 @@ impl<T, W: Waiters> Ring<T, W> {
                 // in a taking ring this reader is the only one that reads `pos` (the one
                 // reader attached, or the member whose claim of `pos` succeeded), so it may
                 // move the value out; the mark below tells the next writer it is gone.
-                unsafe { (*p).assume_init_read() }
+                unsafe {
+                    debug_assert_eq!(slot.seq.load(Ordering::Relaxed), pos + 1);
+                    (*p).assume_init_read()
+                }
             });
             slot.seq.store(s | TAKEN, Ordering::Release);
             SlotState::Ready(value)
@@ -1102,7 +1116,10 @@ impl<T, W> Drop for Ring<T, W> {
                     // SAFETY: a slot stamped non-zero and not marked taken holds its last
                     // lap's value (each write replaces the previous one, moved out), and
                     // with `&mut self` no reader or writer is left.
-                    unsafe { (*p).assume_init_drop() }
+                    unsafe {
+                        debug_assert_eq!(s & MOVING, 0, "a move left unfinished");
+                        (*p).assume_init_drop()
+                    }
                 });
             }
         }

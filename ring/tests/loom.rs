@@ -311,7 +311,7 @@ fn a_batch_races_a_registration() {
             })
         };
         let mut batch = vec![12, 13];
-        let published = ring.try_publish_batch(&mut batch, drop).is_ok();
+        let published = ring.try_publish_batch(&mut batch, &mut Vec::new()).is_ok();
         let (mut r, mut got) = reader.join().unwrap();
         while let Ok(read) = r.try_recv() {
             got.push(read);
@@ -391,5 +391,66 @@ fn evicting_and_overwriting_writers_drop_each_value_once() {
         assert_eq!(Arc::strong_count(&token), 2);
         drop(ring);
         assert_eq!(Arc::strong_count(&token), 1);
+    });
+}
+
+/// A batch racing a close: a reader that was told the ring is closed received every
+/// message whose publish succeeded (a batch that claims after the close fails rather
+/// than publish past the end the reader was given).
+#[test]
+fn a_batch_races_a_close() {
+    model(|| {
+        let ring: Arc<Ring<u32>> = Arc::new(Ring::new(RingConfig::new(2)).unwrap());
+        let mut r = Reader::new(&ring, Start::Earliest).unwrap();
+        let b = {
+            let ring = ring.clone();
+            thread::spawn(move || {
+                let mut batch = vec![1, 2];
+                ring.try_publish_batch(&mut batch, &mut Vec::new()).is_ok()
+            })
+        };
+        ring.close();
+        let mut got = 0;
+        let closed = loop {
+            match r.try_recv() {
+                Ok(_) => got += 1,
+                Err(memq_ring::TryRecvError::Closed) => break true,
+                Err(_) => break false,
+            }
+        };
+        let published = b.join().unwrap();
+        if closed {
+            assert_eq!(
+                got,
+                if published { 2 } else { 0 },
+                "a message after the end"
+            );
+        }
+    });
+}
+
+/// Park and wake with a group member on a ring of one slot: a writer two messages ahead
+/// waits for room; the member, having received the first, waits for the writer's word
+/// (sent after its second publish) rather than on the ring. The member clears its hazard
+/// before it wakes writers, so the woken writer finds the room; otherwise the writer
+/// would sleep with the hazard in its way and nobody left to wake it (a loom deadlock).
+#[test]
+fn park_and_wake_with_a_member() {
+    model(|| {
+        let ring = parking(1);
+        let group = Group::new(&ring, Start::Earliest).unwrap();
+        let mut m = group.member().unwrap();
+        let (tx, rx) = loom::sync::mpsc::channel::<()>();
+        let member = thread::spawn(move || {
+            assert_eq!(m.recv().unwrap(), (0, 0));
+            rx.recv().unwrap();
+            assert_eq!(m.recv().unwrap(), (1, 1));
+        });
+        for n in 0..2 {
+            ring.publish(n).unwrap();
+        }
+        tx.send(()).unwrap();
+        member.join().unwrap();
+        drop(group);
     });
 }

@@ -404,11 +404,11 @@ fn batches_are_all_or_nothing() {
     let ring = parking_ring(8);
     let mut r = Reader::new(&ring, Start::Earliest).unwrap();
     let mut batch: Vec<u64> = (0..5).collect();
-    assert_eq!(ring.try_publish_batch(&mut batch, drop), Ok(0));
+    assert_eq!(ring.try_publish_batch(&mut batch, &mut Vec::new()), Ok(0));
     assert!(batch.is_empty());
     batch.extend(5..9);
     assert_eq!(
-        ring.try_publish_batch(&mut batch, drop),
+        ring.try_publish_batch(&mut batch, &mut Vec::new()),
         Err(TryPublishError::Full(()))
     );
     assert_eq!(
@@ -418,15 +418,18 @@ fn batches_are_all_or_nothing() {
     );
     assert_eq!(r.try_recv(), Ok((0, 0)));
     assert_eq!(r.try_recv(), Ok((1, 1)));
-    assert_eq!(ring.try_publish_batch(&mut batch, drop), Ok(5));
+    assert_eq!(ring.try_publish_batch(&mut batch, &mut Vec::new()), Ok(5));
     let mut too_big: Vec<u64> = (0..9).collect();
     assert_eq!(
-        ring.publish_batch(&mut too_big, drop),
+        ring.publish_batch(&mut too_big, &mut Vec::new()),
         Err(TryPublishError::Full(())),
         "a batch larger than the ring fails at once rather than wait"
     );
     assert_eq!(too_big.len(), 9);
-    assert_eq!(ring.try_publish_batch(&mut Vec::new(), drop), Ok(9));
+    assert_eq!(
+        ring.try_publish_batch(&mut Vec::new(), &mut Vec::new()),
+        Ok(9)
+    );
     for want in 2..9 {
         assert_eq!(r.try_recv(), Ok((want, want)));
     }
@@ -434,16 +437,13 @@ fn batches_are_all_or_nothing() {
     drop(r);
     let mut evicted = Vec::new();
     let mut batch: Vec<u64> = (100..104).collect();
-    assert_eq!(
-        ring.try_publish_batch(&mut batch, |v| evicted.push(v)),
-        Ok(9)
-    );
-    // Offset 0 left the ring when 8 was published (to the batch's `drop`).
+    assert_eq!(ring.try_publish_batch(&mut batch, &mut evicted), Ok(9));
+    // Offset 0 left the ring when 8 was published (to that batch's `evicted`).
     assert_eq!(evicted, [1, 2, 3, 4]);
     ring.close();
     let mut batch = vec![1, 2];
     assert_eq!(
-        ring.try_publish_batch(&mut batch, drop),
+        ring.try_publish_batch(&mut batch, &mut Vec::new()),
         Err(TryPublishError::Closed(()))
     );
     assert_eq!(batch, [1, 2]);
@@ -505,7 +505,7 @@ fn concurrent_batches_take_consecutive_offsets() {
                     batch.extend(
                         (0..len).map(|i| (w as u64) << 48 | (b as u64) << 8 | i << 4 | len),
                     );
-                    ring.publish_batch(&mut batch, drop).unwrap();
+                    ring.publish_batch(&mut batch, &mut Vec::new()).unwrap();
                     assert!(batch.is_empty());
                 }
             })
