@@ -58,12 +58,14 @@ pub mod blocking;
 #[cfg(feature = "std")]
 pub mod future;
 mod group;
+mod hold;
 mod reader;
 mod registry;
 mod ring;
 mod sync;
 
 pub use group::{Group, Member};
+pub use hold::{Hold, HoldReadError};
 pub use reader::{Reader, TryRecvError};
 pub use ring::{
     NoWaiters, Published, Ring, RingConfig, RingError, Start, TryPublishError, Waiters,

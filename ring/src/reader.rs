@@ -176,9 +176,16 @@ impl<T, W: Waiters> Reader<T, W> {
 }
 
 /// Stores a pinned reader's next position, which unpins it, when its read ends.
-struct Unpin<'a> {
+pub(crate) struct Unpin<'a> {
     entry: &'a crate::sync::AtomicU64,
     to: u64,
+}
+
+impl<'a> Unpin<'a> {
+    /// Stores `to` in `entry` when dropped.
+    pub(crate) fn new(entry: &'a crate::sync::AtomicU64, to: u64) -> Self {
+        Self { entry, to }
+    }
 }
 
 impl Drop for Unpin<'_> {

@@ -136,6 +136,9 @@ pub enum RingError {
     /// A ring that hands each message to one reader ([`RingConfig::take`]) has a reader
     /// or a group attached already.
     OneReaderOnly,
+    /// A [`Hold`](crate::Hold) on a ring whose receives move messages out
+    /// ([`RingConfig::take`]): nothing stays to read again.
+    TakingRing,
     /// A start position past the end of what was published.
     PastEnd {
         /// The position asked for.
@@ -155,6 +158,9 @@ impl fmt::Display for RingError {
             }
             RingError::OneReaderOnly => f.write_str(
                 "a ring whose reads move messages out takes one reader or one group at a time",
+            ),
+            RingError::TakingRing => f.write_str(
+                "a ring whose receives move messages out keeps nothing for a hold to read again",
             ),
             RingError::PastEnd { asked, end } => write!(
                 f,
@@ -874,6 +880,19 @@ impl<T, W: Waiters> Ring<T, W> {
             self.attached.store(0, Ordering::Release);
         }
         placed
+    }
+
+    /// Attaches a hold's position at `start`, among the groups' claim positions (a hold
+    /// is not counted as a reader: [`Hold`](crate::Hold) refuses taking rings).
+    pub(crate) fn attach_hold(&self, start: Start) -> Result<usize, RingError> {
+        let index = self.claims.take(IDLE).ok_or(RingError::TooManyReaders)?;
+        match self.place(self.claims.get(index), start) {
+            Ok(_) => Ok(index),
+            Err(e) => {
+                self.claims.get(index).store(FREE, Ordering::Release);
+                Err(e)
+            }
+        }
     }
 
     /// Takes a member's hazard entry, idle.

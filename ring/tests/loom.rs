@@ -454,3 +454,46 @@ fn park_and_wake_with_a_member() {
         drop(group);
     });
 }
+
+/// A hold reads again while a writer overwrites, in a ring of one slot that drops the
+/// oldest: the hold's read pins the offset, so it reads the whole message or is told
+/// it is gone, never a slot being written; and in a ring that waits for readers, a
+/// writer parked behind a hold is woken when the hold advances.
+#[test]
+fn a_hold_reads_while_a_writer_overwrites_and_advances_a_parked_writer() {
+    model_bounded(2, || {
+        let ring = dropping(1);
+        ring.try_publish(0).unwrap();
+        let mut hold = memq_ring::Hold::new(&ring, Start::Earliest).unwrap();
+        let w = {
+            let ring = ring.clone();
+            thread::spawn(move || {
+                for n in 1..3 {
+                    assert!(ring.try_publish(n).is_ok());
+                }
+            })
+        };
+        for offset in [0, 1] {
+            match hold.read(offset) {
+                Ok(v) => assert_eq!(u64::from(v), offset),
+                Err(e) => assert!(matches!(
+                    e,
+                    memq_ring::HoldReadError::Gone | memq_ring::HoldReadError::NotYet
+                )),
+            }
+        }
+        w.join().unwrap();
+    });
+    model(|| {
+        let ring = parking(1);
+        let mut hold = memq_ring::Hold::new(&ring, Start::Earliest).unwrap();
+        ring.publish(0).unwrap();
+        let w = {
+            let ring = ring.clone();
+            thread::spawn(move || ring.publish(1).unwrap().offset)
+        };
+        assert_eq!(hold.read(0), Ok(0));
+        hold.advance(1);
+        assert_eq!(w.join().unwrap(), 1);
+    });
+}

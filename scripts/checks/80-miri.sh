@@ -23,7 +23,7 @@ else
         --skip stress_random_settlement_every_message_acked_once_or_dead_lettered
     # memq-ring, the only crate of the engine with `unsafe`: its own tests (smaller
     # under miri), and the doc test.
-    bounded 600 cargo +nightly miri test -p memq-ring --target-dir "$miri_dir" --test ring --test future --test drop_oldest
+    bounded 600 cargo +nightly miri test -p memq-ring --target-dir "$miri_dir" --test ring --test future --test drop_oldest --test hold
     bounded 600 cargo +nightly miri test -p memq-ring --target-dir "$miri_dir" --doc
     miri_ffi=(-p memq-ffi --target-dir "$miri_dir")
     MIRIFLAGS="${MIRIFLAGS:--Zmiri-permissive-provenance}" \
