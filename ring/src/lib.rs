@@ -10,7 +10,14 @@
 //! - A broadcast [`Reader`] reads when the stamp is its position plus one, and stores its
 //!   new position: no read-modify-write.
 //! - The members of a [`Group`] claim offsets from the group's shared position with a
-//!   CAS, each message to exactly one member.
+//!   CAS, each message to exactly one member; a member clones before it claims, so a
+//!   clone that panics loses nothing.
+//! - A batch ([`Ring::try_publish_batch`]) takes consecutive offsets, all or none.
+//! - The ring keeps exactly `capacity` values alive: each publish moves out the message
+//!   that left its window ([`Published::evicted`]).
+//! - A ring made with [`RingConfig::drop_oldest`] never waits for readers: a reader pins
+//!   the offset it reads, and one left behind is told what it missed.
+//! - A [`Hold`] keeps every message from its position on, to be read again in any order.
 //! - Waiting is the front's business ([`Waiters`]; [`blocking::Parking`] parks threads,
 //!   [`future::WakerLists`] wakes tasks):
 //!   the ring only keeps two flags, and a writer or reader touches a wait list only when
