@@ -1,4 +1,5 @@
-//! The lock-free ring under memq: a bounded log of offsets `0, 1, 2, …` written by any
+//! The lock-free ring under memq: a bounded log of offsets `0, 1, 2, …` (or from a first
+//! offset of its own, [`RingConfig::first_offset`]) written by any
 //! number of writers and read by broadcast readers and groups, with no lock on any
 //! message's path.
 //!

@@ -136,6 +136,9 @@ pub enum RingError {
     /// A ring that hands each message to one reader ([`RingConfig::take`]) has a reader
     /// or a group attached already.
     OneReaderOnly,
+    /// A first offset ([`RingConfig::first_offset`]) so large that the ring could not
+    /// hold one lap after it.
+    FirstOffsetTooLarge,
     /// A [`Hold`](crate::Hold) on a ring whose receives move messages out
     /// ([`RingConfig::take`]): nothing stays to read again.
     TakingRing,
@@ -159,6 +162,9 @@ impl fmt::Display for RingError {
             RingError::OneReaderOnly => f.write_str(
                 "a ring whose reads move messages out takes one reader or one group at a time",
             ),
+            RingError::FirstOffsetTooLarge => {
+                f.write_str("the ring's first offset leaves no room for its offsets")
+            }
             RingError::TakingRing => f.write_str(
                 "a ring whose receives move messages out keeps nothing for a hold to read again",
             ),
@@ -207,6 +213,10 @@ pub struct RingConfig {
     /// drop the oldest are. Without it, writers do not overwrite what an attached reader
     /// has not read.
     pub drop_oldest: bool,
+    /// The offset of the ring's first message (0 unless the log goes on from one kept
+    /// elsewhere, as a durable topic's, or starts where memq's `next_offsets` says).
+    /// At most `2^62 - 1 - 2 × capacity`.
+    pub first_offset: u64,
 }
 
 impl RingConfig {
@@ -218,6 +228,7 @@ impl RingConfig {
             groups: 16,
             take: false,
             drop_oldest: false,
+            first_offset: 0,
         }
     }
 }
@@ -292,6 +303,8 @@ pub struct Ring<T, W = NoWaiters> {
     capacity: u64,
     /// Slots: `capacity + 1` (see the module's notes on registrations).
     lap: u64,
+    /// [`RingConfig::first_offset`]: no offset before it ever existed.
+    base: u64,
     wake_batch: u64,
     tail: CachePadded<AtomicU64>,
     floor: CachePadded<AtomicU64>,
@@ -352,20 +365,25 @@ impl<T, W: Waiters> Ring<T, W> {
             value: Cell::new(MaybeUninit::uninit()),
         }));
         let capacity = config.capacity as u64;
+        let base = config.first_offset;
+        if base > MAX_OFFSET.saturating_sub(capacity.saturating_mul(2).saturating_add(2)) {
+            return Err(RingError::FirstOffsetTooLarge);
+        }
         Ok(Self {
             slots: slots.into_boxed_slice(),
             capacity,
             lap: lap as u64,
             wake_batch: (capacity / 16).clamp(1, 64),
-            tail: CachePadded::new(AtomicU64::new(0)),
-            floor: CachePadded::new(AtomicU64::new(0)),
+            base,
+            tail: CachePadded::new(AtomicU64::new(base)),
+            floor: CachePadded::new(AtomicU64::new(base)),
             claims: registry(config.groups)?,
             cursors: registry(config.readers)?,
             drop_oldest: config.drop_oldest,
             flags: CachePadded::new(AtomicUsize::new(0)),
             take: config.take,
             attached: AtomicUsize::new(0),
-            taken_to: AtomicU64::new(0),
+            taken_to: AtomicU64::new(base),
             waiters,
         })
     }
@@ -551,7 +569,7 @@ impl<T, W: Waiters> Ring<T, W> {
     /// rescanning the floor at most once every `wake_batch` offsets while one is.
     #[inline]
     fn wait_for_pins(&self, offset: u64, back: u64) {
-        let Some(old) = offset.checked_sub(back) else {
+        let Some(old) = offset.checked_sub(back).filter(|o| *o >= self.base) else {
             return;
         };
         if old < self.floor.load(Ordering::Acquire) {
@@ -624,7 +642,10 @@ impl<T, W: Waiters> Ring<T, W> {
     fn write(&self, offset: u64, value: T) -> Option<T> {
         let slot = self.slot(offset);
         // The previous lap's stamp, 0 if the slot was never written.
-        let prev = offset.checked_sub(self.lap).map_or(0, |p| p + 1);
+        let prev = offset
+            .checked_sub(self.lap)
+            .filter(|p| *p >= self.base)
+            .map_or(0, |p| p + 1);
         let mut spins = 0;
         // Whether the previous lap's value is gone already (moved out by a taking reader
         // or evicted by the writer `capacity` offsets after it); if not, this writer takes
@@ -698,7 +719,9 @@ impl<T, W: Waiters> Ring<T, W> {
     /// and this waits; or if its writer has not stamped it yet.
     #[inline]
     fn evict_behind(&self, offset: u64) -> Option<T> {
-        let old = offset.checked_sub(self.capacity)?;
+        let old = offset
+            .checked_sub(self.capacity)
+            .filter(|o| *o >= self.base)?;
         if self.drop_oldest {
             self.wait_for_pins(offset, self.capacity);
         } else if old >= self.floor.load(Ordering::SeqCst) {
@@ -909,7 +932,7 @@ impl<T, W: Waiters> Ring<T, W> {
         let t = self.lock_tail();
         // Every offset from `oldest` on is whole or being written by the writer that
         // claimed it: the writers in flight overwrite offsets before `oldest`.
-        let mut oldest = t.saturating_sub(self.capacity);
+        let mut oldest = t.saturating_sub(self.capacity).max(self.base);
         if self.take {
             oldest = oldest.max(self.taken_to.load(Ordering::Acquire));
         }

@@ -497,3 +497,36 @@ fn a_hold_reads_while_a_writer_overwrites_and_advances_a_parked_writer() {
         assert_eq!(w.join().unwrap(), 1);
     });
 }
+
+/// Two writers and a reader on a ring of one slot that starts at offset 5 (a log going on
+/// from one kept elsewhere): the first lap waits for no stamp before the first offset,
+/// the reader reads consecutive offsets from it, and no read races a write.
+#[test]
+fn writers_and_a_reader_from_a_first_offset() {
+    model(|| {
+        let ring: Arc<Ring<u32>> = Arc::new(
+            Ring::new(RingConfig {
+                first_offset: 5,
+                ..RingConfig::new(1)
+            })
+            .unwrap(),
+        );
+        let mut r = Reader::new(&ring, Start::Earliest).unwrap();
+        let w = {
+            let ring = ring.clone();
+            thread::spawn(move || ring.try_publish(1).map(|p| p.offset).ok())
+        };
+        let mine = ring.try_publish(2).map(|p| p.offset).ok();
+        let theirs = w.join().unwrap();
+        let mut next = 5;
+        while let Ok((offset, v)) = r.try_recv() {
+            assert_eq!(offset, next);
+            assert_eq!(Some(offset), if v == 1 { theirs } else { mine });
+            next += 1;
+        }
+        assert_eq!(
+            next - 5,
+            u64::from(mine.is_some()) + u64::from(theirs.is_some())
+        );
+    });
+}

@@ -245,6 +245,7 @@ fn bad_sizes_and_positions_are_errors() {
             groups: 0,
             take: false,
             drop_oldest: false,
+            first_offset: 0,
         })
         .unwrap(),
     );
@@ -582,4 +583,76 @@ fn readers_beyond_the_first_entries_are_added() {
     for r in readers.iter_mut() {
         assert_eq!(r.try_recv(), Ok((12, 12)));
     }
+}
+
+/// A ring that starts at an offset of its own (a log going on from one kept elsewhere):
+/// readers, groups, holds, batches, eviction and overwriting all count from it, in a ring
+/// that waits and in one that drops the oldest; a first offset too large is an error.
+#[test]
+fn a_ring_starts_at_its_first_offset() {
+    const BASE: u64 = 1 << 40;
+    for drop_oldest in [false, true] {
+        let ring = Arc::new(
+            Ring::<u64>::new(RingConfig {
+                first_offset: BASE,
+                drop_oldest,
+                ..RingConfig::new(4)
+            })
+            .unwrap(),
+        );
+        assert_eq!(ring.end(), BASE);
+        let mut r = Reader::new(&ring, Start::Earliest).unwrap();
+        assert_eq!(r.position(), BASE);
+        let group = Group::new(&ring, Start::Earliest).unwrap();
+        let mut m = group.member().unwrap();
+        let mut hold = memq_ring::Hold::new(&ring, Start::Offset(0)).unwrap();
+        assert_eq!(
+            hold.position(),
+            BASE,
+            "a start before the first offset is clamped"
+        );
+        let mut evicted = Vec::new();
+        assert_eq!(
+            ring.try_publish_batch(&mut vec![0, 1, 2], &mut evicted),
+            Ok(BASE)
+        );
+        assert_eq!(ring.try_publish(3).unwrap().evicted, None);
+        assert!(
+            evicted.is_empty(),
+            "nothing before the first offset to evict"
+        );
+        for n in 0..2 {
+            assert_eq!(r.try_recv(), Ok((BASE + n, n)));
+            assert_eq!(m.try_recv(), Ok((BASE + n, n)));
+        }
+        assert_eq!(hold.read(BASE + 3), Ok(3));
+        if drop_oldest {
+            for n in 4..10 {
+                ring.try_publish(n).unwrap();
+            }
+            assert_eq!(r.try_recv(), Err(TryRecvError::Lagged(4)));
+            assert_eq!(r.try_recv(), Ok((BASE + 6, 6)));
+        } else {
+            assert!(ring.try_publish(4).is_err(), "the hold keeps all four");
+            hold.advance(BASE + 2);
+            let p = ring.try_publish(4).unwrap();
+            assert_eq!((p.offset, p.evicted), (BASE + 4, Some(0)));
+            let p = ring.try_publish(5).unwrap();
+            assert_eq!((p.offset, p.evicted), (BASE + 5, Some(1)));
+            // Overwriting the first lap's slots waits for no stamp before the first offset.
+            drop((hold, m, group));
+            for n in 6..20 {
+                while r.try_recv().is_ok() {}
+                assert_eq!(ring.try_publish(n).unwrap().offset, BASE + n);
+            }
+        }
+    }
+    assert_eq!(
+        Ring::<u8>::new(RingConfig {
+            first_offset: 1 << 62,
+            ..RingConfig::new(4)
+        })
+        .err(),
+        Some(RingError::FirstOffsetTooLarge)
+    );
 }

@@ -166,6 +166,7 @@ fn ring<W: Waiters + Default>(
         groups: 1,
         take,
         drop_oldest: false,
+        first_offset: 0,
     };
     let ring = Arc::new(Ring::with_waiters(config, W::default()).ok()?);
     let tx = RingTx {
