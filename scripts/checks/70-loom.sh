@@ -13,7 +13,8 @@ RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" \
 # registration racing an overwriting writer, a batch racing a registration and a close,
 # writers evicting and overwriting one slot, readers racing to add entries, a group's
 # members claiming while a writer publishes, park and wake at full and empty (with a
-# reader and with a member), a hold reading again and advancing, and, in rings that drop
+# reader and with a member), a hold reading again and advancing, writers and a reader from
+# a first offset, and, in rings that drop
 # the oldest, an overwrite racing a pinned reader and members pinning while a writer
 # overwrites (each explores every
 # interleaving up to its preemption bound; the four-thread models take 2, the others 3).
