@@ -96,13 +96,15 @@ impl Drop for Hazard<'_> {
     }
 }
 
-/// Clears a member's hazard once its receive holds the message: before the member
-/// wakes writers waiting for room (`Ring::reader_moved`, whose fence orders this store
-/// before its look at the flag), so that a woken writer's rescan does not find the hazard
-/// still holding the floor back and go to sleep again with nobody left to wake it.
+/// A member whose receive holds its message (or moved the group to `to`) clears its
+/// hazard, then wakes writers waiting for room at `to` (`Ring::reader_moved`, whose fence
+/// orders the clearing before its look at the flag): in that order, so that a woken
+/// writer's rescan does not find the hazard still holding the floor back and go to sleep
+/// again with nobody left to wake it.
 #[inline]
-fn unhold(hazard: &crate::sync::AtomicU64) {
+fn moved_on<T, W: Waiters>(ring: &Ring<T, W>, hazard: &crate::sync::AtomicU64, to: u64) {
     hazard.store(IDLE, Ordering::Release);
+    ring.reader_moved(to);
 }
 
 impl<T, W: Waiters> Member<T, W> {
@@ -129,8 +131,7 @@ impl<T, W: Waiters> Member<T, W> {
                         .compare_exchange(c, to, Ordering::SeqCst, Ordering::Relaxed)
                         .is_ok()
                     {
-                        unhold(hazard);
-                        ring.reader_moved(to);
+                        moved_on(ring, hazard, to);
                         return Err(TryRecvError::Lagged(to - c));
                     }
                     continue;
@@ -160,8 +161,7 @@ impl<T, W: Waiters> Member<T, W> {
                     continue;
                 }
                 let read = ring.read_at(c);
-                unhold(hazard);
-                ring.reader_moved(c + 1);
+                moved_on(ring, hazard, c + 1);
                 return match read {
                     SlotState::Ready(value) => Ok((c, value)),
                     // Ruled out by the hazard: counted, not lost, if it ever happened.
@@ -181,8 +181,7 @@ impl<T, W: Waiters> Member<T, W> {
                 .compare_exchange(c, c + 1, Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok()
             {
-                unhold(hazard);
-                ring.reader_moved(c + 1);
+                moved_on(ring, hazard, c + 1);
                 return value.map(|v| (c, v)).ok_or(TryRecvError::Lagged(1));
             }
         }

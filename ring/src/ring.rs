@@ -539,11 +539,7 @@ impl<T, W: Waiters> Ring<T, W> {
                         .floor
                         .load(Ordering::SeqCst)
                         .saturating_add(self.capacity)
-                || {
-                    let floor = self.min_position().unwrap_or(t);
-                    self.floor.store(floor, Ordering::SeqCst);
-                    t + n <= floor.saturating_add(self.capacity)
-                });
+                || t + n <= self.rescan_floor(t).saturating_add(self.capacity));
         if fits {
             // Unlocks and claims in one step, unless a close came meanwhile: then its
             // readers may have been told the ring ended at `t`, and the batch fails.
@@ -583,9 +579,7 @@ impl<T, W: Waiters> Ring<T, W> {
     fn look_for_pins(&self, old: u64) {
         let floor = self.floor.load(Ordering::Acquire);
         if old.is_multiple_of(self.wake_batch) || old >= floor.saturating_add(self.lap) {
-            let t = self.lock_tail();
-            let floor = self.min_position().unwrap_or(t);
-            self.floor.store(floor, Ordering::SeqCst);
+            let floor = self.rescan_floor(self.lock_tail());
             self.unlock_tail();
             if old < floor {
                 return;
@@ -824,10 +818,18 @@ impl<T, W: Waiters> Ring<T, W> {
     #[inline(never)]
     fn refresh_floor_for(&self, n: u64) -> bool {
         let t = self.lock_tail();
-        let floor = self.min_position().unwrap_or(t);
-        self.floor.store(floor, Ordering::SeqCst);
+        let floor = self.rescan_floor(t);
         self.unlock_tail();
         t + n <= floor.saturating_add(self.capacity)
+    }
+
+    /// With the claim lock held and `tail` at `t`: stores the readers' minimum position
+    /// as the floor (`t` if no reader is attached: everything may be overwritten) and
+    /// returns it.
+    fn rescan_floor(&self, t: u64) -> u64 {
+        let floor = self.min_position().unwrap_or(t);
+        self.floor.store(floor, Ordering::SeqCst);
+        floor
     }
 
     /// The smallest position an attached reader or group needs, if any is attached.
