@@ -177,20 +177,7 @@ pub fn forward_to_redis(
             };
             let p = d.message().partition() % remote.partitions();
             let value = d.message().value().clone();
-            publish_then_settle(
-                &remote,
-                p,
-                value,
-                &c,
-                d,
-                |d| {
-                    let _ = d.touch();
-                },
-                |d| {
-                    let _ = d.ack();
-                },
-            )
-            .await;
+            publish_then_settle(&remote, p, value, &c, d).await;
         }
     })?;
     Ok(Bridge {
@@ -253,30 +240,56 @@ pub async fn forward_from_redis(
     })
 }
 
+/// A local delivery a bridge out of memq settles once Redis took its message: memq's
+/// explicit-ack deliveries, and (with `durable`) a durable group's.
+trait LocalLease {
+    /// Renews the lease while Redis refuses the message.
+    fn touch(&mut self);
+    /// Settles it. A refused ack (the lease ran out meanwhile) means the message comes
+    /// back and is forwarded again: at least once.
+    fn ack(self);
+}
+
+impl LocalLease for memq_core::Delivery<Bytes> {
+    fn touch(&mut self) {
+        let _ = memq_core::Delivery::touch(self);
+    }
+    fn ack(self) {
+        let _ = memq_core::Delivery::ack(self);
+    }
+}
+
+#[cfg(feature = "durable")]
+impl LocalLease for memq_store::Delivery {
+    fn touch(&mut self) {
+        let _ = memq_store::Delivery::touch(self);
+    }
+    fn ack(self) {
+        let _ = memq_store::Delivery::ack(self);
+    }
+}
+
 /// Publishes `value` to partition `p` of `remote` until Redis takes it, renewing the local
-/// delivery's lease (`touch`) between attempts, then acks it (`ack`). A refused ack (the
-/// lease ran out meanwhile) means the message comes back and is forwarded again: at least
-/// once. The two bridges out of memq (a topic's group, a durable topic's group) share it.
-async fn publish_then_settle<D>(
+/// delivery's lease between attempts, then acks it. The two bridges out of memq (a
+/// topic's group, a durable topic's group) share it.
+async fn publish_then_settle(
     remote: &RedisTopic,
     p: u32,
     value: Bytes,
     c: &BridgeCounters,
-    mut delivery: D,
-    touch: impl Fn(&mut D),
-    ack: impl FnOnce(D),
+    mut delivery: impl LocalLease,
 ) {
     let mut attempt = 0;
     loop {
         match remote.publish_to(p, value.clone()).await {
             Ok(_) => {
-                ack(delivery);
+                delivery.ack();
                 c.forwarded.fetch_add(1, Ordering::Relaxed);
                 return;
             }
             Err(_) => {
                 c.retries.fetch_add(1, Ordering::Relaxed);
-                touch(&mut delivery);
+                delivery.touch();
                 backoff(attempt).await;
                 attempt += 1;
             }
@@ -376,20 +389,7 @@ pub fn forward_durable_to_redis(
             };
             let p = d.message().partition % remote.partitions();
             let value = d.message().payload.clone();
-            publish_then_settle(
-                &remote,
-                p,
-                value,
-                &c,
-                d,
-                |d| {
-                    let _ = d.touch();
-                },
-                |d| {
-                    let _ = d.ack();
-                },
-            )
-            .await;
+            publish_then_settle(&remote, p, value, &c, d).await;
         }
     })?;
     Ok(Bridge {
