@@ -17,7 +17,7 @@
 use core::fmt;
 
 use crate::reader::TryRecvError;
-use crate::ring::{Ring, RingError, SlotState, Start, Waiters, IDLE};
+use crate::ring::{Ring, RingError, SlotState, Start, Waiters, IDLE, NOBODY};
 use crate::sync::{Arc, Ordering};
 
 struct Shared<T, W: Waiters> {
@@ -71,6 +71,7 @@ impl<T, W: Waiters> Group<T, W> {
         Ok(Member {
             shared: self.shared.clone(),
             hazard,
+            acted: NOBODY,
         })
     }
 }
@@ -79,6 +80,9 @@ impl<T, W: Waiters> Group<T, W> {
 pub struct Member<T, W: Waiters = crate::NoWaiters> {
     shared: Arc<Shared<T, W>>,
     hazard: usize,
+    /// The writers' wake position this member last woke them for (see
+    /// `Ring::member_moved`).
+    acted: u64,
 }
 
 impl<T, W: Waiters> fmt::Debug for Member<T, W> {
@@ -96,15 +100,20 @@ impl Drop for Hazard<'_> {
     }
 }
 
-/// A member whose receive holds its message (or moved the group to `to`) clears its
-/// hazard, then wakes writers waiting for room at `to` (`Ring::reader_moved`, whose fence
-/// orders the clearing before its look at the flag): in that order, so that a woken
-/// writer's rescan does not find the hazard still holding the floor back and go to sleep
-/// again with nobody left to wake it.
+/// A member whose receive holds its message (or moved the group on) clears its hazard,
+/// then wakes writers waiting for room if the group's position reached their wake
+/// position (`Ring::member_moved`, whose fence orders the clearing before its looks): in
+/// that order, so that a woken writer's rescan does not find the hazard still holding
+/// the floor back and go to sleep again with nobody left to wake it.
 #[inline]
-fn moved_on<T, W: Waiters>(ring: &Ring<T, W>, hazard: &crate::sync::AtomicU64, to: u64) {
+fn moved_on<T, W: Waiters>(
+    ring: &Ring<T, W>,
+    claim: &crate::sync::AtomicU64,
+    hazard: &crate::sync::AtomicU64,
+    acted: &mut u64,
+) {
     hazard.store(IDLE, Ordering::Release);
-    ring.reader_moved(to);
+    ring.member_moved(claim, acted);
 }
 
 impl<T, W: Waiters> Member<T, W> {
@@ -131,7 +140,7 @@ impl<T, W: Waiters> Member<T, W> {
                         .compare_exchange(c, to, Ordering::SeqCst, Ordering::Relaxed)
                         .is_ok()
                     {
-                        moved_on(ring, hazard, to);
+                        moved_on(ring, claim, hazard, &mut self.acted);
                         return Err(TryRecvError::Lagged(to - c));
                     }
                     continue;
@@ -161,7 +170,7 @@ impl<T, W: Waiters> Member<T, W> {
                     continue;
                 }
                 let read = ring.read_at(c);
-                moved_on(ring, hazard, c + 1);
+                moved_on(ring, claim, hazard, &mut self.acted);
                 return match read {
                     SlotState::Ready(value) => Ok((c, value)),
                     // Ruled out by the hazard: counted, not lost, if it ever happened.
@@ -181,7 +190,7 @@ impl<T, W: Waiters> Member<T, W> {
                 .compare_exchange(c, c + 1, Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok()
             {
-                moved_on(ring, hazard, c + 1);
+                moved_on(ring, claim, hazard, &mut self.acted);
                 return value.map(|v| (c, v)).ok_or(TryRecvError::Lagged(1));
             }
         }

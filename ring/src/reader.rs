@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-use crate::ring::{Attached, Ring, RingError, SlotState, Start, Waiters};
+use crate::ring::{Attached, Ring, RingError, SlotState, Start, Waiters, NOBODY};
 use crate::sync::{Arc, Ordering};
 
 /// Why a receive returned no message.
@@ -45,6 +45,9 @@ pub struct Reader<T, W: Waiters = crate::NoWaiters> {
     pos: u64,
     /// Messages missed at attachment or a seek, reported by the next receive.
     missed: u64,
+    /// The writers' wake position this reader last woke them for (see
+    /// `Ring::reader_moved`).
+    acted: u64,
 }
 
 impl<T, W: Waiters> fmt::Debug for Reader<T, W> {
@@ -65,6 +68,7 @@ impl<T, W: Waiters> Reader<T, W> {
             index,
             pos,
             missed,
+            acted: NOBODY,
         })
     }
 
@@ -87,6 +91,8 @@ impl<T, W: Waiters> Reader<T, W> {
         let at = self.ring.place(self.ring.cursor(self.index), start)?;
         self.pos = at.pos;
         self.missed = at.missed;
+        // Back behind a wake position it acted on, it must act on it again.
+        self.acted = NOBODY;
         self.ring.wake_writers_if_waiting();
         Ok(())
     }
@@ -110,7 +116,7 @@ impl<T, W: Waiters> Reader<T, W> {
                 self.ring
                     .cursor(self.index)
                     .store(pos + 1, Ordering::Release);
-                self.ring.reader_moved(pos + 1);
+                self.ring.reader_moved(pos + 1, &mut self.acted);
                 Ok((pos, value))
             }
             SlotState::Empty if self.ring.finished_at(pos) => Err(TryRecvError::Closed),

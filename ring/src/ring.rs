@@ -57,8 +57,10 @@
 //! fences, and looks again before it sleeps; a writer fences after its stamp and looks
 //! at the flag: with a sequentially consistent fence on each side, one of the two sees
 //! the other (Dekker's pattern), so a wake-up is never lost, and a writer with nobody
-//! waiting touches no waiter list. Writers waiting for room are found the same way by readers, at every
-//! `wake_batch`-th position and before a reader sleeps.
+//! waiting touches no waiter list. Writers waiting for room are found the same way by
+//! readers: a writer about to sleep stores the position the slowest reader must reach
+//! for it to fit (`wake_at`), fences and rescans; a reader fences after every position
+//! it stores and compares it with `wake_at`.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -97,7 +99,8 @@ const MOVING: u64 = 1 << 62;
 const SLOT_MARKS: u64 = TAKEN | MOVING;
 
 const READERS_WAIT: usize = 1;
-const WRITERS_WAIT: usize = 2;
+/// [`Ring::wake_at`] while no writer waits for room.
+pub(crate) const NOBODY: u64 = u64::MAX;
 
 /// Who is woken when the ring's flags say someone waits: implemented by the front that
 /// parks readers and writers (the `blocking` module's, or an async one's wait lists).
@@ -314,7 +317,12 @@ pub struct Ring<T, W = NoWaiters> {
     cursors: Registry,
     /// [`RingConfig::drop_oldest`].
     drop_oldest: bool,
+    /// [`READERS_WAIT`] while a reader may be waiting for a message.
     flags: CachePadded<AtomicUsize>,
+    /// While writers wait for room: the position the slowest reader must reach for the
+    /// first of them to fit (or a lower one); [`NOBODY`] otherwise. A reader compares
+    /// its position with it after every message (see [`Ring::reader_moved`]).
+    wake_at: CachePadded<AtomicU64>,
     /// [`RingConfig::take`].
     take: bool,
     /// Readers and groups attached (counted only when `take`, which allows one).
@@ -381,6 +389,7 @@ impl<T, W: Waiters> Ring<T, W> {
             cursors: registry(config.readers)?,
             drop_oldest: config.drop_oldest,
             flags: CachePadded::new(AtomicUsize::new(0)),
+            wake_at: CachePadded::new(AtomicU64::new(NOBODY)),
             take: config.take,
             attached: AtomicUsize::new(0),
             taken_to: AtomicU64::new(base),
@@ -424,8 +433,8 @@ impl<T, W: Waiters> Ring<T, W> {
     pub fn close(&self) {
         self.tail.fetch_or(CLOSED, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        self.wake(READERS_WAIT);
-        self.wake(WRITERS_WAIT);
+        self.wake_readers();
+        self.wake_writers();
     }
 
     /// The waiters this ring calls.
@@ -772,18 +781,24 @@ impl<T, W: Waiters> Ring<T, W> {
         // its second look at the stamp (Dekker's pattern).
         fence(Ordering::SeqCst);
         if self.flags.load(Ordering::Relaxed) & READERS_WAIT != 0 {
-            self.wake(READERS_WAIT);
+            self.wake_readers();
         }
     }
 
+    /// Clears the readers' flag and, if it was set, wakes the waiting readers.
     #[cold]
-    fn wake(&self, who: usize) {
-        if self.flags.fetch_and(!who, Ordering::SeqCst) & who != 0 {
-            if who == READERS_WAIT {
-                self.waiters.wake_readers();
-            } else {
-                self.waiters.wake_writers();
-            }
+    fn wake_readers(&self) {
+        if self.flags.fetch_and(!READERS_WAIT, Ordering::SeqCst) & READERS_WAIT != 0 {
+            self.waiters.wake_readers();
+        }
+    }
+
+    /// Clears the writers' wake position and, if one was set, wakes the waiting writers
+    /// (each that still finds no room sets it again before it sleeps).
+    #[cold]
+    fn wake_writers(&self) {
+        if self.wake_at.swap(NOBODY, Ordering::SeqCst) != NOBODY {
+            self.waiters.wake_writers();
         }
     }
 
@@ -1077,23 +1092,56 @@ impl<T, W: Waiters> Ring<T, W> {
         t & CLOSED != 0 && pos >= t & !MARKS
     }
 
-    /// Called by a reader whose position reached `pos`: at every `wake_batch`-th
-    /// position, wakes writers waiting for room.
+    /// Called by a reader (or a group member) whose position reached `pos`, after it
+    /// stored it: wakes the writers waiting for room if `pos` reached their wake
+    /// position. `acted` is the reader's own memory of the wake position it last acted
+    /// on ([`NOBODY`] at first and after a seek): a reader that woke the writers for a
+    /// position does not wake them again for the same one, which another reader, still
+    /// behind it, holds back (they would only find no room and wait again).
+    ///
+    /// Every message, not every few: a reader that stops after one message (its user
+    /// busy, or gone to another partition) must not leave a writer waiting for the room
+    /// that message freed. The fence pairs with the one in
+    /// [`Ring::prepare_batch_publisher_wait`] (Dekker's pattern): either the writer's
+    /// rescan sees this position, or this reader sees the writer's wake position.
     #[inline]
-    pub(crate) fn reader_moved(&self, pos: u64) {
-        if pos.is_multiple_of(self.wake_batch) {
-            self.wake_writers_if_waiting();
+    pub(crate) fn reader_moved(&self, pos: u64, acted: &mut u64) {
+        fence(Ordering::SeqCst);
+        let at = self.wake_at.load(Ordering::Relaxed);
+        if at == NOBODY {
+            *acted = NOBODY;
+        } else if pos >= at && at != *acted {
+            *acted = at;
+            self.wake_writers();
         }
     }
 
-    /// Wakes writers waiting for room, if the flag says there are any.
+    /// [`Ring::reader_moved`] for a group member that cleared its hazard: compares the
+    /// group's position (`claim`), loaded after the fence, with the writers' wake
+    /// position. The group's position, not the member's own: another member may have
+    /// moved it past the wake position while this member's hazard still held the floor
+    /// back, and woken the writers for nothing then.
+    #[inline]
+    pub(crate) fn member_moved(&self, claim: &AtomicU64, acted: &mut u64) {
+        fence(Ordering::SeqCst);
+        let at = self.wake_at.load(Ordering::Relaxed);
+        if at == NOBODY {
+            *acted = NOBODY;
+        } else if at != *acted && claim.load(Ordering::Relaxed) >= at {
+            *acted = at;
+            self.wake_writers();
+        }
+    }
+
+    /// Wakes writers waiting for room, if any wait: for readers and holds that moved
+    /// or left, whatever their position.
     #[inline]
     pub(crate) fn wake_writers_if_waiting(&self) {
-        // Orders the position's store before the flag's load, against a writer's flag
-        // set before its rescan (Dekker's pattern).
+        // Orders the position's store before the wake position's load, against a
+        // writer's store of it before its rescan (Dekker's pattern).
         fence(Ordering::SeqCst);
-        if self.flags.load(Ordering::Relaxed) & WRITERS_WAIT != 0 {
-            self.wake(WRITERS_WAIT);
+        if self.wake_at.load(Ordering::Relaxed) != NOBODY {
+            self.wake_writers();
         }
     }
 
@@ -1119,7 +1167,14 @@ impl<T, W: Waiters> Ring<T, W> {
     /// [`Ring::prepare_publisher_wait`] for a writer of a batch of `n` messages, which
     /// waits until there is room for all of them.
     pub fn prepare_batch_publisher_wait(&self, n: usize) -> bool {
-        self.flags.fetch_or(WRITERS_WAIT, Ordering::SeqCst);
+        // The floor must reach `need` for `n` more messages to fit after `end`; a
+        // later `end` only asks for more, so a stale one wakes this writer early, never
+        // late.
+        let need = self
+            .end()
+            .saturating_add(n as u64)
+            .saturating_sub(self.capacity);
+        self.wake_at.fetch_min(need, Ordering::SeqCst);
         // The other half of the reader's fence after its position
         // (`wake_writers_if_waiting`).
         fence(Ordering::SeqCst);

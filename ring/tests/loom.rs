@@ -102,9 +102,8 @@ fn registration_races_an_overwriting_writer() {
         };
         let mut r = Reader::new(&ring, Start::Earliest).unwrap();
         for _ in 0..2 {
-            match r.try_recv() {
-                Ok((offset, v)) => assert_eq!(u64::from(v), offset),
-                Err(_) => {}
+            if let Ok((offset, v)) = r.try_recv() {
+                assert_eq!(u64::from(v), offset);
             }
         }
         w.join().unwrap();
@@ -451,6 +450,63 @@ fn park_and_wake_with_a_member() {
         }
         tx.send(()).unwrap();
         member.join().unwrap();
+        drop(group);
+    });
+}
+
+/// A reader that takes one message from a full ring and then stops (its user busy with
+/// something else) wakes the writer parked for the room it freed: readers compare their
+/// position with the writers' wake position after every message. Capacity 32, where a
+/// reader used to look only at every second position, and loom saw the writer sleep
+/// for ever.
+#[test]
+fn a_reader_that_stops_after_one_message_wakes_a_parked_writer() {
+    model(|| {
+        let ring = parking(32);
+        let mut r = Reader::new(&ring, Start::Earliest).unwrap();
+        for n in 0..32 {
+            assert!(ring.try_publish(n).is_ok());
+        }
+        let w = {
+            let ring = ring.clone();
+            thread::spawn(move || assert_eq!(ring.publish(32).unwrap().offset, 32))
+        };
+        assert_eq!(r.try_recv().unwrap(), (0, 0));
+        w.join().unwrap();
+        drop(r);
+    });
+}
+
+/// Two members of a group each take one message from a full ring of two while a batch
+/// of two waits for room: the member that finishes last finds the group's position at
+/// the writer's wake position though its own message is the first (the other member
+/// woke the writer while this one's hazard still held the floor back), and wakes it.
+#[test]
+fn the_last_member_to_let_go_wakes_a_parked_batch() {
+    model_bounded(2, || {
+        let ring = parking(2);
+        let group = Group::new(&ring, Start::Earliest).unwrap();
+        for n in 0..2 {
+            assert!(ring.try_publish(n).is_ok());
+        }
+        let w = {
+            let ring = ring.clone();
+            thread::spawn(move || {
+                let mut batch = vec![2, 3];
+                let mut evicted = Vec::new();
+                assert_eq!(ring.publish_batch(&mut batch, &mut evicted), Ok(2));
+            })
+        };
+        let members: Vec<_> = (0..2)
+            .map(|_| {
+                let mut m = group.member().unwrap();
+                thread::spawn(move || m.try_recv().unwrap().0)
+            })
+            .collect();
+        let mut got: Vec<u64> = members.into_iter().map(|m| m.join().unwrap()).collect();
+        got.sort_unstable();
+        assert_eq!(got, [0, 1]);
+        w.join().unwrap();
         drop(group);
     });
 }
