@@ -500,13 +500,20 @@ fn the_last_member_to_let_go_wakes_a_parked_batch() {
         let members: Vec<_> = (0..2)
             .map(|_| {
                 let mut m = group.member().unwrap();
-                thread::spawn(move || m.try_recv().unwrap().0)
+                thread::spawn(move || {
+                    let offset = m.try_recv().unwrap().0;
+                    (m, offset)
+                })
             })
             .collect();
-        let mut got: Vec<u64> = members.into_iter().map(|m| m.join().unwrap()).collect();
+        // The members stay attached until the writer is through: one that leaves wakes
+        // writers whatever its position.
+        let (members, mut got): (Vec<_>, Vec<u64>) =
+            members.into_iter().map(|m| m.join().unwrap()).unzip();
         got.sort_unstable();
         assert_eq!(got, [0, 1]);
         w.join().unwrap();
+        drop(members);
         drop(group);
     });
 }
