@@ -112,8 +112,7 @@ fn moved_on<T, W: Waiters>(
     hazard: &crate::sync::AtomicU64,
     acted: &mut u64,
 ) {
-    hazard.store(IDLE, Ordering::Release);
-    ring.member_moved(claim, acted);
+    ring.member_moved(hazard, claim, acted);
 }
 
 impl<T, W: Waiters> Member<T, W> {

@@ -114,9 +114,7 @@ impl<T, W: Waiters> Reader<T, W> {
             SlotState::Ready(value) => {
                 self.pos = pos + 1;
                 self.ring
-                    .cursor(self.index)
-                    .store(pos + 1, Ordering::Release);
-                self.ring.reader_moved(pos + 1, &mut self.acted);
+                    .reader_moved(self.ring.cursor(self.index), pos + 1, &mut self.acted);
                 Ok((pos, value))
             }
             SlotState::Empty if self.ring.finished_at(pos) => Err(TryRecvError::Closed),

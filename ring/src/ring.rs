@@ -437,6 +437,12 @@ impl<T, W: Waiters> Ring<T, W> {
         self.wake_writers();
     }
 
+    /// Whether a writer announced that it waits for room and was not woken since (a
+    /// hint: by the time it is read, the writer may be gone).
+    pub fn writers_wait(&self) -> bool {
+        self.wake_at.load(Ordering::Acquire) != NOBODY
+    }
+
     /// The waiters this ring calls.
     #[inline]
     pub fn waiters(&self) -> &W {
@@ -1105,9 +1111,12 @@ impl<T, W: Waiters> Ring<T, W> {
     /// [`Ring::prepare_batch_publisher_wait`] (Dekker's pattern): either the writer's
     /// rescan sees this position, or this reader sees the writer's wake position.
     #[inline]
-    pub(crate) fn reader_moved(&self, pos: u64, acted: &mut u64) {
-        fence(Ordering::SeqCst);
-        let at = self.wake_at.load(Ordering::Relaxed);
+    pub(crate) fn reader_moved(&self, entry: &AtomicU64, pos: u64, acted: &mut u64) {
+        // A sequentially consistent swap rather than a store and a fence: one
+        // instruction where a fence is (x86's `xchg`, ARM's `swpal`).
+        entry.swap(pos, Ordering::SeqCst);
+        crate::sync::loom_sc_fence();
+        let at = self.wake_at.load(Ordering::SeqCst);
         if at == NOBODY {
             *acted = NOBODY;
         } else if pos >= at && at != *acted {
@@ -1122,9 +1131,10 @@ impl<T, W: Waiters> Ring<T, W> {
     /// moved it past the wake position while this member's hazard still held the floor
     /// back, and woken the writers for nothing then.
     #[inline]
-    pub(crate) fn member_moved(&self, claim: &AtomicU64, acted: &mut u64) {
-        fence(Ordering::SeqCst);
-        let at = self.wake_at.load(Ordering::Relaxed);
+    pub(crate) fn member_moved(&self, hazard: &AtomicU64, claim: &AtomicU64, acted: &mut u64) {
+        hazard.swap(IDLE, Ordering::SeqCst);
+        crate::sync::loom_sc_fence();
+        let at = self.wake_at.load(Ordering::SeqCst);
         if at == NOBODY {
             *acted = NOBODY;
         } else if at != *acted && claim.load(Ordering::Relaxed) >= at {

@@ -312,6 +312,47 @@ fn deadlines_end_waits() {
     assert_eq!(r.recv_deadline(soon), Err(TryRecvError::Empty));
 }
 
+/// Writers parked on a full ring are woken by the first message a reader takes, even
+/// when the reader then stops (its user busy elsewhere): a reader or group member
+/// compares its position with the writers' wake position after every message. Each
+/// writer's publish must end while the reader and member stay attached and idle; the
+/// bound on the wait is a liveness bound, minutes away from the microseconds it takes.
+#[test]
+fn a_reader_or_member_that_stops_after_one_message_wakes_parked_writers() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    const CAP: usize = if cfg!(miri) { 40 } else { 1024 };
+    let ring = parking_ring(CAP);
+    let mut reader = Reader::new(&ring, Start::Earliest).unwrap();
+    let group = Group::new(&ring, Start::Earliest).unwrap();
+    let mut member = group.member().unwrap();
+    for n in 0..CAP as u64 {
+        ring.try_publish(n).unwrap();
+    }
+    // Offset 1 is no multiple of the old wake batch (capacity / 16).
+    for offset in 0..2 {
+        let (done, finished) = mpsc::channel();
+        let writer = {
+            let ring = ring.clone();
+            thread::spawn(move || {
+                let published = ring.publish(CAP as u64 + offset).unwrap().offset;
+                done.send(published).unwrap();
+            })
+        };
+        // Once the writer waits, both readers hold the slot back until both moved.
+        while !ring.writers_wait() {
+            thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(reader.try_recv(), Ok((offset, offset)));
+        assert_eq!(member.try_recv(), Ok((offset, offset)));
+        let published = finished
+            .recv_timeout(Duration::from_secs(600))
+            .expect("the writer was never woken");
+        assert_eq!(published, CAP as u64 + offset);
+        writer.join().unwrap();
+    }
+}
+
 /// A taking ring (a queue): one reader, values moved out, not cloned; each value is
 /// dropped exactly once, whether received, evicted or left in the ring.
 #[test]
