@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 
 use crate::group::Member;
 use crate::reader::{Reader, TryRecvError};
-use crate::ring::{Published, Ring, TryPublishError, Waiters};
+use crate::ring::{Published, Rearm, Ring, TryPublishError, Waiters};
 use crate::sync::{Condvar, Mutex, MutexGuard};
 
 /// [`Waiters`] that park threads: make a ring with
@@ -30,7 +30,9 @@ fn lock(m: &Mutex<()>) -> MutexGuard<'_, ()> {
 }
 
 impl Waiters for Parking {
-    fn wake_readers(&self) {
+    /// Wakes every waiting reader and member: nobody is left waiting, so `rearm` is
+    /// not needed.
+    fn wake_readers(&self, _rearm: Rearm<'_>) {
         let _g = lock(&self.readers);
         self.readers_cv.notify_all();
     }

@@ -14,7 +14,7 @@ use alloc::vec::Vec;
 
 use crate::group::Member;
 use crate::reader::{Reader, TryRecvError};
-use crate::ring::{Published, Ring, TryPublishError, Waiters};
+use crate::ring::{Published, Rearm, Ring, TryPublishError, Waiters};
 use crate::sync::Mutex;
 
 /// [`Waiters`] that wake tasks: make a ring with
@@ -41,7 +41,8 @@ fn wake_all(list: &Mutex<Vec<Waker>>) {
 }
 
 impl Waiters for WakerLists {
-    fn wake_readers(&self) {
+    /// Wakes every waiting task: nobody is left waiting, so `rearm` is not needed.
+    fn wake_readers(&self, _rearm: Rearm<'_>) {
         wake_all(&self.readers);
     }
 

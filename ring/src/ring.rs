@@ -106,13 +106,40 @@ pub(crate) const NOBODY: u64 = u64::MAX;
 /// parks readers and writers (the `blocking` module's, or an async one's wait lists).
 ///
 /// The ring calls these after clearing the flag, from the thread that published (for
-/// readers) or read (for writers). An implementation wakes every waiter of the kind it is
-/// asked for; each that still has to wait sets the flag again before it sleeps.
+/// readers) or read (for writers). Each waiter that still has to wait once woken sets
+/// the flag again before it sleeps.
+///
+/// Writers: wake every one. Readers: wake every broadcast [`Reader`](crate::Reader); group
+/// members may be woken one at a time (a front that wakes one member per message, so
+/// that one message does not wake a whole group). A front that leaves any reader or
+/// member waiting calls [`Rearm::others_wait`] before it wakes anyone: the next publish
+/// then wakes again, and a woken member that receives a message while more are ready
+/// wakes again too (it passes the wake on), so a message published while the flag was
+/// clear does not leave a member asleep.
 pub trait Waiters {
-    /// Something was published: wake every waiting reader.
-    fn wake_readers(&self);
+    /// Something was published: wake every waiting reader, and one or more waiting
+    /// members of each group (see the trait's notes and `rearm`).
+    fn wake_readers(&self, rearm: Rearm<'_>);
     /// Readers moved (or left): wake every writer waiting for room.
     fn wake_writers(&self);
+}
+
+/// Handed to [`Waiters::wake_readers`]: sets the readers' flag again for a front that
+/// leaves some waiting.
+#[derive(Debug)]
+pub struct Rearm<'a> {
+    flags: &'a AtomicUsize,
+}
+
+impl Rearm<'_> {
+    /// Readers (or members) are left waiting: the next publish wakes again, and so does
+    /// a woken member that receives while more messages are ready. Call it before waking
+    /// anyone, so that whoever is woken finds the flag set.
+    pub fn others_wait(self) {
+        self.flags.fetch_or(READERS_WAIT, Ordering::SeqCst);
+        // The other half of a writer's fence after its stamp (see `Ring::member_moved`).
+        crate::sync::loom_sc_fence();
+    }
 }
 
 /// [`Waiters`] for a ring whose users never wait: nothing to wake.
@@ -121,7 +148,7 @@ pub struct NoWaiters;
 
 impl Waiters for NoWaiters {
     #[inline]
-    fn wake_readers(&self) {}
+    fn wake_readers(&self, _: Rearm<'_>) {}
     #[inline]
     fn wake_writers(&self) {}
 }
@@ -795,7 +822,7 @@ impl<T, W: Waiters> Ring<T, W> {
     #[cold]
     fn wake_readers(&self) {
         if self.flags.fetch_and(!READERS_WAIT, Ordering::SeqCst) & READERS_WAIT != 0 {
-            self.waiters.wake_readers();
+            self.waiters.wake_readers(Rearm { flags: &self.flags });
         }
     }
 
@@ -1130,6 +1157,12 @@ impl<T, W: Waiters> Ring<T, W> {
     /// position. The group's position, not the member's own: another member may have
     /// moved it past the wake position while this member's hazard still held the floor
     /// back, and woken the writers for nothing then.
+    ///
+    /// Then it passes a wake-up on: if the readers' flag is set (a front that wakes
+    /// members one at a time left some waiting, see [`Waiters`]) and the group has more
+    /// messages, it wakes readers again. A writer that published while the flag was
+    /// clear woke nobody; its claim comes before the flag was set again (the fences),
+    /// so this member, woken after that, sees it.
     #[inline]
     pub(crate) fn member_moved(&self, hazard: &AtomicU64, claim: &AtomicU64, acted: &mut u64) {
         hazard.swap(IDLE, Ordering::SeqCst);
@@ -1140,6 +1173,11 @@ impl<T, W: Waiters> Ring<T, W> {
         } else if at != *acted && claim.load(Ordering::Relaxed) >= at {
             *acted = at;
             self.wake_writers();
+        }
+        if self.flags.load(Ordering::SeqCst) & READERS_WAIT != 0
+            && claim.load(Ordering::Relaxed) < self.end()
+        {
+            self.wake_readers();
         }
     }
 

@@ -9,7 +9,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use memq_ring::blocking::Parking;
-use memq_ring::{Group, Reader, Ring, RingConfig, Start};
+use memq_ring::{Group, Member, Reader, Rearm, Ring, RingConfig, Start, TryRecvError, Waiters};
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     model_bounded(3, f);
@@ -591,5 +591,84 @@ fn writers_and_a_reader_from_a_first_offset() {
             next - 5,
             u64::from(mine.is_some()) + u64::from(theirs.is_some())
         );
+    });
+}
+
+/// A front that wakes one waiting member per wake-up (as memq's wait lists wake a group's
+/// members, one per message), and sets the readers' flag again while others still wait.
+#[derive(Default)]
+struct OneAtATime {
+    /// Members parked, and wake-ups not yet taken by one.
+    state: loom::sync::Mutex<(usize, usize)>,
+    cv: loom::sync::Condvar,
+}
+
+impl Waiters for OneAtATime {
+    fn wake_readers(&self, rearm: Rearm<'_>) {
+        let mut s = self.state.lock().unwrap();
+        if s.0 > 0 {
+            s.0 -= 1;
+            s.1 += 1;
+            if s.0 > 0 {
+                rearm.others_wait();
+            }
+            self.cv.notify_all();
+        }
+    }
+
+    fn wake_writers(&self) {}
+}
+
+/// A receive that parks on [`OneAtATime`] while the group has nothing.
+fn recv_one_at_a_time(m: &mut Member<u32, OneAtATime>) -> (u64, u32) {
+    loop {
+        match m.try_recv() {
+            Ok(got) => return got,
+            Err(TryRecvError::Empty) => {
+                let w = m.ring().waiters();
+                let mut s = w.state.lock().unwrap();
+                s.0 += 1;
+                if !m.prepare_wait() {
+                    s.0 -= 1;
+                    continue;
+                }
+                while s.1 == 0 {
+                    s = w.cv.wait(s).unwrap();
+                }
+                s.1 -= 1;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+/// Two members wait on a front that wakes one member per wake-up while two writers
+/// publish one message each: the second writer may publish while the first has cleared
+/// the flag and not yet set it again (it wakes nobody); the member woken for the first
+/// message then finds the second ready and the flag set, and wakes the other member.
+/// Each message reaches one member; nobody sleeps for ever.
+#[test]
+fn members_woken_one_at_a_time_pass_the_wake_on() {
+    model_bounded(2, || {
+        let ring = Arc::new(Ring::with_waiters(RingConfig::new(2), OneAtATime::default()).unwrap());
+        let group = Group::new(&ring, Start::Earliest).unwrap();
+        let members: Vec<_> = (0..2)
+            .map(|_| {
+                let mut m = group.member().unwrap();
+                thread::spawn(move || recv_one_at_a_time(&mut m).0)
+            })
+            .collect();
+        let writers: Vec<_> = (0..2)
+            .map(|n| {
+                let ring = ring.clone();
+                thread::spawn(move || assert!(ring.try_publish(n).is_ok()))
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        let mut got: Vec<u64> = members.into_iter().map(|m| m.join().unwrap()).collect();
+        got.sort_unstable();
+        assert_eq!(got, [0, 1]);
     });
 }
