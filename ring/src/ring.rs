@@ -335,6 +335,9 @@ pub struct Ring<T, W = NoWaiters> {
     lap: u64,
     /// [`RingConfig::first_offset`]: no offset before it ever existed.
     base: u64,
+    /// How many slots must be free before a waiting writer is woken (unless its batch
+    /// needs more): `capacity / 16`, 1 to 64, as memq's topics; also how often a writer
+    /// of a ring that drops the oldest rescans the floor while a reader lags.
     wake_batch: u64,
     tail: CachePadded<AtomicU64>,
     floor: CachePadded<AtomicU64>,
@@ -347,7 +350,8 @@ pub struct Ring<T, W = NoWaiters> {
     /// [`READERS_WAIT`] while a reader may be waiting for a message.
     flags: CachePadded<AtomicUsize>,
     /// While writers wait for room: the position the slowest reader must reach for the
-    /// first of them to fit (or a lower one); [`NOBODY`] otherwise. A reader compares
+    /// first of them to fit, with `wake_batch` slots at least (or a lower one);
+    /// [`NOBODY`] otherwise. A reader compares
     /// its position with it after every message (see [`Ring::reader_moved`]).
     wake_at: CachePadded<AtomicU64>,
     /// [`RingConfig::take`].
@@ -1215,12 +1219,13 @@ impl<T, W: Waiters> Ring<T, W> {
     /// [`Ring::prepare_publisher_wait`] for a writer of a batch of `n` messages, which
     /// waits until there is room for all of them.
     pub fn prepare_batch_publisher_wait(&self, n: usize) -> bool {
-        // The floor must reach `need` for `n` more messages to fit after `end`; a
-        // later `end` only asks for more, so a stale one wakes this writer early, never
-        // late.
+        // The floor must reach `need` for `n` more messages to fit after `end`, or
+        // `wake_batch` of them, as memq's topics do: a writer faster than its readers
+        // is woken once per batch of free slots, not once per slot. A later `end` only
+        // asks for more, so a stale one wakes this writer early, never late.
         let need = self
             .end()
-            .saturating_add(n as u64)
+            .saturating_add((n as u64).max(self.wake_batch))
             .saturating_sub(self.capacity);
         self.wake_at.fetch_min(need, Ordering::SeqCst);
         // The other half of the reader's fence after its position

@@ -454,26 +454,40 @@ fn park_and_wake_with_a_member() {
     });
 }
 
-/// A reader that takes one message from a full ring and then stops (its user busy with
-/// something else) wakes the writer parked for the room it freed: readers compare their
-/// position with the writers' wake position after every message. Capacity 32, where a
-/// reader used to look only at every second position, and loom saw the writer sleep
-/// for ever.
+/// Two readers that take messages from a full ring until they reach the parked writer's
+/// wake position and then stop (their users busy with something else) wake it: readers
+/// compare their position with the writers' wake position after every message. Capacity
+/// 32, so the writer waits for two free slots (`capacity / 16`), and the wake position,
+/// 3, is no multiple of 2: when readers looked only at every second position, loom saw
+/// the writer sleep for ever.
 #[test]
-fn a_reader_that_stops_after_one_message_wakes_a_parked_writer() {
-    model(|| {
+fn readers_that_stop_at_the_wake_position_wake_a_parked_writer() {
+    model_bounded(2, || {
         let ring = parking(32);
-        let mut r = Reader::new(&ring, Start::Earliest).unwrap();
+        let mut a = Reader::new(&ring, Start::Earliest).unwrap();
+        let mut b = Reader::new(&ring, Start::Earliest).unwrap();
         for n in 0..32 {
             assert!(ring.try_publish(n).is_ok());
         }
+        assert_eq!(a.try_recv().unwrap(), (0, 0));
+        assert_eq!(b.try_recv().unwrap(), (0, 0));
+        assert!(ring.try_publish(32).is_ok());
         let w = {
             let ring = ring.clone();
-            thread::spawn(move || assert_eq!(ring.publish(32).unwrap().offset, 32))
+            thread::spawn(move || assert_eq!(ring.publish(33).unwrap().offset, 33))
         };
-        assert_eq!(r.try_recv().unwrap(), (0, 0));
+        let other = thread::spawn(move || {
+            for n in 1..3 {
+                assert_eq!(a.try_recv().unwrap(), (n, n as u32));
+            }
+            a
+        });
+        for n in 1..3 {
+            assert_eq!(b.try_recv().unwrap(), (n, n as u32));
+        }
+        let a = other.join().unwrap();
         w.join().unwrap();
-        drop(r);
+        drop((a, b));
     });
 }
 

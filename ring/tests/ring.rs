@@ -312,55 +312,72 @@ fn deadlines_end_waits() {
     assert_eq!(r.recv_deadline(soon), Err(TryRecvError::Empty));
 }
 
-/// Writers parked on a full ring are woken by the first message a reader takes, even
-/// when the reader then stops (its user busy elsewhere): a reader or group member
-/// compares its position with the writers' wake position after every message. Each
-/// writer's publish must end while the reader (or member) stays attached and idle; the
-/// bound on the wait is a liveness bound, minutes away from the microseconds it takes.
+/// A writer parked on a full ring waits for `capacity / 16` free slots (as memq's topics),
+/// and is woken as soon as the readers holding it back reach that position, even when
+/// they then stop (their users busy elsewhere): readers and group members compare their
+/// position with the writers' wake position after every message. Two readers, then a
+/// reader and a member, each stopping at the wake position (no multiple of the batch);
+/// the publish must end while they stay attached and idle. The bound on the wait is a
+/// liveness bound, minutes away from the microseconds it takes.
 #[test]
-fn a_reader_or_member_that_stops_after_one_message_wakes_parked_writers() {
+fn readers_and_members_that_stop_at_the_wake_position_wake_parked_writers() {
     const CAP: usize = if cfg!(miri) { 40 } else { 1024 };
     let ring = parking_ring(CAP);
-    let mut reader = Reader::new(&ring, Start::Earliest).unwrap();
-    writers_woken_by(&ring, CAP, || reader.try_recv());
+    let mut a = Reader::new(&ring, Start::Earliest).unwrap();
+    let mut b = Reader::new(&ring, Start::Earliest).unwrap();
+    writers_woken_by(&ring, CAP, || a.try_recv(), || b.try_recv());
     let ring = parking_ring(CAP);
+    let mut a = Reader::new(&ring, Start::Earliest).unwrap();
     let group = Group::new(&ring, Start::Earliest).unwrap();
-    let mut member = group.member().unwrap();
-    writers_woken_by(&ring, CAP, || member.try_recv());
+    let mut m = group.member().unwrap();
+    writers_woken_by(&ring, CAP, || a.try_recv(), || m.try_recv());
 }
 
-/// Fills `ring` (of `cap` messages, values equal to offsets), then twice: a writer
-/// parks for room, `take` takes one message, and the writer must get through.
+/// Fills `ring` (of `cap` messages, values equal to offsets) past one message both
+/// readers took, parks a writer, lets each reader take `cap / 16` more (reaching the
+/// writer's wake position together) and waits for the writer to get through.
 fn writers_woken_by(
     ring: &Arc<Ring<u64, Parking>>,
     cap: usize,
-    mut take: impl FnMut() -> Result<(u64, u64), TryRecvError>,
+    mut a: impl FnMut() -> Result<(u64, u64), TryRecvError>,
+    mut b: impl FnMut() -> Result<(u64, u64), TryRecvError>,
 ) {
     use std::sync::mpsc;
     use std::time::Duration;
+    let batch = (cap as u64 / 16).clamp(1, 64);
     for n in 0..cap as u64 {
         ring.try_publish(n).unwrap();
     }
-    // Offset 1 is no multiple of the old wake batch (capacity / 16).
-    for offset in 0..2 {
-        let (done, finished) = mpsc::channel();
-        let writer = {
-            let ring = ring.clone();
-            thread::spawn(move || {
-                let published = ring.publish(cap as u64 + offset).unwrap().offset;
-                done.send(published).unwrap();
-            })
-        };
-        while !ring.writers_wait() {
-            thread::sleep(Duration::from_millis(1));
-        }
-        assert_eq!(take(), Ok((offset, offset)));
-        let published = finished
-            .recv_timeout(Duration::from_secs(600))
-            .expect("the writer was never woken");
-        assert_eq!(published, cap as u64 + offset);
-        writer.join().unwrap();
+    assert_eq!(a(), Ok((0, 0)));
+    assert_eq!(b(), Ok((0, 0)));
+    ring.try_publish(cap as u64).unwrap();
+    let (done, finished) = mpsc::channel();
+    let writer = {
+        let ring = ring.clone();
+        thread::spawn(move || {
+            let published = ring.publish(cap as u64 + 1).unwrap().offset;
+            done.send(published).unwrap();
+        })
+    };
+    while !ring.writers_wait() {
+        thread::sleep(Duration::from_millis(1));
     }
+    // The writer needs the floor at `batch + 1`; each reader stops there.
+    for n in 1..=batch {
+        assert_eq!(a(), Ok((n, n)));
+    }
+    assert!(
+        finished.try_recv().is_err(),
+        "woken before its room was free"
+    );
+    for n in 1..=batch {
+        assert_eq!(b(), Ok((n, n)));
+    }
+    let published = finished
+        .recv_timeout(Duration::from_secs(600))
+        .expect("the writer was never woken");
+    assert_eq!(published, cap as u64 + 1);
+    writer.join().unwrap();
 }
 
 /// A taking ring (a queue): one reader, values moved out, not cloned; each value is
