@@ -21,8 +21,11 @@
 //! - A [`Hold`] keeps every message from its position on, to be read again in any order.
 //! - Waiting is the front's business ([`Waiters`]; [`blocking::Parking`] parks threads,
 //!   [`future::WakerLists`] wakes tasks):
-//!   the ring only keeps two flags, and a writer or reader touches a wait list only when
-//!   the flag says someone waits.
+//!   the ring keeps a flag for waiting readers and a wake position for waiting writers,
+//!   and a writer or reader touches a wait list only when they say someone waits. A
+//!   reader compares its position with the writers' wake position after every message,
+//!   so one that stops where a waiting writer's room is free does not leave it waiting;
+//!   a front may wake group members one at a time ([`Rearm`]).
 //!
 //! This crate holds all the `unsafe` code of memq's engine, so that memq-core can keep
 //! forbidding it. Every block says why it is sound (`// SAFETY:`), and every atomic and
