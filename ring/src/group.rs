@@ -17,7 +17,7 @@
 use core::fmt;
 
 use crate::reader::TryRecvError;
-use crate::ring::{Ring, RingError, SlotState, Start, Waiters, IDLE, NOBODY};
+use crate::ring::{Ring, RingError, SlotState, Start, Waiters, IDLE};
 use crate::sync::{Arc, Ordering};
 
 struct Shared<T, W: Waiters> {
@@ -71,7 +71,6 @@ impl<T, W: Waiters> Group<T, W> {
         Ok(Member {
             shared: self.shared.clone(),
             hazard,
-            acted: NOBODY,
         })
     }
 }
@@ -80,9 +79,6 @@ impl<T, W: Waiters> Group<T, W> {
 pub struct Member<T, W: Waiters = crate::NoWaiters> {
     shared: Arc<Shared<T, W>>,
     hazard: usize,
-    /// The writers' wake position this member last woke them for (see
-    /// `Ring::member_moved`).
-    acted: u64,
 }
 
 impl<T, W: Waiters> fmt::Debug for Member<T, W> {
@@ -98,21 +94,6 @@ impl Drop for Hazard<'_> {
     fn drop(&mut self) {
         self.0.store(IDLE, Ordering::Release);
     }
-}
-
-/// A member whose receive holds its message (or moved the group on) clears its hazard,
-/// then wakes writers waiting for room if the group's position reached their wake
-/// position (`Ring::member_moved`, whose fence orders the clearing before its looks): in
-/// that order, so that a woken writer's rescan does not find the hazard still holding
-/// the floor back and go to sleep again with nobody left to wake it.
-#[inline]
-fn moved_on<T, W: Waiters>(
-    ring: &Ring<T, W>,
-    claim: &crate::sync::AtomicU64,
-    hazard: &crate::sync::AtomicU64,
-    acted: &mut u64,
-) {
-    ring.member_moved(hazard, claim, acted);
 }
 
 impl<T, W: Waiters> Member<T, W> {
@@ -139,7 +120,7 @@ impl<T, W: Waiters> Member<T, W> {
                         .compare_exchange(c, to, Ordering::SeqCst, Ordering::Relaxed)
                         .is_ok()
                     {
-                        moved_on(ring, claim, hazard, &mut self.acted);
+                        ring.member_moved(hazard, claim);
                         return Err(TryRecvError::Lagged(to - c));
                     }
                     continue;
@@ -154,6 +135,7 @@ impl<T, W: Waiters> Member<T, W> {
             }
             if !ring.is_ready(c) {
                 return Err(if ring.finished_at(c) {
+                    ring.pass_wake_on_close();
                     TryRecvError::Closed
                 } else {
                     TryRecvError::Empty
@@ -169,7 +151,7 @@ impl<T, W: Waiters> Member<T, W> {
                     continue;
                 }
                 let read = ring.read_at(c);
-                moved_on(ring, claim, hazard, &mut self.acted);
+                ring.member_moved(hazard, claim);
                 return match read {
                     SlotState::Ready(value) => Ok((c, value)),
                     // Ruled out by the hazard: counted, not lost, if it ever happened.
@@ -189,7 +171,7 @@ impl<T, W: Waiters> Member<T, W> {
                 .compare_exchange(c, c + 1, Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok()
             {
-                moved_on(ring, claim, hazard, &mut self.acted);
+                ring.member_moved(hazard, claim);
                 return value.map(|v| (c, v)).ok_or(TryRecvError::Lagged(1));
             }
         }

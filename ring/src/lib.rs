@@ -8,8 +8,8 @@
 //! - A publish claims its offset with one CAS on the claim counter, gated by a cached
 //!   floor of the readers' positions (rescanned only when the ring looks full), writes,
 //!   and stamps the slot with one Release store.
-//! - A broadcast [`Reader`] reads when the stamp is its position plus one, and stores its
-//!   new position: no read-modify-write.
+//! - A broadcast [`Reader`] reads when the stamp is its position plus one, stores its
+//!   new position and fences: no read-modify-write.
 //! - The members of a [`Group`] claim offsets from the group's shared position with a
 //!   CAS, each message to exactly one member; a member clones before it claims, so a
 //!   clone that panics loses nothing.

@@ -1,9 +1,10 @@
 //! Broadcast readers: each reads every message from its own position, with no
-//! read-modify-write on its path (a Release store of its position per message).
+//! read-modify-write on its path (per message, a store of its position and a fence,
+//! after which it looks whether a writer waits for the room it freed).
 
 use core::fmt;
 
-use crate::ring::{Attached, Ring, RingError, SlotState, Start, Waiters, NOBODY};
+use crate::ring::{Attached, Ring, RingError, SlotState, Start, Waiters};
 use crate::sync::{Arc, Ordering};
 
 /// Why a receive returned no message.
@@ -45,9 +46,6 @@ pub struct Reader<T, W: Waiters = crate::NoWaiters> {
     pos: u64,
     /// Messages missed at attachment or a seek, reported by the next receive.
     missed: u64,
-    /// The writers' wake position this reader last woke them for (see
-    /// `Ring::reader_moved`).
-    acted: u64,
 }
 
 impl<T, W: Waiters> fmt::Debug for Reader<T, W> {
@@ -68,7 +66,6 @@ impl<T, W: Waiters> Reader<T, W> {
             index,
             pos,
             missed,
-            acted: NOBODY,
         })
     }
 
@@ -91,8 +88,6 @@ impl<T, W: Waiters> Reader<T, W> {
         let at = self.ring.place(self.ring.cursor(self.index), start)?;
         self.pos = at.pos;
         self.missed = at.missed;
-        // Back behind a wake position it acted on, it must act on it again.
-        self.acted = NOBODY;
         self.ring.wake_writers_if_waiting();
         Ok(())
     }
@@ -114,7 +109,7 @@ impl<T, W: Waiters> Reader<T, W> {
             SlotState::Ready(value) => {
                 self.pos = pos + 1;
                 self.ring
-                    .reader_moved(self.ring.cursor(self.index), pos + 1, &mut self.acted);
+                    .reader_moved(self.ring.cursor(self.index), pos + 1);
                 Ok((pos, value))
             }
             SlotState::Empty if self.ring.finished_at(pos) => Err(TryRecvError::Closed),

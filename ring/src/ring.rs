@@ -105,17 +105,21 @@ pub(crate) const NOBODY: u64 = u64::MAX;
 /// Who is woken when the ring's flags say someone waits: implemented by the front that
 /// parks readers and writers (the `blocking` module's, or an async one's wait lists).
 ///
-/// The ring calls these after clearing the flag, from the thread that published (for
-/// readers) or read (for writers). Each waiter that still has to wait once woken sets
-/// the flag again before it sleeps.
+/// The ring calls these after clearing the readers' flag (for readers) or the writers'
+/// wake position (for writers), from the thread that published, read, closed the ring,
+/// detached or sought a reader, advanced a [`Hold`](crate::Hold), or passed a wake-up
+/// on. Each waiter that still has to wait once woken announces itself again before it
+/// sleeps.
 ///
 /// Writers: wake every one. Readers: wake every broadcast [`Reader`](crate::Reader); group
 /// members may be woken one at a time (a front that wakes one member per message, so
 /// that one message does not wake a whole group). A front that leaves any reader or
 /// member waiting calls [`Rearm::others_wait`] before it wakes anyone: the next publish
-/// then wakes again, and a woken member that receives a message while more are ready
-/// wakes again too (it passes the wake on), so a message published while the flag was
-/// clear does not leave a member asleep.
+/// then wakes again, and a woken member that receives a message while more are ready,
+/// or finds the ring closed, wakes again too (it passes the wake on), so a message
+/// published while the flag was clear, or a close, does not leave a member asleep. Such a
+/// front must also pass the wake on itself when a woken member stops waiting before it
+/// receives (a dropped future, a deadline): the ring cannot see that.
 pub trait Waiters {
     /// Something was published: wake every waiting reader, and one or more waiting
     /// members of each group (see the trait's notes and `rearm`).
@@ -349,9 +353,11 @@ pub struct Ring<T, W = NoWaiters> {
     drop_oldest: bool,
     /// [`READERS_WAIT`] while a reader may be waiting for a message.
     flags: CachePadded<AtomicUsize>,
-    /// While writers wait for room: the position the slowest reader must reach for the
-    /// first of them to fit, with `wake_batch` slots at least (or a lower one);
-    /// [`NOBODY`] otherwise. A reader compares
+    /// Since writers announced that they wait for room: the lowest position they asked
+    /// the slowest reader to reach (`max(n, wake_batch)` slots free), or a lower one: a
+    /// writer that announced may have found room and not waited, or worked its need out
+    /// from an older end. Cleared to [`NOBODY`] when writers are woken. A reader compares
+    /// its position with it after every message (see [`Ring::reader_moved`]). A reader compares
     /// its position with it after every message (see [`Ring::reader_moved`]).
     wake_at: CachePadded<AtomicU64>,
     /// [`RingConfig::take`].
@@ -468,8 +474,9 @@ impl<T, W: Waiters> Ring<T, W> {
         self.wake_writers();
     }
 
-    /// Whether a writer announced that it waits for room and was not woken since (a
-    /// hint: by the time it is read, the writer may be gone).
+    /// Whether a writer announced that it waits for room and the writers were not woken
+    /// since (a hint: a writer that announced may have found room and not waited, and by
+    /// the time this is read a writer may be gone).
     pub fn writers_wait(&self) -> bool {
         self.wake_at.load(Ordering::Acquire) != NOBODY
     }
@@ -840,8 +847,8 @@ impl<T, W: Waiters> Ring<T, W> {
     }
 
     /// Whether a publish of `n` messages would find room now: rescans the readers if
-    /// the floor says the ring is full. For a writer about to wait, after it set the
-    /// writers' flag. A batch that can never fit is said to have room: its publish
+    /// the floor says the ring is full. For a writer about to wait, after it stored its
+    /// wake position. A batch that can never fit is said to have room: its publish
     /// fails at once rather than wait.
     pub(crate) fn has_room(&self, n: u64) -> bool {
         if self.is_closed() || self.drop_oldest || n > self.capacity {
@@ -1129,59 +1136,80 @@ impl<T, W: Waiters> Ring<T, W> {
         t & CLOSED != 0 && pos >= t & !MARKS
     }
 
-    /// Called by a reader (or a group member) whose position reached `pos`, after it
-    /// stored it: wakes the writers waiting for room if `pos` reached their wake
-    /// position. `acted` is the reader's own memory of the wake position it last acted
-    /// on ([`NOBODY`] at first and after a seek): a reader that woke the writers for a
-    /// position does not wake them again for the same one, which another reader, still
-    /// behind it, holds back (they would only find no room and wait again).
+    /// Called by a reader whose position moved to `pos`: stores it in `entry`, then
+    /// wakes the writers waiting for room if `pos` reached their wake position and the
+    /// floor did too (see [`Ring::wake_writers_if_room`]).
     ///
-    /// Every message, not every few: a reader that stops after one message (its user
-    /// busy, or gone to another partition) must not leave a writer waiting for the room
-    /// that message freed. The fence pairs with the one in
-    /// [`Ring::prepare_batch_publisher_wait`] (Dekker's pattern): either the writer's
-    /// rescan sees this position, or this reader sees the writer's wake position.
+    /// Every message, not every few: readers that stop where a waiting writer's room is
+    /// free (their users busy, or gone to another partition) must not leave it waiting.
+    /// A store, then a fence, then a load: no read-modify-write on a reader's path. The
+    /// fence pairs with the one in [`Ring::prepare_batch_publisher_wait`] (Dekker's
+    /// pattern): either the writer's rescan sees this position, or this reader sees the
+    /// writer's wake position.
     #[inline]
-    pub(crate) fn reader_moved(&self, entry: &AtomicU64, pos: u64, acted: &mut u64) {
-        // A sequentially consistent swap rather than a store and a fence: one
-        // instruction where a fence is (x86's `xchg`, ARM's `swpal`).
-        entry.swap(pos, Ordering::SeqCst);
-        crate::sync::loom_sc_fence();
-        let at = self.wake_at.load(Ordering::SeqCst);
-        if at == NOBODY {
-            *acted = NOBODY;
-        } else if pos >= at && at != *acted {
-            *acted = at;
-            self.wake_writers();
+    pub(crate) fn reader_moved(&self, entry: &AtomicU64, pos: u64) {
+        entry.store(pos, Ordering::Release);
+        fence(Ordering::SeqCst);
+        let at = self.wake_at.load(Ordering::Relaxed);
+        if at != NOBODY && pos >= at {
+            self.wake_writers_if_room(at);
         }
     }
 
-    /// [`Ring::reader_moved`] for a group member that cleared its hazard: compares the
-    /// group's position (`claim`), loaded after the fence, with the writers' wake
+    /// [`Ring::reader_moved`] for a group member whose receive ended: clears its hazard,
+    /// fences, and compares the group's position (`claim`) with the writers' wake
     /// position. The group's position, not the member's own: another member may have
     /// moved it past the wake position while this member's hazard still held the floor
-    /// back, and woken the writers for nothing then.
+    /// back.
     ///
     /// Then it passes a wake-up on: if the readers' flag is set (a front that wakes
     /// members one at a time left some waiting, see [`Waiters`]) and the group has more
     /// messages, it wakes readers again. A writer that published while the flag was
-    /// clear woke nobody; its claim comes before the flag was set again (the fences),
-    /// so this member, woken after that, sees it.
+    /// clear woke nobody; its claim and fence come before the flag was set again, so
+    /// this member, woken after that and past its own fence, sees the claim.
     #[inline]
-    pub(crate) fn member_moved(&self, hazard: &AtomicU64, claim: &AtomicU64, acted: &mut u64) {
-        hazard.swap(IDLE, Ordering::SeqCst);
-        crate::sync::loom_sc_fence();
-        let at = self.wake_at.load(Ordering::SeqCst);
-        if at == NOBODY {
-            *acted = NOBODY;
-        } else if at != *acted && claim.load(Ordering::Relaxed) >= at {
-            *acted = at;
-            self.wake_writers();
+    pub(crate) fn member_moved(&self, hazard: &AtomicU64, claim: &AtomicU64) {
+        hazard.store(IDLE, Ordering::Release);
+        fence(Ordering::SeqCst);
+        let at = self.wake_at.load(Ordering::Relaxed);
+        if at != NOBODY && claim.load(Ordering::Acquire) >= at {
+            self.wake_writers_if_room(at);
         }
-        if self.flags.load(Ordering::SeqCst) & READERS_WAIT != 0
-            && claim.load(Ordering::Relaxed) < self.end()
+        if self.flags.load(Ordering::Relaxed) & READERS_WAIT != 0
+            && claim.load(Ordering::Acquire) < self.end()
         {
             self.wake_readers();
+        }
+    }
+
+    /// For a member that found the ring closed: passes on a wake-up a front that wakes
+    /// members one at a time gave it (the close woke one; no publish will follow to
+    /// wake the others).
+    #[cold]
+    pub(crate) fn pass_wake_on_close(&self) {
+        fence(Ordering::SeqCst);
+        if self.flags.load(Ordering::Relaxed) & READERS_WAIT != 0 {
+            self.wake_readers();
+        }
+    }
+
+    /// For a reader (or member) past the wake position `at`: wakes the waiting writers
+    /// if the floor reached `at` too, that is if no other reader, group or hazard holds
+    /// them back (one that does wakes them when it gets there). A scan of the positions
+    /// without the claim lock, after the caller's fence: of two readers that reach `at`
+    /// together, one sees the other's position (each stored its own, fenced, then
+    /// scans), so at least one wakes the writers. A registration it misses only makes
+    /// the wake-up early: the writers rescan under the claim lock and wait again.
+    ///
+    /// `at` may be lower than what the waiting writers need (a writer that announced
+    /// and then found room, or one that worked its need out from an older `end`): then
+    /// they are woken early and announce again. Nobody remembers having acted on a wake
+    /// position, so such a value never hides the wake-up a writer does need.
+    #[cold]
+    #[inline(never)]
+    fn wake_writers_if_room(&self, at: u64) {
+        if self.min_position().is_none_or(|floor| floor >= at) {
+            self.wake_writers();
         }
     }
 
@@ -1212,6 +1240,12 @@ impl<T, W: Waiters> Ring<T, W> {
     /// room (a reader that moves on calls [`Waiters::wake_writers`]), then looks again.
     /// Returns whether it may sleep: there is still no room and the ring is open. The
     /// front registers the writer with its waiters before calling this.
+    ///
+    /// A writer that waits is woken once `capacity / 16` slots (1 to 64) are free, not
+    /// at the first one, as memq's `Block` topics: a writer faster than its readers
+    /// waits once per batch. Readers that stop reading with fewer slots freed (a close,
+    /// a reader leaving or seeking, and a reader about to wait wake writers whatever the
+    /// room) leave it waiting until they read on.
     pub fn prepare_publisher_wait(&self) -> bool {
         self.prepare_batch_publisher_wait(1)
     }

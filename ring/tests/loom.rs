@@ -634,10 +634,9 @@ impl Waiters for OneAtATime {
 }
 
 /// A receive that parks on [`OneAtATime`] while the group has nothing.
-fn recv_one_at_a_time(m: &mut Member<u32, OneAtATime>) -> (u64, u32) {
+fn recv_one_at_a_time(m: &mut Member<u32, OneAtATime>) -> Result<(u64, u32), TryRecvError> {
     loop {
         match m.try_recv() {
-            Ok(got) => return got,
             Err(TryRecvError::Empty) => {
                 let w = m.ring().waiters();
                 let mut s = w.state.lock().unwrap();
@@ -651,7 +650,7 @@ fn recv_one_at_a_time(m: &mut Member<u32, OneAtATime>) -> (u64, u32) {
                 }
                 s.1 -= 1;
             }
-            Err(e) => panic!("{e}"),
+            done => return done,
         }
     }
 }
@@ -669,7 +668,7 @@ fn members_woken_one_at_a_time_pass_the_wake_on() {
         let members: Vec<_> = (0..2)
             .map(|_| {
                 let mut m = group.member().unwrap();
-                thread::spawn(move || recv_one_at_a_time(&mut m).0)
+                thread::spawn(move || recv_one_at_a_time(&mut m).unwrap().0)
             })
             .collect();
         let writers: Vec<_> = (0..2)
@@ -684,5 +683,56 @@ fn members_woken_one_at_a_time_pass_the_wake_on() {
         let mut got: Vec<u64> = members.into_iter().map(|m| m.join().unwrap()).collect();
         got.sort_unstable();
         assert_eq!(got, [0, 1]);
+    });
+}
+
+/// Two members wait on a front that wakes one member per wake-up, and the ring closes:
+/// the close wakes one, which finds the ring closed and passes the wake-up on (no
+/// publish will follow to wake the other). Both learn that the ring is closed.
+#[test]
+fn a_close_reaches_every_member_woken_one_at_a_time() {
+    model_bounded(2, || {
+        let ring = Arc::new(Ring::with_waiters(RingConfig::new(2), OneAtATime::default()).unwrap());
+        let group = Group::new(&ring, Start::Earliest).unwrap();
+        let members: Vec<_> = (0..2)
+            .map(|_| {
+                let mut m = group.member().unwrap();
+                thread::spawn(move || recv_one_at_a_time(&mut m))
+            })
+            .collect();
+        ring.close();
+        for m in members {
+            assert_eq!(m.join().unwrap(), Err(TryRecvError::Closed));
+        }
+    });
+}
+
+/// Two writers wait on a full ring of two; one reader takes both messages (room for
+/// both writers) and stops, still attached. Both publishes end: a wake position lower
+/// than a waiting writer's need (left by the other writer) never stands for "woken
+/// already". (Loom found the bug that sentence is about with three preemptions, which
+/// takes this model many minutes; the check runs it with two, and the bug's own steps
+/// are a deterministic test in `tests/ring.rs`.)
+#[test]
+fn two_writers_and_a_reader_that_stops() {
+    model_bounded(2, || {
+        let ring = parking(2);
+        let mut r = Reader::new(&ring, Start::Earliest).unwrap();
+        for n in 0..2 {
+            assert!(ring.try_publish(n).is_ok());
+        }
+        let writers: Vec<_> = (2..4)
+            .map(|v| {
+                let ring = ring.clone();
+                thread::spawn(move || assert!(ring.publish(v).is_ok()))
+            })
+            .collect();
+        for n in 0..2 {
+            assert_eq!(r.try_recv().unwrap().0, n);
+        }
+        for w in writers {
+            w.join().unwrap();
+        }
+        drop(r);
     });
 }

@@ -380,6 +380,48 @@ fn writers_woken_by(
     writer.join().unwrap();
 }
 
+/// A front that counts the times the ring wakes its writers, for tests that drive the
+/// wait protocol by hand.
+#[derive(Default)]
+struct CountWakes(AtomicUsize);
+
+impl memq_ring::Waiters for CountWakes {
+    fn wake_readers(&self, _: memq_ring::Rearm<'_>) {}
+    fn wake_writers(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A wake position lower than what the waiting writer needs (left by a writer that
+/// announced and then found room) does not hide the wake-up the writer does need: the
+/// reader that reaches the writer's real need wakes it, though it woke writers for that
+/// same wake position before. Driven step by step on one thread (the calls a blocking
+/// front makes), so every step is checked.
+#[test]
+fn a_stale_wake_position_never_hides_a_needed_wake_up() {
+    let ring = Arc::new(Ring::with_waiters(RingConfig::new(2), CountWakes::default()).unwrap());
+    let wakes = || ring.waiters().0.load(Ordering::SeqCst);
+    let mut b = Reader::new(&ring, Start::Earliest).unwrap();
+    ring.try_publish(0).unwrap();
+    ring.try_publish(1).unwrap();
+    // Writer W finds the ring full and waits for offset 0 to be read (wake position 1).
+    assert!(ring.try_publish(2).is_err());
+    assert!(ring.prepare_publisher_wait());
+    assert_eq!(b.try_recv(), Ok((0, 0)));
+    assert_eq!(wakes(), 1);
+    // Writer X announces the same wake position, then finds the room and does not wait.
+    assert!(!ring.prepare_publisher_wait());
+    // W, woken, takes the room; X finds the ring full and waits for position 2; the wake
+    // position stays 1, the lower of the two.
+    assert_eq!(ring.try_publish(2).unwrap().offset, 2);
+    assert!(ring.try_publish(3).is_err());
+    assert!(ring.prepare_publisher_wait());
+    // The reader reaches 2 and stops: X's room is free, and X is woken.
+    assert_eq!(b.try_recv(), Ok((1, 1)));
+    assert_eq!(wakes(), 2, "the writer was left waiting with its room free");
+    assert!(!ring.writers_wait());
+}
+
 /// A taking ring (a queue): one reader, values moved out, not cloned; each value is
 /// dropped exactly once, whether received, evicted or left in the ring.
 #[test]
