@@ -35,6 +35,8 @@ impl<T, W: Waiters> Drop for Shared<T, W> {
 /// attached as long as the group or one of its members lives.
 pub struct Group<T, W: Waiters = crate::NoWaiters> {
     shared: Arc<Shared<T, W>>,
+    /// Messages between the start asked for and the position given (gone already).
+    missed: u64,
 }
 
 impl<T, W: Waiters> fmt::Debug for Group<T, W> {
@@ -48,13 +50,21 @@ impl<T, W: Waiters> fmt::Debug for Group<T, W> {
 impl<T, W: Waiters> Group<T, W> {
     /// Attaches a group to `ring` at `start` (clamped to the oldest message held).
     pub fn new(ring: &Arc<Ring<T, W>>, start: Start) -> Result<Self, RingError> {
-        let (claim, _) = ring.attach_group(start)?;
+        let (claim, at) = ring.attach_group(start)?;
         Ok(Self {
             shared: Arc::new(Shared {
                 ring: ring.clone(),
                 claim,
             }),
+            missed: at.missed,
         })
+    }
+
+    /// How many messages the group missed when it was made: between the offset its
+    /// start asked for and the oldest one the ring still had (0 unless it asked for an
+    /// offset already gone). memq reports them to the group as lagged.
+    pub fn missed(&self) -> u64 {
+        self.missed
     }
 
     /// The offset of the next message the group hands out.

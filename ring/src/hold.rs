@@ -44,6 +44,8 @@ pub struct Hold<T, W: Waiters = crate::NoWaiters> {
     entry: usize,
     /// An entry among the readers', for the pins of a ring that drops the oldest.
     pin: usize,
+    /// Messages between the start asked for and the position given (gone already).
+    missed: u64,
 }
 
 impl<T, W: Waiters> fmt::Debug for Hold<T, W> {
@@ -63,8 +65,8 @@ impl<T, W: Waiters> Hold<T, W> {
             return Err(RingError::TakingRing);
         }
         let pin = ring.attach_member()?;
-        let entry = match ring.attach_hold(start) {
-            Ok(entry) => entry,
+        let (entry, missed) = match ring.attach_hold(start) {
+            Ok((entry, at)) => (entry, at.missed),
             Err(e) => {
                 ring.detach(ring.cursor(pin));
                 return Err(e);
@@ -74,7 +76,24 @@ impl<T, W: Waiters> Hold<T, W> {
             ring: ring.clone(),
             entry,
             pin,
+            missed,
         })
+    }
+
+    /// How many messages the hold missed when it was made: between the offset its start
+    /// asked for and the oldest one the ring still had (0 unless it asked for an offset
+    /// already gone). memq reports them to the group as lagged.
+    pub fn missed(&self) -> u64 {
+        self.missed
+    }
+
+    /// For a front that parks a reader of this hold waiting for `offset` to be
+    /// published (an explicit-ack member that has read everything): announces it, as
+    /// [`Reader::prepare_wait`](crate::Reader::prepare_wait) does, then looks again.
+    /// Returns whether it may sleep: `offset` is still not published and the ring is
+    /// open. The front registers the reader with its waiters before calling this.
+    pub fn prepare_wait(&self, offset: u64) -> bool {
+        self.ring.reader_may_sleep(offset)
     }
 
     /// The oldest offset held.

@@ -474,6 +474,18 @@ impl<T, W: Waiters> Ring<T, W> {
         self.wake_writers();
     }
 
+    /// The oldest offset the ring holds: where a reader attaching at [`Start::Earliest`]
+    /// now would start (a snapshot). The ring holds `capacity` messages at most, so it is
+    /// [`Ring::end`] less the capacity, or the first offset while fewer were published;
+    /// in a taking ring, not before what its reader took.
+    pub fn first(&self) -> u64 {
+        let mut oldest = self.end().saturating_sub(self.capacity).max(self.base);
+        if self.take {
+            oldest = oldest.max(self.taken_to.load(Ordering::Acquire));
+        }
+        oldest
+    }
+
     /// Whether a writer announced that it waits for room and the writers were not woken
     /// since (a hint: a writer that announced may have found room and not waited, and by
     /// the time this is read a writer may be gone).
@@ -846,11 +858,18 @@ impl<T, W: Waiters> Ring<T, W> {
         }
     }
 
-    /// Whether a publish of `n` messages would find room now: rescans the readers if
-    /// the floor says the ring is full. For a writer about to wait, after it stored its
-    /// wake position. A batch that can never fit is said to have room: its publish
-    /// fails at once rather than wait.
-    pub(crate) fn has_room(&self, n: u64) -> bool {
+    /// Whether a publish of `n` messages would find room now (a snapshot: other writers
+    /// may take it first). Rescans the readers' positions when the cached floor says the
+    /// ring is full, which takes the claim lock for a moment. A ring that drops the
+    /// oldest, a closed ring (whose publishes fail at once) and a batch that can never
+    /// fit (its publish fails at once rather than wait) are said to have room. For a
+    /// front that keeps waiting writers in line and asks whether the first one fits.
+    pub fn has_room(&self, n: usize) -> bool {
+        self.has_room_for(n as u64)
+    }
+
+    /// [`Ring::has_room`]; for a writer about to wait, after it stored its wake position.
+    pub(crate) fn has_room_for(&self, n: u64) -> bool {
         if self.is_closed() || self.drop_oldest || n > self.capacity {
             return true;
         }
@@ -968,10 +987,10 @@ impl<T, W: Waiters> Ring<T, W> {
 
     /// Attaches a hold's position at `start`, among the groups' claim positions (a hold
     /// is not counted as a reader: [`Hold`](crate::Hold) refuses taking rings).
-    pub(crate) fn attach_hold(&self, start: Start) -> Result<usize, RingError> {
+    pub(crate) fn attach_hold(&self, start: Start) -> Result<(usize, Attached), RingError> {
         let index = self.claims.take(IDLE).ok_or(RingError::TooManyReaders)?;
         match self.place(self.claims.get(index), start) {
-            Ok(_) => Ok(index),
+            Ok(at) => Ok((index, at)),
             Err(e) => {
                 self.claims.get(index).store(FREE, Ordering::Release);
                 Err(e)
@@ -1265,7 +1284,7 @@ impl<T, W: Waiters> Ring<T, W> {
         // The other half of the reader's fence after its position
         // (`wake_writers_if_waiting`).
         fence(Ordering::SeqCst);
-        !self.has_room(n as u64)
+        !self.has_room_for(n as u64)
     }
 }
 

@@ -380,6 +380,74 @@ fn writers_woken_by(
     writer.join().unwrap();
 }
 
+/// What a front above the ring asks of it besides messages: the oldest offset held
+/// (`first`), whether a publish of `n` would fit now (`has_room`), and how many messages a
+/// group or a hold missed when it was made at an offset already gone (`missed`, which
+/// memq reports as lagged).
+#[test]
+fn first_room_and_missed_starts_are_told() {
+    let ring = parking_ring(4);
+    assert_eq!(ring.first(), 0);
+    assert!(ring.has_room(4));
+    for n in 0..10 {
+        ring.try_publish(n).unwrap();
+    }
+    // Nobody read: the oldest six went to make room, four are held.
+    assert_eq!((ring.first(), ring.end()), (6, 10));
+    let group = Group::new(&ring, Start::Offset(2)).unwrap();
+    assert_eq!((group.position(), group.missed()), (6, 4));
+    let hold = memq_ring::Hold::new(&ring, Start::Offset(5)).unwrap();
+    assert_eq!((hold.position(), hold.missed()), (6, 1));
+    drop(hold);
+    assert_eq!(Group::new(&ring, Start::Offset(7)).unwrap().missed(), 0);
+    assert_eq!(Group::new(&ring, Start::Latest).unwrap().missed(), 0);
+    // The group holds offset 6 on: the ring is full for one message, and a batch larger
+    // than the ring is said to have room (its publish fails at once).
+    assert!(!ring.has_room(1));
+    assert!(ring.has_room(5));
+    let mut m = group.member().unwrap();
+    assert_eq!(m.try_recv(), Ok((6, 6)));
+    assert!(ring.has_room(1));
+    assert!(!ring.has_room(2));
+    ring.close();
+    assert!(ring.has_room(2));
+
+    // A ring from a first offset of its own, and one that drops the oldest.
+    let config = RingConfig {
+        first_offset: 1 << 40,
+        ..RingConfig::new(4)
+    };
+    let ring: Arc<Ring<u64>> = Arc::new(Ring::new(config).unwrap());
+    assert_eq!(ring.first(), 1 << 40);
+    ring.try_publish(1).unwrap();
+    assert_eq!(ring.first(), 1 << 40);
+    let config = RingConfig {
+        drop_oldest: true,
+        ..RingConfig::new(2)
+    };
+    let ring: Arc<Ring<u64>> = Arc::new(Ring::new(config).unwrap());
+    let _r = Reader::new(&ring, Start::Earliest).unwrap();
+    for n in 0..5 {
+        ring.try_publish(n).unwrap();
+    }
+    assert_eq!(ring.first(), 3);
+    assert!(ring.has_room(1));
+}
+
+/// A hold's reader announces that it waits for an offset, as a reader does: it may
+/// sleep while that offset is not published and the ring is open.
+#[test]
+fn a_hold_announces_a_wait_for_an_offset() {
+    let ring = parking_ring(4);
+    let hold = memq_ring::Hold::new(&ring, Start::Earliest).unwrap();
+    assert!(hold.prepare_wait(0));
+    ring.try_publish(7).unwrap();
+    assert!(!hold.prepare_wait(0));
+    assert!(hold.prepare_wait(1));
+    ring.close();
+    assert!(!hold.prepare_wait(1));
+}
+
 /// A front that counts the times the ring wakes its writers, for tests that drive the
 /// wait protocol by hand.
 #[derive(Default)]
