@@ -17,7 +17,7 @@
 use core::fmt;
 
 use crate::reader::TryRecvError;
-use crate::ring::{Ring, RingError, SlotState, Start, Waiters, IDLE};
+use crate::ring::{Ring, RingError, SlotState, Start, Waiters, IDLE, RESERVED};
 use crate::sync::{Arc, Ordering};
 
 struct Shared<T, W: Waiters> {
@@ -73,6 +73,7 @@ impl<T, W: Waiters> Group<T, W> {
             .ring
             .claim_entry(self.shared.claim)
             .load(Ordering::Acquire)
+            & !RESERVED
     }
 
     /// A new member.
@@ -106,23 +107,47 @@ impl Drop for Hazard<'_> {
     }
 }
 
+/// What a member found at the group's next offset, which its hazard (or pin) protects.
+enum Next {
+    /// Offset `c` is published and still the group's next.
+    At(u64),
+    /// Writers overtook the group (a ring that drops the oldest): it moved on this far.
+    Lagged(u64),
+    Closed,
+    Empty,
+}
+
+/// Undoes a reservation of the group's position when dropped: stores `to` (the offset
+/// reserved, so that the message stays the group's next, or the one after it).
+struct Reservation<'a> {
+    claim: &'a crate::sync::AtomicU64,
+    to: u64,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        self.claim.store(self.to, Ordering::SeqCst);
+    }
+}
+
 impl<T, W: Waiters> Member<T, W> {
-    /// The next message of the group and its offset, if one is published.
-    ///
-    /// A `T::clone` that panics loses nothing: the message stays the group's next.
+    /// Protects the group's next offset with this member's hazard (or pin), and tells
+    /// whether it is published. Waits out another member's reservation ([`RESERVED`]),
+    /// which lasts a predicate and a clone.
     #[inline]
-    pub fn try_recv(&mut self) -> Result<(u64, T), TryRecvError>
-    where
-        T: Clone,
-    {
-        let ring = &self.shared.ring;
-        let claim = ring.claim_entry(self.shared.claim);
-        let hazard = ring.cursor(self.hazard);
-        let _clear = Hazard(hazard);
-        let drops_oldest = ring.drops_oldest();
+    fn next_ready(
+        ring: &Ring<T, W>,
+        claim: &crate::sync::AtomicU64,
+        hazard: &crate::sync::AtomicU64,
+    ) -> Next {
+        let mut spins = 0;
         loop {
             let c = claim.load(Ordering::Acquire);
-            if drops_oldest {
+            if c & RESERVED != 0 {
+                crate::sync::pause(&mut spins);
+                continue;
+            }
+            if ring.drops_oldest() {
                 // A pin (see the ring's notes): either the writer that overwrites `c`
                 // waits for it, or the group moves on past what was overwritten.
                 if let Some(to) = ring.pin(hazard, c) {
@@ -131,7 +156,7 @@ impl<T, W: Waiters> Member<T, W> {
                         .is_ok()
                     {
                         ring.member_moved(hazard, claim);
-                        return Err(TryRecvError::Lagged(to - c));
+                        return Next::Lagged(to - c);
                     }
                     continue;
                 }
@@ -144,13 +169,36 @@ impl<T, W: Waiters> Member<T, W> {
                 continue;
             }
             if !ring.is_ready(c) {
-                return Err(if ring.finished_at(c) {
-                    ring.pass_wake_on_close();
-                    TryRecvError::Closed
+                return if ring.finished_at(c) {
+                    ring.pass_wake_on();
+                    Next::Closed
                 } else {
-                    TryRecvError::Empty
-                });
+                    Next::Empty
+                };
             }
+            return Next::At(c);
+        }
+    }
+
+    /// The next message of the group and its offset, if one is published.
+    ///
+    /// A `T::clone` that panics loses nothing: the message stays the group's next.
+    #[inline]
+    pub fn try_recv(&mut self) -> Result<(u64, T), TryRecvError>
+    where
+        T: Clone,
+    {
+        let ring = &self.shared.ring;
+        let claim = ring.claim_entry(self.shared.claim);
+        let hazard = ring.cursor(self.hazard);
+        let _clear = Hazard(hazard);
+        loop {
+            let c = match Self::next_ready(ring, claim, hazard) {
+                Next::At(c) => c,
+                Next::Lagged(n) => return Err(TryRecvError::Lagged(n)),
+                Next::Closed => return Err(TryRecvError::Closed),
+                Next::Empty => return Err(TryRecvError::Empty),
+            };
             if ring.takes() {
                 // A move cannot panic, and only the member whose claim succeeded may make
                 // it: claim, then move.
@@ -187,6 +235,58 @@ impl<T, W: Waiters> Member<T, W> {
         }
     }
 
+    /// The group's next message and its offset if `accept` takes it: `Ok(None)` if it
+    /// declines, and then the message stays the group's next (for any member's next
+    /// receive). `accept` is asked at most once, on a reference to the message in the
+    /// ring (no clone unless it takes it).
+    ///
+    /// While `accept` runs the member *reserves* the group's position: the group's other
+    /// members wait for it (a predicate should be short, as memq's `recv_if` asks). A
+    /// panic in `accept` or in the clone leaves the message the group's next.
+    pub fn try_recv_if(
+        &mut self,
+        accept: impl FnOnce(&T) -> bool,
+    ) -> Result<Option<(u64, T)>, TryRecvError>
+    where
+        T: Clone,
+    {
+        let ring = &self.shared.ring;
+        let claim = ring.claim_entry(self.shared.claim);
+        let hazard = ring.cursor(self.hazard);
+        let _clear = Hazard(hazard);
+        loop {
+            let c = match Self::next_ready(ring, claim, hazard) {
+                Next::At(c) => c,
+                Next::Lagged(n) => return Err(TryRecvError::Lagged(n)),
+                Next::Closed => return Err(TryRecvError::Closed),
+                Next::Empty => return Err(TryRecvError::Empty),
+            };
+            if claim
+                .compare_exchange(c, c | RESERVED, Ordering::SeqCst, Ordering::Relaxed)
+                .is_err()
+            {
+                continue;
+            }
+            // Stores `c` back if `accept` or the clone panics, or `accept` declines.
+            let mut reservation = Reservation { claim, to: c };
+            if ring.peek(c, accept) != Some(true) {
+                drop(reservation);
+                // Another waiting member may take what this one declined.
+                ring.pass_wake_on();
+                return Ok(None);
+            }
+            let read = ring.read_at(c);
+            reservation.to = c + 1;
+            drop(reservation);
+            ring.member_moved(hazard, claim);
+            return match read {
+                SlotState::Ready(value) => Ok(Some((c, value))),
+                // Ruled out by the hazard and the reservation: counted, not lost.
+                SlotState::Empty | SlotState::Gone => Err(TryRecvError::Lagged(1)),
+            };
+        }
+    }
+
     /// The ring read.
     pub fn ring(&self) -> &Arc<Ring<T, W>> {
         &self.shared.ring
@@ -195,7 +295,7 @@ impl<T, W: Waiters> Member<T, W> {
     /// For a front that parks members: as [`Reader::prepare_wait`](crate::Reader::prepare_wait).
     pub fn prepare_wait(&self) -> bool {
         let ring = &self.shared.ring;
-        let c = ring.claim_entry(self.shared.claim).load(Ordering::SeqCst);
+        let c = ring.claim_entry(self.shared.claim).load(Ordering::SeqCst) & !RESERVED;
         ring.reader_may_sleep(c)
     }
 }

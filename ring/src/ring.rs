@@ -87,6 +87,10 @@ pub(crate) const MAX_OFFSET: u64 = CLOSED - 1;
 /// offset in the other bits (see the module's notes). Offsets are below it, and it is
 /// below [`IDLE`] and [`FREE`].
 pub(crate) const PIN: u64 = 1 << 62;
+/// In a group's claim position: a member reserved the offset in the other bits while it
+/// asks a predicate whether to take it (`Member::try_recv_if`). Scans mask it off as
+/// they mask [`PIN`] (the same bit: a claim position is never pinned).
+pub(crate) const RESERVED: u64 = PIN;
 
 /// Bit 63 of a slot's stamp: the value was moved out (by the reader of a ring that
 /// hands each message to one reader, [`RingConfig::take`], or by the writer that evicted
@@ -1121,6 +1125,26 @@ impl<T, W: Waiters> Ring<T, W> {
         }
     }
 
+    /// Runs `f` on the value at `pos` if it is published (`None` if not), without
+    /// cloning it: for a member that reserved `pos` and asks whether to take it.
+    pub(crate) fn peek<R>(&self, pos: u64, f: impl FnOnce(&T) -> R) -> Option<R> {
+        let slot = self.slot(pos);
+        if slot.seq.load(Ordering::Acquire) != pos + 1 {
+            return None;
+        }
+        Some(slot.value.with(|p| {
+            // SAFETY: as for `read_at`'s shared read: the stamp `pos + 1`, seen with
+            // Acquire, was stored after the value was written, and the caller's hazard (or
+            // pin) keeps writers off `pos`; in a taking ring the caller's reservation of
+            // `pos` keeps every other member from moving the value out. The reference
+            // lives only as long as this call of `f`.
+            unsafe {
+                debug_assert_eq!(slot.seq.load(Ordering::Relaxed), pos + 1);
+                f((*p).assume_init_ref())
+            }
+        }))
+    }
+
     /// In a ring that drops the oldest: pins `pos` in `entry` and returns where a reader
     /// at `pos` must move if writers have claimed the offset that overwrites it. With
     /// `None` the caller may read `pos`: no writer overwrites it before the entry says
@@ -1191,21 +1215,21 @@ impl<T, W: Waiters> Ring<T, W> {
         hazard.store(IDLE, Ordering::Release);
         fence(Ordering::SeqCst);
         let at = self.wake_at.load(Ordering::Relaxed);
-        if at != NOBODY && claim.load(Ordering::Acquire) >= at {
+        if at != NOBODY && claim.load(Ordering::Acquire) & !RESERVED >= at {
             self.wake_writers_if_room(at);
         }
         if self.flags.load(Ordering::Relaxed) & READERS_WAIT != 0
-            && claim.load(Ordering::Acquire) < self.end()
+            && claim.load(Ordering::Acquire) & !RESERVED < self.end()
         {
             self.wake_readers();
         }
     }
 
-    /// For a member that found the ring closed: passes on a wake-up a front that wakes
-    /// members one at a time gave it (the close woke one; no publish will follow to
-    /// wake the others).
+    /// For a member that found the ring closed, or declined a message: passes on a
+    /// wake-up a front that wakes members one at a time gave it (a close woke one, and
+    /// no publish will follow to wake the others; a declined message is another's).
     #[cold]
-    pub(crate) fn pass_wake_on_close(&self) {
+    pub(crate) fn pass_wake_on(&self) {
         fence(Ordering::SeqCst);
         if self.flags.load(Ordering::Relaxed) & READERS_WAIT != 0 {
             self.wake_readers();

@@ -736,3 +736,48 @@ fn two_writers_and_a_reader_that_stops() {
         drop(r);
     });
 }
+
+/// A member that asks a predicate (and takes everything) races a member that receives
+/// and a writer, on a full ring of two: every offset reaches exactly one member (the
+/// reservation keeps the other member's claim off the offset being asked about), and no
+/// read of a slot races its write.
+#[test]
+fn a_member_with_a_predicate_races_a_member_and_a_writer() {
+    model_bounded(2, || {
+        let ring: Arc<Ring<u32>> = Arc::new(Ring::new(RingConfig::new(2)).unwrap());
+        let group = Group::new(&ring, Start::Earliest).unwrap();
+        let (mut a, mut b) = (group.member().unwrap(), group.member().unwrap());
+        for n in 0..2 {
+            assert!(ring.try_publish(n).is_ok());
+        }
+        let w = {
+            let ring = ring.clone();
+            thread::spawn(move || ring.try_publish(2).is_ok())
+        };
+        let picky = thread::spawn(move || {
+            let mut got = Vec::new();
+            for _ in 0..2 {
+                if let Ok(Some((offset, v))) = a.try_recv_if(|v| *v < 3) {
+                    got.push((offset, v));
+                }
+            }
+            got
+        });
+        let mut got = Vec::new();
+        for _ in 0..2 {
+            if let Ok((offset, v)) = b.try_recv() {
+                got.push((offset, v));
+            }
+        }
+        let third = w.join().unwrap();
+        got.extend(picky.join().unwrap());
+        // What is left is the group's: taken here, once.
+        while let Ok((offset, v)) = b.try_recv() {
+            got.push((offset, v));
+        }
+        got.sort_unstable();
+        let all = if third { 3 } else { 2 };
+        let want: Vec<(u64, u32)> = (0..all).map(|n| (n, n as u32)).collect();
+        assert_eq!(got, want);
+    });
+}

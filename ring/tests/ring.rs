@@ -448,6 +448,53 @@ fn a_hold_announces_a_wait_for_an_offset() {
     assert!(!hold.prepare_wait(1));
 }
 
+/// `Member::try_recv_if`: the predicate is asked once, on the message in the ring; a
+/// declined message stays the group's next, for any member; a predicate that panics
+/// leaves it there too; in a taking ring an accepted message is moved out.
+#[test]
+fn a_member_takes_a_message_only_if_its_predicate_accepts_it() {
+    let ring = parking_ring(4);
+    let group = Group::new(&ring, Start::Earliest).unwrap();
+    let (mut a, mut b) = (group.member().unwrap(), group.member().unwrap());
+    for n in [10, 11, 12] {
+        ring.try_publish(n).unwrap();
+    }
+    let mut asked = 0;
+    let declined = a.try_recv_if(|v| {
+        asked += 1;
+        *v == 11
+    });
+    assert_eq!((declined, asked), (Ok(None), 1));
+    assert_eq!(group.position(), 0);
+    assert_eq!(b.try_recv_if(|v| *v == 10), Ok(Some((0, 10))));
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = a.try_recv_if(|_| panic!("a predicate that panics"));
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(group.position(), 1);
+    assert_eq!(a.try_recv(), Ok((1, 11)));
+    assert_eq!(b.try_recv_if(|_| true), Ok(Some((2, 12))));
+    assert_eq!(a.try_recv_if(|_| true), Err(TryRecvError::Empty));
+    ring.close();
+    assert_eq!(a.try_recv_if(|_| true), Err(TryRecvError::Closed));
+
+    let ring = taking_ring::<Arc<u64>>(2);
+    let group = Group::new(&ring, Start::Earliest).unwrap();
+    let mut m = group.member().unwrap();
+    let value = Arc::new(5);
+    ring.try_publish(value.clone()).unwrap();
+    assert_eq!(m.try_recv_if(|v| **v == 6), Ok(None));
+    assert_eq!(
+        Arc::strong_count(&value),
+        2,
+        "declined: still in the ring, not cloned"
+    );
+    let (offset, got) = m.try_recv_if(|v| **v == 5).unwrap().unwrap();
+    assert_eq!(offset, 0);
+    drop(got);
+    assert_eq!(Arc::strong_count(&value), 1, "moved out, not cloned");
+}
+
 /// A front that counts the times the ring wakes its writers, for tests that drive the
 /// wait protocol by hand.
 #[derive(Default)]
