@@ -107,16 +107,6 @@ impl Drop for Hazard<'_> {
     }
 }
 
-/// What a member found at the group's next offset, which its hazard (or pin) protects.
-enum Next {
-    /// Offset `c` is published and still the group's next.
-    At(u64),
-    /// Writers overtook the group (a ring that drops the oldest): it moved on this far.
-    Lagged(u64),
-    Closed,
-    Empty,
-}
-
 /// Undoes a reservation of the group's position when dropped: stores `to` (the offset
 /// reserved, so that the message stays the group's next, or the one after it).
 struct Reservation<'a> {
@@ -131,15 +121,16 @@ impl Drop for Reservation<'_> {
 }
 
 impl<T, W: Waiters> Member<T, W> {
-    /// Protects the group's next offset with this member's hazard (or pin), and tells
-    /// whether it is published. Waits out another member's reservation ([`RESERVED`]),
-    /// which lasts a predicate and a clone.
+    /// Protects the group's next offset with this member's hazard (or pin) and returns
+    /// it if it is published; else why not (`Lagged` when writers overtook the group in
+    /// a ring that drops the oldest, which moved it on). Waits out another member's
+    /// reservation ([`RESERVED`]), which lasts a predicate and a clone.
     #[inline]
     fn next_ready(
         ring: &Ring<T, W>,
         claim: &crate::sync::AtomicU64,
         hazard: &crate::sync::AtomicU64,
-    ) -> Next {
+    ) -> Result<u64, TryRecvError> {
         let mut spins = 0;
         loop {
             let c = claim.load(Ordering::Acquire);
@@ -156,7 +147,7 @@ impl<T, W: Waiters> Member<T, W> {
                         .is_ok()
                     {
                         ring.member_moved(hazard, claim);
-                        return Next::Lagged(to - c);
+                        return Err(TryRecvError::Lagged(to - c));
                     }
                     continue;
                 }
@@ -169,14 +160,14 @@ impl<T, W: Waiters> Member<T, W> {
                 continue;
             }
             if !ring.is_ready(c) {
-                return if ring.finished_at(c) {
+                return Err(if ring.finished_at(c) {
                     ring.pass_wake_on();
-                    Next::Closed
+                    TryRecvError::Closed
                 } else {
-                    Next::Empty
-                };
+                    TryRecvError::Empty
+                });
             }
-            return Next::At(c);
+            return Ok(c);
         }
     }
 
@@ -193,12 +184,7 @@ impl<T, W: Waiters> Member<T, W> {
         let hazard = ring.cursor(self.hazard);
         let _clear = Hazard(hazard);
         loop {
-            let c = match Self::next_ready(ring, claim, hazard) {
-                Next::At(c) => c,
-                Next::Lagged(n) => return Err(TryRecvError::Lagged(n)),
-                Next::Closed => return Err(TryRecvError::Closed),
-                Next::Empty => return Err(TryRecvError::Empty),
-            };
+            let c = Self::next_ready(ring, claim, hazard)?;
             if ring.takes() {
                 // A move cannot panic, and only the member whose claim succeeded may make
                 // it: claim, then move.
@@ -255,12 +241,7 @@ impl<T, W: Waiters> Member<T, W> {
         let hazard = ring.cursor(self.hazard);
         let _clear = Hazard(hazard);
         loop {
-            let c = match Self::next_ready(ring, claim, hazard) {
-                Next::At(c) => c,
-                Next::Lagged(n) => return Err(TryRecvError::Lagged(n)),
-                Next::Closed => return Err(TryRecvError::Closed),
-                Next::Empty => return Err(TryRecvError::Empty),
-            };
+            let c = Self::next_ready(ring, claim, hazard)?;
             if claim
                 .compare_exchange(c, c | RESERVED, Ordering::SeqCst, Ordering::Relaxed)
                 .is_err()

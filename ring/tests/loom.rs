@@ -655,6 +655,23 @@ fn recv_one_at_a_time(m: &mut Member<u32, OneAtATime>) -> Result<(u64, u32), Try
     }
 }
 
+/// A member's receive on a thread of its own.
+type MemberThread = thread::JoinHandle<Result<(u64, u32), TryRecvError>>;
+
+/// A ring of two on a [`OneAtATime`] front and two members of one group, each receiving
+/// once on its own thread (parked on the front while there is nothing).
+fn two_members_one_at_a_time() -> (Arc<Ring<u32, OneAtATime>>, Vec<MemberThread>) {
+    let ring = Arc::new(Ring::with_waiters(RingConfig::new(2), OneAtATime::default()).unwrap());
+    let group = Group::new(&ring, Start::Earliest).unwrap();
+    let members = (0..2)
+        .map(|_| {
+            let mut m = group.member().unwrap();
+            thread::spawn(move || recv_one_at_a_time(&mut m))
+        })
+        .collect();
+    (ring, members)
+}
+
 /// Two members wait on a front that wakes one member per wake-up while two writers
 /// publish one message each: the second writer may publish while the first has cleared
 /// the flag and not yet set it again (it wakes nobody); the member woken for the first
@@ -663,14 +680,7 @@ fn recv_one_at_a_time(m: &mut Member<u32, OneAtATime>) -> Result<(u64, u32), Try
 #[test]
 fn members_woken_one_at_a_time_pass_the_wake_on() {
     model_bounded(2, || {
-        let ring = Arc::new(Ring::with_waiters(RingConfig::new(2), OneAtATime::default()).unwrap());
-        let group = Group::new(&ring, Start::Earliest).unwrap();
-        let members: Vec<_> = (0..2)
-            .map(|_| {
-                let mut m = group.member().unwrap();
-                thread::spawn(move || recv_one_at_a_time(&mut m).unwrap().0)
-            })
-            .collect();
+        let (ring, members) = two_members_one_at_a_time();
         let writers: Vec<_> = (0..2)
             .map(|n| {
                 let ring = ring.clone();
@@ -680,7 +690,10 @@ fn members_woken_one_at_a_time_pass_the_wake_on() {
         for w in writers {
             w.join().unwrap();
         }
-        let mut got: Vec<u64> = members.into_iter().map(|m| m.join().unwrap()).collect();
+        let mut got: Vec<u64> = members
+            .into_iter()
+            .map(|m| m.join().unwrap().unwrap().0)
+            .collect();
         got.sort_unstable();
         assert_eq!(got, [0, 1]);
     });
@@ -692,14 +705,7 @@ fn members_woken_one_at_a_time_pass_the_wake_on() {
 #[test]
 fn a_close_reaches_every_member_woken_one_at_a_time() {
     model_bounded(2, || {
-        let ring = Arc::new(Ring::with_waiters(RingConfig::new(2), OneAtATime::default()).unwrap());
-        let group = Group::new(&ring, Start::Earliest).unwrap();
-        let members: Vec<_> = (0..2)
-            .map(|_| {
-                let mut m = group.member().unwrap();
-                thread::spawn(move || recv_one_at_a_time(&mut m))
-            })
-            .collect();
+        let (ring, members) = two_members_one_at_a_time();
         ring.close();
         for m in members {
             assert_eq!(m.join().unwrap(), Err(TryRecvError::Closed));
