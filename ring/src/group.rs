@@ -17,7 +17,7 @@
 use core::fmt;
 
 use crate::reader::TryRecvError;
-use crate::ring::{Ring, RingError, SlotState, Start, Waiters, IDLE, RESERVED};
+use crate::ring::{Ring, RingError, SlotState, Start, Waiters, DETACHED, IDLE, RESERVED};
 use crate::sync::{Arc, Ordering};
 
 struct Shared<T, W: Waiters> {
@@ -32,7 +32,8 @@ impl<T, W: Waiters> Drop for Shared<T, W> {
 }
 
 /// A group reading a [`Ring`]: its members ([`Member`]) share its position. It is
-/// attached as long as the group or one of its members lives.
+/// attached as long as the group or one of its members lives, or until
+/// [`Group::detach`].
 pub struct Group<T, W: Waiters = crate::NoWaiters> {
     shared: Arc<Shared<T, W>>,
     /// Messages between the start asked for and the position given (gone already).
@@ -67,13 +68,39 @@ impl<T, W: Waiters> Group<T, W> {
         self.missed
     }
 
-    /// The offset of the next message the group hands out.
+    /// The offset of the next message the group hands out (once detached: where it
+    /// stopped).
     pub fn position(&self) -> u64 {
         self.shared
             .ring
             .claim_entry(self.shared.claim)
             .load(Ordering::Acquire)
-            & !RESERVED
+            & !(RESERVED | DETACHED)
+    }
+
+    /// Detaches the group from the ring while its members may live on, as memq does
+    /// when a group is deleted: its position no longer holds writers back, and every
+    /// member's receive, from now on, returns [`TryRecvError::Closed`] (a member in the
+    /// middle of a receive finishes it, holding the one offset it reads until then).
+    /// Waiting writers and readers are woken. A member made after this is closed too.
+    /// Detaching twice does nothing more.
+    ///
+    /// In a ring whose receives move messages out ([`RingConfig::take`](crate::RingConfig::take)),
+    /// another reader or group may attach only once this group and its members are
+    /// dropped.
+    pub fn detach(&self) {
+        let ring = &self.shared.ring;
+        ring.detach_group(ring.claim_entry(self.shared.claim));
+    }
+
+    /// Whether the group was detached ([`Group::detach`]).
+    pub fn is_detached(&self) -> bool {
+        self.shared
+            .ring
+            .claim_entry(self.shared.claim)
+            .load(Ordering::Acquire)
+            & DETACHED
+            != 0
     }
 
     /// A new member.
@@ -107,24 +134,38 @@ impl Drop for Hazard<'_> {
     }
 }
 
-/// Undoes a reservation of the group's position when dropped: stores `to` (the offset
-/// reserved, so that the message stays the group's next, or the one after it).
+/// Undoes a reservation of offset `at` when dropped: stores `to` (`at`, so that the
+/// message stays the group's next, or the one after it), detached still if the group
+/// was detached meanwhile (the one change another thread makes to a reserved position).
 struct Reservation<'a> {
     claim: &'a crate::sync::AtomicU64,
+    at: u64,
     to: u64,
 }
 
 impl Drop for Reservation<'_> {
     fn drop(&mut self) {
-        self.claim.store(self.to, Ordering::SeqCst);
+        if self
+            .claim
+            .compare_exchange(
+                self.at | RESERVED,
+                self.to,
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            self.claim.store(self.to | DETACHED, Ordering::SeqCst);
+        }
     }
 }
 
 impl<T, W: Waiters> Member<T, W> {
     /// Protects the group's next offset with this member's hazard (or pin) and returns
     /// it if it is published; else why not (`Lagged` when writers overtook the group in
-    /// a ring that drops the oldest, which moved it on). Waits out another member's
-    /// reservation ([`RESERVED`]), which lasts a predicate and a clone.
+    /// a ring that drops the oldest, which moved it on; `Closed` once the ring is closed
+    /// and drained, or the group detached). Waits out another member's reservation
+    /// ([`RESERVED`]), which lasts a predicate and a clone.
     #[inline]
     fn next_ready(
         ring: &Ring<T, W>,
@@ -134,6 +175,11 @@ impl<T, W: Waiters> Member<T, W> {
         let mut spins = 0;
         loop {
             let c = claim.load(Ordering::Acquire);
+            if c & DETACHED != 0 {
+                // A close for this member: pass on a wake-up it may have been given.
+                ring.pass_wake_on();
+                return Err(TryRecvError::Closed);
+            }
             if c & RESERVED != 0 {
                 crate::sync::pause(&mut spins);
                 continue;
@@ -249,7 +295,11 @@ impl<T, W: Waiters> Member<T, W> {
                 continue;
             }
             // Stores `c` back if `accept` or the clone panics, or `accept` declines.
-            let mut reservation = Reservation { claim, to: c };
+            let mut reservation = Reservation {
+                claim,
+                at: c,
+                to: c,
+            };
             if ring.peek(c, accept) != Some(true) {
                 drop(reservation);
                 // Another waiting member may take what this one declined.
@@ -274,10 +324,17 @@ impl<T, W: Waiters> Member<T, W> {
     }
 
     /// For a front that parks members: as [`Reader::prepare_wait`](crate::Reader::prepare_wait).
+    /// A member of a detached group never sleeps ([`Group::detach`]).
     pub fn prepare_wait(&self) -> bool {
         let ring = &self.shared.ring;
-        let c = ring.claim_entry(self.shared.claim).load(Ordering::SeqCst) & !RESERVED;
-        ring.reader_may_sleep(c)
+        let claim = ring.claim_entry(self.shared.claim);
+        let c = claim.load(Ordering::SeqCst);
+        // The second look at the mark comes after the readers' flag is set and fenced
+        // (in `reader_may_sleep`): a detach that found the flag clear marked the group
+        // before it, so this sees the mark.
+        c & DETACHED == 0
+            && ring.reader_may_sleep(c & !RESERVED)
+            && claim.load(Ordering::SeqCst) & DETACHED == 0
     }
 }
 

@@ -91,6 +91,10 @@ pub(crate) const PIN: u64 = 1 << 62;
 /// asks a predicate whether to take it (`Member::try_recv_if`). Scans mask it off as
 /// they mask [`PIN`] (the same bit: a claim position is never pinned).
 pub(crate) const RESERVED: u64 = PIN;
+/// In a group's claim position: the group was detached ([`Group::detach`](crate::Group::detach));
+/// the other bits keep where it stopped. Scans skip it, as they skip [`IDLE`] and
+/// [`FREE`], which have the same bit set.
+pub(crate) const DETACHED: u64 = 1 << 63;
 
 /// Bit 63 of a slot's stamp: the value was moved out (by the reader of a ring that
 /// hands each message to one reader, [`RingConfig::take`], or by the writer that evicted
@@ -920,7 +924,8 @@ impl<T, W: Waiters> Ring<T, W> {
         let mut min = FREE;
         let mut look = |c: &CachePadded<AtomicU64>| {
             let pos = c.load(Ordering::SeqCst);
-            if pos < IDLE {
+            // Skips free and idle entries and detached groups (see `DETACHED`).
+            if pos & DETACHED == 0 {
                 min = min.min(pos & !PIN);
             }
         };
@@ -1050,13 +1055,36 @@ impl<T, W: Waiters> Ring<T, W> {
     /// another in a taking ring.
     pub(crate) fn detach_reader(&self, entry: &CachePadded<AtomicU64>) {
         if self.take {
-            self.note_taken(entry.load(Ordering::Acquire));
+            let pos = entry.load(Ordering::Acquire);
+            if pos < IDLE {
+                self.note_taken(pos & !(DETACHED | RESERVED));
+            }
         }
         entry.store(FREE, Ordering::Release);
         if self.take {
             self.attached.store(0, Ordering::Release);
         }
         self.wake_writers_if_waiting();
+    }
+
+    /// Detaches a group's claim position `entry` while its members may live on (see
+    /// [`Group::detach`](crate::Group::detach)): marks it [`DETACHED`], so that it no
+    /// longer holds writers back and members' receives end, then wakes the writers and
+    /// readers waiting (a woken member finds the group detached). The entry stays the
+    /// group's until the group and its members are gone. Returns whether this call
+    /// detached it (not an earlier one).
+    pub(crate) fn detach_group(&self, entry: &CachePadded<AtomicU64>) -> bool {
+        if entry.fetch_or(DETACHED, Ordering::SeqCst) & DETACHED != 0 {
+            return false;
+        }
+        // The mark, then the flags and the wake position: the other half of a member's
+        // flag set before its second look at the mark (`Member::prepare_wait`), and of a
+        // writer's wake position before its rescan.
+        self.wake_writers_if_waiting();
+        if self.flags.load(Ordering::Relaxed) & READERS_WAIT != 0 {
+            self.wake_readers();
+        }
+        true
     }
 
     /// In a taking ring: everything before `pos` was moved out.

@@ -787,3 +787,37 @@ fn a_member_with_a_predicate_races_a_member_and_a_writer() {
         assert_eq!(got, want);
     });
 }
+
+/// A group is detached (memq deletes it while its members live on) while a writer
+/// waits behind it on a full ring of one and its member reads on, waiting whenever it
+/// has read everything: the detach wakes whoever waits (the writer then publishes, the
+/// member's receive ends), whichever way it interleaves with their announcements, and
+/// the member reads consecutive offsets until then.
+#[test]
+fn a_detach_wakes_a_parked_writer_and_a_parked_member() {
+    model_bounded(2, || {
+        let ring = parking(1);
+        let group = Group::new(&ring, Start::Earliest).unwrap();
+        let mut m = group.member().unwrap();
+        assert!(ring.try_publish(0).is_ok());
+        let member = thread::spawn(move || {
+            let mut next = 0;
+            loop {
+                match m.recv() {
+                    Ok((offset, _)) => {
+                        assert_eq!(offset, next);
+                        next += 1;
+                    }
+                    end => return end,
+                }
+            }
+        });
+        let w = {
+            let ring = ring.clone();
+            thread::spawn(move || ring.publish(1).unwrap().offset)
+        };
+        group.detach();
+        assert_eq!(member.join().unwrap(), Err(TryRecvError::Closed));
+        assert_eq!(w.join().unwrap(), 1);
+    });
+}

@@ -495,6 +495,58 @@ fn a_member_takes_a_message_only_if_its_predicate_accepts_it() {
     assert_eq!(Arc::strong_count(&value), 1, "moved out, not cloned");
 }
 
+/// A detached group (memq deletes a group whose members live on) holds no writer back,
+/// its members' receives end, even one whose predicate is being asked when it happens
+/// (it keeps what it took), and a parked writer and a parked member are woken.
+#[test]
+fn a_detached_group_holds_nothing_back_and_ends_its_members() {
+    let ring = parking_ring(2);
+    let group = Group::new(&ring, Start::Earliest).unwrap();
+    let (mut a, mut b) = (group.member().unwrap(), group.member().unwrap());
+    for n in 0..2 {
+        ring.try_publish(n).unwrap();
+    }
+    assert!(matches!(ring.try_publish(2), Err(TryPublishError::Full(2))));
+    let taken = a.try_recv_if(|v| {
+        group.detach();
+        *v == 0
+    });
+    assert_eq!(taken, Ok(Some((0, 0))));
+    assert!(group.is_detached());
+    assert_eq!(group.position(), 1, "where the group stopped");
+    assert_eq!(a.try_recv(), Err(TryRecvError::Closed));
+    assert_eq!(b.try_recv_if(|_| true), Err(TryRecvError::Closed));
+    assert!(
+        !b.prepare_wait(),
+        "a member of a detached group never sleeps"
+    );
+    assert_eq!(
+        group.member().unwrap().try_recv(),
+        Err(TryRecvError::Closed)
+    );
+    ring.try_publish(2).unwrap();
+    ring.try_publish(3).unwrap();
+    group.detach();
+
+    // On a ring of one: a writer waiting behind a group that never reads, and a member
+    // waiting for a message (parked, or about to park: either way it must end).
+    let ring = parking_ring(1);
+    let slow = Group::new(&ring, Start::Earliest).unwrap();
+    let _never_reads = slow.member().unwrap();
+    ring.try_publish(0).unwrap();
+    let writer = {
+        let ring = ring.clone();
+        thread::spawn(move || ring.publish(1).unwrap().offset)
+    };
+    slow.detach();
+    assert_eq!(writer.join().unwrap(), 1);
+    let idle = Group::new(&ring, Start::Latest).unwrap();
+    let mut member = idle.member().unwrap();
+    let parked = thread::spawn(move || member.recv());
+    idle.detach();
+    assert_eq!(parked.join().unwrap(), Err(TryRecvError::Closed));
+}
+
 /// A front that counts the times the ring wakes its writers, for tests that drive the
 /// wait protocol by hand.
 #[derive(Default)]
