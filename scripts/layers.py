@@ -27,7 +27,7 @@ LAYERS = [
     ["partition.rs"],
     ["read/"],
     ["ack/"],
-    ["publish.rs", "topic/"],
+    ["publish.rs", "publish/", "topic/"],
     ["stats.rs", "broker.rs", "blocking.rs", "lib.rs"],
 ]
 

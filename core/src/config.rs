@@ -101,6 +101,9 @@ pub struct TopicConfig {
     pub(crate) timer: Option<Arc<dyn Timer>>,
     /// The first offset of each partition (empty: all start at 0).
     pub(crate) next_offsets: alloc::vec::Vec<u64>,
+    /// Put the partitions on the lock-free ring where the topic's settings allow it (see
+    /// [`TopicConfig::ring_engine`]).
+    pub(crate) ring: bool,
 }
 
 impl core::fmt::Debug for dyn Timer {
@@ -135,7 +138,24 @@ impl TopicConfig {
             release_on_read: false,
             timer: None,
             next_offsets: alloc::vec::Vec::new(),
+            ring: cfg!(memq_ring_default),
         }
+    }
+
+    /// Runs the topic's partitions on memq's lock-free ring instead of the locked log,
+    /// where the ring can keep the topic's semantics: 64-bit atomics, no TTL, no clock,
+    /// no `release_on_read`, first offsets below `2^61`. Elsewhere the locked log is
+    /// used whatever this says.
+    ///
+    /// Not for users yet: the ring engine is being built one reader kind at a time (see
+    /// `docs/ENGINE-PLAN.md`), and what it does not do yet is refused with an error
+    /// (`Error::NotOnRingYet`). Once every reader kind runs on it, eligible topics go on
+    /// the ring by default and this goes away. Built with `--cfg memq_ring_default`,
+    /// memq-core puts every eligible topic on the ring (for running test suites there).
+    #[doc(hidden)]
+    pub fn ring_engine(mut self, on: bool) -> Self {
+        self.ring = on;
+        self
     }
 
     /// Sets the overflow policy.

@@ -17,6 +17,9 @@ mod state;
 
 pub(crate) use state::{Fetcher, GroupId, GroupPart, PartLog};
 
+#[cfg(target_has_atomic = "64")]
+pub(crate) use crate::log::ring::PartRing;
+
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
@@ -117,6 +120,12 @@ pub(crate) struct Shared<T> {
     /// 1 once [`Shared::close_partitions`] has closed every partition (see
     /// [`Shared::is_closed`]).
     closed: Padded<AtomicUsize>,
+    /// One ring per partition when the topic runs on the lock-free ring engine
+    /// (`TopicConfig::ring_engine`), which then holds its messages and readers'
+    /// positions (the partitions' logs stay empty); empty on the locked log. Readers and
+    /// publishers look here first: on a locked topic that costs one length test.
+    #[cfg(target_has_atomic = "64")]
+    pub(crate) rings: Vec<Arc<PartRing<T>>>,
 }
 
 impl<T> fmt::Debug for Shared<T> {
@@ -139,6 +148,8 @@ impl<T> Shared<T> {
     /// As [`Topic::new`](crate::Topic::new).
     pub(crate) fn new(name: Option<String>, config: TopicConfig) -> Result<Self, Error> {
         config.validate()?;
+        #[cfg(target_has_atomic = "64")]
+        let rings = Self::rings_for(&config)?;
         let too_large = Error::CapacityTooLarge {
             capacity: config.capacity,
         };
@@ -191,7 +202,38 @@ impl<T> Shared<T> {
             groups: Mutex::new(Vec::new()),
             subscribers: AtomicUsize::new(0),
             closed: Padded(AtomicUsize::new(0)),
+            #[cfg(target_has_atomic = "64")]
+            rings,
         })
+    }
+
+    /// The rings of a topic's partitions, if it asked for the ring engine and the ring
+    /// keeps its semantics: no TTL, no clock (the ring keeps no time per message), no
+    /// `release_on_read` (the ring moves messages out for one reader only), first offsets
+    /// within the ring's bound. Empty otherwise: the topic keeps the locked log. A topic
+    /// is on one engine or the other, all its partitions alike.
+    #[cfg(target_has_atomic = "64")]
+    fn rings_for(config: &TopicConfig) -> Result<Vec<Arc<PartRing<T>>>, Error> {
+        let first = |p: usize| config.next_offsets.get(p).copied().unwrap_or(0);
+        let parts = config.partitions as usize;
+        if !config.ring
+            || config.ttl.is_some()
+            || config.clock.is_some()
+            || config.release_on_read
+            || (0..parts).any(|p| first(p) > crate::log::ring::MAX_FIRST_OFFSET)
+        {
+            return Ok(Vec::new());
+        }
+        let drop_oldest = config.overflow == Overflow::DropOldest;
+        (0..parts)
+            .map(|p| {
+                crate::log::ring::new_ring(config.capacity, drop_oldest, first(p))
+                    .map(Arc::new)
+                    .ok_or(Error::CapacityTooLarge {
+                        capacity: config.capacity,
+                    })
+            })
+            .collect()
     }
 
     /// What the messages handed out are stamped with: `None` without a clock, else the
@@ -404,6 +446,11 @@ impl<T> Shared<T> {
     /// (`Topic::close`), which must come after the mark.
     pub(crate) fn close_partitions(&self) {
         for p in 0..self.parts.len() {
+            #[cfg(target_has_atomic = "64")]
+            if let Some(ring) = self.rings.get(p) {
+                // Wakes its readers and publishers through its wait lists.
+                ring.close();
+            }
             loop {
                 let mut wl = WakeList::new();
                 let (more, alarms) = {

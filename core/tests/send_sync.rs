@@ -39,15 +39,19 @@ fn handles_are_send_and_sync() {
     is_sync::<Receipt>();
 }
 
+/// Handles are `Send` and `Sync` when the value type is `Send` and `Sync`: readers on
+/// the lock-free ring clone a message from several threads at once, without a lock, as
+/// every lock-free broadcast does. A `Send` but `!Sync` value type (a `Cell`) gives
+/// handles that stay on one thread (`handles_of_non_sync_values_are_not_send`).
 #[test]
-fn handles_need_only_t_send() {
-    // The log is behind a lock, so even a `!Sync` value type gives `Sync` handles.
-    is_send::<Topic<Cell<u8>>>();
-    is_sync::<Topic<Cell<u8>>>();
-    is_send::<Subscriber<Cell<u8>>>();
-    is_send::<Consumer<Cell<u8>>>();
-    is_send::<Broker<Cell<u8>>>();
-    is_sync::<Broker<Cell<u8>>>();
+fn handles_need_t_send_and_sync() {
+    type S = alloc::sync::Arc<std::sync::Mutex<u8>>;
+    is_send::<Topic<S>>();
+    is_sync::<Topic<S>>();
+    is_send::<Subscriber<S>>();
+    is_send::<Consumer<S>>();
+    is_send::<Broker<S>>();
+    is_sync::<Broker<S>>();
 }
 
 #[test]
@@ -136,6 +140,15 @@ fn handles_of_non_send_values_are_not_send() {
     assert_not_send!(Broker<Rc<u8>>);
     assert_not_send!(Message<Rc<u8>>);
     assert_not_send!(PublishError<Rc<u8>>);
+}
+
+#[test]
+fn handles_of_non_sync_values_are_not_send() {
+    // Two readers on two threads would otherwise clone one `Cell` at once.
+    assert_not_send!(Topic<Cell<u8>>);
+    assert_not_send!(Subscriber<Cell<u8>>);
+    assert_not_send!(Consumer<Cell<u8>>);
+    assert_not_send!(Broker<Cell<u8>>);
 }
 
 #[test]

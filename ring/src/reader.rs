@@ -75,6 +75,13 @@ impl<T, W: Waiters> Reader<T, W> {
         self.pos
     }
 
+    /// Messages missed at attachment or at the last seek (a start before the oldest
+    /// message held) that the next receive reports and has not yet: memq counts them in
+    /// a reader's lag, and its position as where it asked to start.
+    pub fn missed(&self) -> u64 {
+        self.missed
+    }
+
     /// The ring read.
     pub fn ring(&self) -> &Arc<Ring<T, W>> {
         &self.ring

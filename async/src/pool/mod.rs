@@ -405,8 +405,8 @@ impl<T, O> fmt::Debug for PoolBuilder<'_, T, O> {
 
 impl<'t, T, O> PoolBuilder<'t, T, O>
 where
-    T: Clone + Send + 'static,
-    O: Clone + Send + 'static,
+    T: Clone + Send + Sync + 'static,
+    O: Clone + Send + Sync + 'static,
 {
     /// Sets how many workers run (default [`Mode::Sequential`]).
     pub fn mode(mut self, mode: Mode) -> Self {

@@ -33,8 +33,8 @@ pub(crate) struct AsyncFn<F>(pub(crate) F);
 
 impl<T, O, E, F, Fut> Handler<T, O> for AsyncFn<F>
 where
-    T: Send + 'static,
-    O: Send + 'static,
+    T: Send + Sync + 'static,
+    O: Send + Sync + 'static,
     E: fmt::Display,
     F: Fn(Message<T>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<O, E>> + Send,
@@ -61,8 +61,8 @@ pub(crate) struct BlockingFn<F>(pub(crate) F);
 
 impl<T, O, E, F> Handler<T, O> for BlockingFn<F>
 where
-    T: Send + 'static,
-    O: Send + 'static,
+    T: Send + Sync + 'static,
+    O: Send + Sync + 'static,
     E: fmt::Display,
     F: Fn(Message<T>) -> Result<O, E> + Send + Sync + 'static,
 {
@@ -178,8 +178,8 @@ enum Next<T> {
 
 impl<T, O, H> Worker<T, O, H>
 where
-    T: Clone + Send + 'static,
-    O: Clone + Send + 'static,
+    T: Clone + Send + Sync + 'static,
+    O: Clone + Send + Sync + 'static,
     H: Handler<T, O>,
 {
     /// The worker's loop, until the group closes, or the pool is told to stop, or it has

@@ -406,8 +406,17 @@ impl ARx for MemqRx {
 /// memq's wiring, for the async rows and memq-threads alike: one topic (capacity 1024,
 /// `Block`, the default) read by subscribers (pair, fan-out) or a group (competing,
 /// partitioned).
+///
+/// With `MEMQ_BENCH_RING_ENGINE=1` in the environment, memq's topics run on the lock-free
+/// ring engine where it can take them (a hidden development switch while that engine is
+/// built, see docs/ENGINE-PLAN.md; groups and releasing topics stay on the locked log).
 fn memq_wire(shape: Shape, release: bool) -> Wiring<memq::Topic<Msg>, MemqRx> {
-    let config = memq::TopicConfig::new(CAPACITY).release_on_read(release);
+    let ring = std::env::var_os("MEMQ_BENCH_RING_ENGINE").is_some_and(|v| v == "1")
+        && !release
+        && matches!(shape, Shape::Pair | Shape::Fanout);
+    let config = memq::TopicConfig::new(CAPACITY)
+        .release_on_read(release)
+        .ring_engine(ring);
     let config = if shape == Shape::Partitioned {
         config.partitions(FAN as u32)
     } else {

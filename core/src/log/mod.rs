@@ -12,6 +12,8 @@
 //! Layer: above `sync` and `config` only.
 
 mod cursors;
+#[cfg(target_has_atomic = "64")]
+pub(crate) mod ring;
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;

@@ -10,6 +10,8 @@
 //! nothing of groups or acks.
 
 mod part;
+#[cfg(target_has_atomic = "64")]
+mod ring;
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
@@ -45,6 +47,10 @@ use crate::wait::{SpentWakers, WakeList};
 pub struct Subscriber<T> {
     shared: Arc<Shared<T>>,
     parts: Vec<SubPart<T>>,
+    /// Its readers of the partitions, on a topic on the ring engine (then `parts` is
+    /// empty; on the locked log this is).
+    #[cfg(target_has_atomic = "64")]
+    ring: Vec<ring::RingPart<T>>,
     next: usize,
     waiting: bool,
 }
@@ -70,7 +76,9 @@ impl<T> Subscriber<T> {
     ) -> Result<Self, Error> {
         let mut sub = Self {
             shared: shared.clone(),
-            parts: Vec::with_capacity(ps.len()),
+            parts: Vec::new(),
+            #[cfg(target_has_atomic = "64")]
+            ring: Vec::new(),
             next: 0,
             waiting: false,
         };
@@ -78,6 +86,13 @@ impl<T> Subscriber<T> {
         shared
             .subscribers
             .fetch_add(1, crate::sync::Ordering::Relaxed);
+        #[cfg(target_has_atomic = "64")]
+        if !shared.rings.is_empty() {
+            sub.ring.reserve_exact(ps.len());
+            Self::attach_ring(&mut sub, &shared.rings, ps, start)?;
+            return Ok(sub);
+        }
+        sub.parts.reserve_exact(ps.len());
         let now = shared.expiry_now();
         let read_ahead = shared.ttl.is_none() && shared.overflow != crate::Overflow::DropOldest;
         for p in ps {
@@ -108,12 +123,20 @@ impl<T> Subscriber<T> {
 
     /// The partitions this subscriber reads.
     pub fn partitions(&self) -> impl Iterator<Item = u32> + '_ {
-        self.parts.iter().map(|sp| sp.p as u32)
+        let locked = self.parts.iter().map(|sp| sp.p);
+        #[cfg(target_has_atomic = "64")]
+        let locked = locked.chain(self.ring.iter().map(|r| r.p));
+        locked.map(|p| p as u32)
     }
 
     /// The next offset this subscriber reads in `partition`, or `None` if it does not
     /// read that partition.
     pub fn position(&self, partition: u32) -> Option<u64> {
+        #[cfg(target_has_atomic = "64")]
+        if !self.ring.is_empty() {
+            let r = self.ring.iter().find(|r| r.p == partition as usize)?;
+            return Some(r.position());
+        }
         let sp = self.parts.iter().find(|sp| sp.p == partition as usize)?;
         Some(self.shared.parts[sp.p].log.lock().cursor(sp.cursor))
     }
@@ -121,6 +144,10 @@ impl<T> Subscriber<T> {
     /// Messages published that this subscriber has neither read nor been told it missed,
     /// summed over its partitions.
     pub fn lag(&self) -> u64 {
+        #[cfg(target_has_atomic = "64")]
+        if !self.ring.is_empty() {
+            return self.ring.iter().map(ring::RingPart::lag).sum();
+        }
         self.parts
             .iter()
             .map(|sp| {
@@ -139,6 +166,13 @@ impl<T> Subscriber<T> {
     /// [`Error::PartitionRequired`] on a subscriber of several partitions,
     /// [`Error::OffsetOutOfRange`] if `offset` is past the end.
     pub fn seek(&mut self, offset: u64) -> Result<(), Error> {
+        #[cfg(target_has_atomic = "64")]
+        if !self.ring.is_empty() {
+            return match self.ring.as_mut_slice() {
+                [r] => r.seek(StartAt::Offset(offset)),
+                _ => Err(Error::PartitionRequired),
+            };
+        }
         match self.parts.as_slice() {
             [sp] => self.seek_partition(sp.p as u32, offset),
             _ => Err(Error::PartitionRequired),
@@ -153,6 +187,10 @@ impl<T> Subscriber<T> {
     /// [`Error::PartitionNotRead`] if it has but the subscriber does not read it,
     /// [`Error::OffsetOutOfRange`] if `offset` is past the end.
     pub fn seek_partition(&mut self, partition: u32, offset: u64) -> Result<(), Error> {
+        #[cfg(target_has_atomic = "64")]
+        if let Some(r) = self.ring.iter_mut().find(|r| r.p == partition as usize) {
+            return r.seek(StartAt::Offset(offset));
+        }
         let Some(sp) = self.parts.iter_mut().find(|sp| sp.p == partition as usize) else {
             let partitions = self.shared.partition_count();
             return Err(if partition < partitions {
@@ -184,6 +222,10 @@ impl<T> Subscriber<T> {
     ///
     /// [`Error::OffsetOutOfRange`] for an offset past the end of a partition.
     pub fn seek_to(&mut self, start: StartAt) -> Result<(), Error> {
+        #[cfg(target_has_atomic = "64")]
+        if !self.ring.is_empty() {
+            return self.seek_ring_to(start);
+        }
         // All or nothing: check every partition first (offsets only grow, so a position
         // valid now stays valid below).
         for sp in &self.parts {
@@ -219,6 +261,10 @@ impl<T> Subscriber<T> {
     /// answered without the lock would skip.
     #[inline]
     pub(crate) fn may_have_news(&self) -> bool {
+        #[cfg(target_has_atomic = "64")]
+        if !self.ring.is_empty() {
+            return self.ring_may_have_news();
+        }
         self.shared.ttl.is_some()
             || self
                 .parts
@@ -232,6 +278,10 @@ impl<T> Subscriber<T> {
     where
         T: Clone,
     {
+        #[cfg(target_has_atomic = "64")]
+        if !self.ring.is_empty() {
+            return self.poll_ring(waker);
+        }
         if waker.is_none() && !self.may_have_news() {
             // Fetched everything and nothing was published since: `Empty`, unlocked.
             return Poll::Pending;
@@ -305,6 +355,10 @@ impl<T> Subscriber<T> {
     {
         if limit == 0 {
             return Poll::Ready(Ok(0));
+        }
+        #[cfg(target_has_atomic = "64")]
+        if !self.ring.is_empty() {
+            return self.poll_ring_many(buf, limit, waker);
         }
         if waker.is_none() && !self.may_have_news() {
             return Poll::Pending;
@@ -387,6 +441,12 @@ impl<T> Subscriber<T> {
 
     /// [`Subscriber::cancel_wait_except`] for a subscriber that was waiting.
     fn end_registrations(&mut self, settled: Option<usize>) {
+        #[cfg(target_has_atomic = "64")]
+        if !self.ring.is_empty() {
+            // `settled` is a partition here, an index there: a full cancel.
+            let settled = settled.and_then(|p| self.ring.iter().position(|r| r.p == p));
+            return self.cancel_ring_wait(settled);
+        }
         self.waiting = false;
         let mut spent = SpentWakers::new();
         for sp in &self.parts {
@@ -496,6 +556,8 @@ impl<T> Subscriber<T> {
 
 impl<T> Drop for Subscriber<T> {
     fn drop(&mut self) {
+        #[cfg(target_has_atomic = "64")]
+        self.leave_rings();
         let shared = &*self.shared;
         shared
             .subscribers

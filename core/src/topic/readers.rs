@@ -115,7 +115,7 @@ impl<T> AckConfig<T> {
     /// group held its last handle.
     pub fn dead_letter(mut self, topic: Topic<DeadLetter<T>>) -> Self
     where
-        T: Send + 'static,
+        T: Send + Sync + 'static,
     {
         self.dead_letter =
             Some(alloc::sync::Arc::new(topic)

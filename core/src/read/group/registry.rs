@@ -27,6 +27,10 @@ pub(crate) fn join<T>(
     // Declared before the registry's guard, so dropped after it: the user's settings
     // if the creation fails, and what creating the group let go of in each partition
     // (values expired or released, publishers to wake), which runs user code.
+    #[cfg(target_has_atomic = "64")]
+    if !shared.rings.is_empty() {
+        return Err(Error::NotOnRingYet("consumer groups"));
+    }
     let mut acks = acks;
     let mut spent: Vec<(WakeList, Vec<T>)> = Vec::new();
     let explicit = acks.is_some();

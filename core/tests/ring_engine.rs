@@ -1,0 +1,268 @@
+//! Topics on the lock-free ring engine (the hidden `TopicConfig::ring_engine` switch,
+//! while that engine is built one reader kind at a time; see docs/ENGINE-PLAN.md):
+//! publishes and subscribers on it keep memq's semantics, with every message counted,
+//! and what it does not do yet is refused with a clear error. The whole subscriber suite
+//! also runs on it (memq-core built with `--cfg memq_ring_default`, stage 30 of
+//! `scripts/check`).
+#![cfg(target_has_atomic = "64")]
+
+extern crate alloc;
+
+use alloc::sync::Arc;
+use alloc::task::Wake;
+use core::future::Future;
+use core::pin::pin;
+use core::sync::atomic::{AtomicUsize, Ordering};
+use core::task::{Context, Poll, Waker};
+use std::thread;
+
+use memq_core::{
+    Error, Overflow, PublishError, RecvError, StartAt, Topic, TopicConfig, TryRecvError,
+};
+
+#[derive(Default)]
+struct CountWaker(AtomicUsize);
+
+impl Wake for CountWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn counting_waker() -> (Arc<CountWaker>, Waker) {
+    let c = Arc::new(CountWaker::default());
+    (c.clone(), Waker::from(c))
+}
+
+fn woken(c: &CountWaker) -> usize {
+    c.0.load(Ordering::SeqCst)
+}
+
+fn ring(capacity: usize) -> TopicConfig {
+    TopicConfig::new(capacity).ring_engine(true)
+}
+
+/// Two publishers and two subscribers on threads, through a ring of 8 that holds the
+/// publishers back (`Block`): each subscriber receives every message once, each
+/// publisher's in its order, and the counters add up.
+#[test]
+fn threads_through_a_small_ring_count_every_message() {
+    const EACH: u64 = 20_000;
+    let topic = Topic::<(usize, u64)>::new(ring(8)).unwrap();
+    let subs: Vec<_> = (0..2)
+        .map(|_| {
+            let mut s = topic.subscribe(StartAt::Earliest).unwrap();
+            thread::spawn(move || {
+                let mut next = [0u64; 2];
+                let mut offset = 0;
+                loop {
+                    match s.recv_blocking() {
+                        Ok(m) => {
+                            assert_eq!(m.offset(), offset);
+                            offset += 1;
+                            let (who, n) = *m.value();
+                            assert_eq!(n, next[who], "publisher {who} out of order");
+                            next[who] += 1;
+                        }
+                        Err(RecvError::Closed) => return next,
+                        Err(e) => panic!("{e:?}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    let pubs: Vec<_> = (0..2)
+        .map(|who| {
+            let topic = topic.clone();
+            thread::spawn(move || {
+                for n in 0..EACH {
+                    topic.publish_blocking((who, n)).unwrap();
+                }
+            })
+        })
+        .collect();
+    for p in pubs {
+        p.join().unwrap();
+    }
+    topic.close();
+    for s in subs {
+        assert_eq!(s.join().unwrap(), [EACH, EACH]);
+    }
+    let stats = topic.stats();
+    assert_eq!(stats.published, 2 * EACH);
+    assert_eq!(stats.delivered, 4 * EACH);
+    assert_eq!((stats.lagged, stats.depth), (0, 8));
+    assert_eq!(stats.evicted, 2 * EACH - 8);
+}
+
+/// A publisher parked on a full ring is woken when the subscriber reads, and gets on;
+/// a subscriber parked on an empty ring is woken by a publish, and by a close.
+#[test]
+fn parked_publishers_and_subscribers_are_woken() {
+    let topic = Topic::new(ring(2)).unwrap();
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    topic.try_publish(0u32).unwrap();
+    topic.try_publish(1).unwrap();
+    let (pc, pw) = counting_waker();
+    {
+        let mut publish = pin!(topic.publish(2));
+        let mut cx = Context::from_waker(&pw);
+        assert!(publish.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(topic.stats().partitions[0].waiting_publishers, 1);
+        assert_eq!(woken(&pc), 0);
+        assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+        assert_eq!(woken(&pc), 1, "the read woke the publisher");
+        match publish.as_mut().poll(&mut cx) {
+            Poll::Ready(Ok(r)) => assert_eq!(r.offset, 2),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(topic.stats().partitions[0].waiting_publishers, 0);
+    for n in 1..3 {
+        assert_eq!(sub.try_recv().unwrap().into_value(), n);
+    }
+
+    let (sc, sw) = counting_waker();
+    let mut cx = Context::from_waker(&sw);
+    {
+        let mut recv = pin!(sub.recv());
+        assert!(recv.as_mut().poll(&mut cx).is_pending());
+        topic.try_publish(3).unwrap();
+        assert_eq!(woken(&sc), 1, "the publish woke the subscriber");
+        match recv.as_mut().poll(&mut cx) {
+            Poll::Ready(Ok(m)) => assert_eq!((m.offset(), m.into_value()), (3, 3)),
+            other => panic!("{other:?}"),
+        }
+    }
+    let mut recv = pin!(sub.recv());
+    assert!(recv.as_mut().poll(&mut cx).is_pending());
+    topic.close();
+    assert_eq!(woken(&sc), 2, "the close woke the subscriber");
+    assert!(matches!(
+        recv.as_mut().poll(&mut cx),
+        Poll::Ready(Err(RecvError::Closed))
+    ));
+}
+
+/// A publish future dropped while parked leaves the wait list; a parked publisher is
+/// woken by a close and told the topic is closed; a batch is all or nothing.
+#[test]
+fn dropped_closed_and_batch_publishes() {
+    let topic = Topic::new(ring(2)).unwrap();
+    let _sub = topic.subscribe(StartAt::Earliest).unwrap();
+    topic.try_publish_batch(vec![0u8, 1]).unwrap();
+    let (_c, w) = counting_waker();
+    let mut cx = Context::from_waker(&w);
+    {
+        let mut publish = pin!(topic.publish(2));
+        assert!(publish.as_mut().poll(&mut cx).is_pending());
+    }
+    assert_eq!(topic.stats().partitions[0].waiting_publishers, 0);
+    let err = topic.try_publish_batch(vec![2, 3]).unwrap_err();
+    assert!(matches!(&err, PublishError::Full(v) if *v == [2, 3]));
+    let err = topic.try_publish_batch(vec![2, 3, 4]).unwrap_err();
+    assert!(
+        err.is_full(),
+        "larger than the capacity: it could never fit"
+    );
+    assert_eq!(topic.try_publish_batch(Vec::new()).unwrap().count, 0);
+
+    let (pc, pw) = counting_waker();
+    let mut publish = pin!(topic.publish(9));
+    assert!(publish
+        .as_mut()
+        .poll(&mut Context::from_waker(&pw))
+        .is_pending());
+    topic.close();
+    assert_eq!(woken(&pc), 1);
+    assert!(matches!(
+        publish.as_mut().poll(&mut Context::from_waker(&pw)),
+        Poll::Ready(Err(PublishError::Closed(9)))
+    ));
+    assert!(topic.try_publish_batch(Vec::new()).unwrap_err().is_closed());
+    assert!(topic
+        .try_publish_batch(vec![1, 2, 3])
+        .unwrap_err()
+        .is_closed());
+}
+
+/// `DropOldest` on the ring: a slow subscriber is told what it missed, once, and the
+/// counters say so; `Reject` refuses at once while a subscriber holds every slot.
+#[test]
+fn drop_oldest_and_reject() {
+    let topic = Topic::new(ring(2).overflow(Overflow::DropOldest)).unwrap();
+    let mut slow = topic.subscribe(StartAt::Earliest).unwrap();
+    for n in 0..5u32 {
+        topic.try_publish(n).unwrap();
+    }
+    assert_eq!(slow.lag(), 5);
+    assert_eq!(slow.try_recv().unwrap_err(), TryRecvError::Lagged(3));
+    let mut got = Vec::new();
+    assert_eq!(slow.try_recv_many(&mut got, 10).unwrap(), 2);
+    assert_eq!(got.iter().map(|m| *m.value()).collect::<Vec<_>>(), [3, 4]);
+    let stats = topic.stats();
+    assert_eq!((stats.published, stats.evicted, stats.lagged), (5, 3, 3));
+    assert_eq!((stats.delivered, stats.depth), (2, 2));
+
+    let topic = Topic::new(ring(2).overflow(Overflow::Reject)).unwrap();
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    topic.try_publish(0u32).unwrap();
+    topic.try_publish(1).unwrap();
+    assert!(futures_executor::block_on(topic.publish(2))
+        .unwrap_err()
+        .is_full());
+    assert_eq!(sub.try_recv().unwrap().into_value(), 0);
+    topic.try_publish(2).unwrap();
+}
+
+/// A subscriber of two partitions parked on both is woken by a publish to either, and
+/// the registration it did not use is withdrawn: a later publish there wakes nobody.
+#[test]
+fn a_subscriber_of_two_partitions_waits_on_both() {
+    let topic = Topic::new(ring(4).partitions(2)).unwrap();
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    let (c, w) = counting_waker();
+    let mut cx = Context::from_waker(&w);
+    {
+        let mut recv = pin!(sub.recv());
+        assert!(recv.as_mut().poll(&mut cx).is_pending());
+        topic.try_publish_to(1, 7u8).unwrap();
+        assert_eq!(woken(&c), 1);
+        match recv.as_mut().poll(&mut cx) {
+            Poll::Ready(Ok(m)) => assert_eq!((m.partition(), m.into_value()), (1, 7)),
+            other => panic!("{other:?}"),
+        }
+    }
+    topic.try_publish_to(0, 8).unwrap();
+    assert_eq!(woken(&c), 1, "a finished wait is not woken again");
+    assert_eq!(sub.try_recv().unwrap().into_value(), 8);
+    assert_eq!(sub.position(0), Some(1));
+    sub.seek_partition(0, 0).unwrap();
+    assert_eq!(sub.try_recv().unwrap().into_value(), 8);
+    assert!(matches!(
+        sub.seek_partition(0, 5),
+        Err(Error::OffsetOutOfRange {
+            offset: 5,
+            partition: 0,
+            high: 1
+        })
+    ));
+}
+
+/// Consumer groups do not run on the ring yet: asking for one on a ring topic is a clear
+/// error, not a group that misbehaves. Topics the ring cannot hold (here one that
+/// releases on read) stay on the locked log, where groups work.
+#[test]
+fn groups_are_refused_until_they_run_on_the_ring() {
+    let topic = Topic::<u8>::new(ring(4)).unwrap();
+    let err = topic.group("g", StartAt::Earliest).unwrap_err();
+    assert_eq!(err, Error::NotOnRingYet("consumer groups"));
+    assert_eq!(
+        err.to_string(),
+        "consumer groups on the ring engine are not built yet"
+    );
+    let locked = Topic::new(ring(4).release_on_read(true)).unwrap();
+    let mut member = locked.group("g", StartAt::Earliest).unwrap();
+    locked.try_publish(1u8).unwrap();
+    assert_eq!(member.try_recv().unwrap().into_value(), 1);
+}
