@@ -2,6 +2,7 @@
 //! read-modify-write on its path (per message, a store of its position and a fence,
 //! after which it looks whether a writer waits for the room it freed).
 
+use alloc::collections::VecDeque;
 use core::fmt;
 
 use crate::ring::{Attached, Ring, RingError, SlotState, Start, Waiters};
@@ -46,6 +47,9 @@ pub struct Reader<T, W: Waiters = crate::NoWaiters> {
     pos: u64,
     /// Messages missed at attachment or a seek, reported by the next receive.
     missed: u64,
+    /// Messages cloned ahead of the position ([`Reader::read_ahead`]), in offset order
+    /// from `pos`: handed over by the next receives.
+    ahead: VecDeque<(u64, T)>,
 }
 
 impl<T, W: Waiters> fmt::Debug for Reader<T, W> {
@@ -66,6 +70,7 @@ impl<T, W: Waiters> Reader<T, W> {
             index,
             pos,
             missed,
+            ahead: VecDeque::new(),
         })
     }
 
@@ -95,6 +100,7 @@ impl<T, W: Waiters> Reader<T, W> {
         let at = self.ring.place(self.ring.cursor(self.index), start)?;
         self.pos = at.pos;
         self.missed = at.missed;
+        self.ahead.clear();
         self.ring.wake_writers_if_waiting();
         Ok(())
     }
@@ -109,6 +115,13 @@ impl<T, W: Waiters> Reader<T, W> {
             return Err(TryRecvError::Lagged(core::mem::take(&mut self.missed)));
         }
         let pos = self.pos;
+        if let Some((offset, value)) = self.ahead.pop_front() {
+            debug_assert_eq!(offset, pos, "read ahead out of step with the position");
+            self.pos = pos + 1;
+            self.ring
+                .reader_moved(self.ring.cursor(self.index), pos + 1);
+            return Ok((offset, value));
+        }
         if self.ring.drops_oldest() {
             return self.recv_pinned(pos);
         }
@@ -123,6 +136,44 @@ impl<T, W: Waiters> Reader<T, W> {
             SlotState::Empty => Err(TryRecvError::Empty),
             SlotState::Gone => self.relocate(),
         }
+    }
+
+    /// Clones up to `max` published messages after those this reader holds already
+    /// (from its position on), in one burst, without moving its position: they keep
+    /// holding writers back until receives hand them over, one at a time, as if each
+    /// were read then. Returns how many it cloned. For a front that hands messages over
+    /// one at a time but would rather clone them together (a shared payload's reference
+    /// count then stays in one core's cache for the burst).
+    ///
+    /// Nothing in a ring that drops the oldest or moves messages out (there a message
+    /// ahead of the position is not held for the reader), nor while a gap is to be
+    /// reported.
+    pub fn read_ahead(&mut self, max: usize) -> usize
+    where
+        T: Clone,
+    {
+        if self.ring.drops_oldest() || self.ring.takes() || self.missed != 0 {
+            return 0;
+        }
+        let mut next = self.pos + self.ahead.len() as u64;
+        let mut n = 0;
+        while n < max {
+            // Every offset from the position on is whole while the position holds the
+            // floor at or below it (see `Ring::read_at`).
+            match self.ring.read_at(next) {
+                SlotState::Ready(value) => self.ahead.push_back((next, value)),
+                SlotState::Empty | SlotState::Gone => break,
+            }
+            next += 1;
+            n += 1;
+        }
+        n
+    }
+
+    /// How many messages this reader cloned ahead and has not handed over
+    /// ([`Reader::read_ahead`]).
+    pub fn ahead(&self) -> usize {
+        self.ahead.len()
     }
 
     /// [`Reader::try_recv`] in a ring that drops the oldest: pins `pos` while it reads
@@ -177,7 +228,7 @@ impl<T, W: Waiters> Reader<T, W> {
     /// Returns whether it may sleep: nothing arrived meanwhile. The front registers the
     /// reader with its waiters before calling this, so that the wake-up finds it.
     pub fn prepare_wait(&self) -> bool {
-        self.missed == 0 && self.ring.reader_may_sleep(self.pos)
+        self.missed == 0 && self.ahead.is_empty() && self.ring.reader_may_sleep(self.pos)
     }
 }
 

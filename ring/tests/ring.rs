@@ -17,6 +17,10 @@ fn parking_ring(capacity: usize) -> Arc<Ring<u64, Parking>> {
     Arc::new(Ring::with_waiters(RingConfig::new(capacity), Parking::default()).unwrap())
 }
 
+fn parking_ring_of<T>(capacity: usize) -> Arc<Ring<T, Parking>> {
+    Arc::new(Ring::with_waiters(RingConfig::new(capacity), Parking::default()).unwrap())
+}
+
 fn taking_ring<T>(capacity: usize) -> Arc<Ring<T, Parking>> {
     let config = RingConfig {
         take: true,
@@ -545,6 +549,64 @@ fn a_detached_group_holds_nothing_back_and_ends_its_members() {
     let parked = thread::spawn(move || member.recv());
     idle.detach();
     assert_eq!(parked.join().unwrap(), Err(TryRecvError::Closed));
+}
+
+/// A reader that clones ahead of its position keeps holding writers back until it hands
+/// the messages over, hands them over in order as its receives, and lets go of them
+/// (each value dropped once) on a seek or when it drops. Rings that drop the oldest or
+/// move messages out read nothing ahead.
+#[test]
+fn a_reader_reads_ahead_without_moving_its_position() {
+    let ring = parking_ring_of::<Arc<u64>>(4);
+    let values: Vec<Arc<u64>> = (0..6).map(Arc::new).collect();
+    let mut r = Reader::new(&ring, Start::Earliest).unwrap();
+    for v in &values[..4] {
+        ring.try_publish(v.clone()).unwrap();
+    }
+    assert_eq!(r.read_ahead(10), 4);
+    assert_eq!((r.ahead(), r.position()), (4, 0));
+    assert!(matches!(
+        ring.try_publish(values[4].clone()),
+        Err(TryPublishError::Full(_))
+    ));
+    let (offset, got) = r.try_recv().unwrap();
+    assert_eq!((offset, *got), (0, 0));
+    drop(got);
+    assert_eq!(r.position(), 1);
+    ring.try_publish(values[4].clone()).unwrap();
+    assert_eq!(r.read_ahead(10), 1, "only what was published since");
+    assert_eq!(r.read_ahead(10), 0);
+    for n in 1..5 {
+        assert_eq!(*r.try_recv().unwrap().1, n);
+    }
+    assert_eq!(r.try_recv().unwrap_err(), TryRecvError::Empty);
+    ring.try_publish(values[5].clone()).unwrap();
+    assert_eq!(r.read_ahead(1), 1);
+    assert!(
+        !r.prepare_wait(),
+        "a reader holding messages does not sleep"
+    );
+    r.seek(Start::Offset(3)).unwrap();
+    assert_eq!(r.ahead(), 0);
+    assert_eq!(r.read_ahead(10), 3);
+    drop(r);
+    drop(ring);
+    assert!(
+        values.iter().all(|v| Arc::strong_count(v) == 1),
+        "each clone dropped once"
+    );
+
+    let dropping = Arc::new(
+        Ring::new(RingConfig {
+            drop_oldest: true,
+            ..RingConfig::new(2)
+        })
+        .unwrap(),
+    );
+    let mut r = Reader::new(&dropping, Start::Earliest).unwrap();
+    dropping.try_publish(1u8).unwrap();
+    assert_eq!(r.read_ahead(4), 0);
+    assert_eq!(r.try_recv(), Ok((0, 1)));
 }
 
 /// A front that counts the times the ring wakes its writers, for tests that drive the
