@@ -148,8 +148,6 @@ impl<T> Shared<T> {
     /// As [`Topic::new`](crate::Topic::new).
     pub(crate) fn new(name: Option<String>, config: TopicConfig) -> Result<Self, Error> {
         config.validate()?;
-        #[cfg(target_has_atomic = "64")]
-        let rings = Self::rings_for(&config)?;
         let too_large = Error::CapacityTooLarge {
             capacity: config.capacity,
         };
@@ -171,6 +169,9 @@ impl<T> Shared<T> {
                 tail: Padded(crate::sync::AtomicU64::new(start)),
             });
         }
+        // After the partitions' reservation, which refuses a count that cannot be had.
+        #[cfg(target_has_atomic = "64")]
+        let rings = Self::rings_for(&config)?;
         let (clock, origin) = match config.clock {
             Some(c) => {
                 let (c, origin) = crate::time::anchored(c);
@@ -225,15 +226,16 @@ impl<T> Shared<T> {
             return Ok(Vec::new());
         }
         let drop_oldest = config.overflow == Overflow::DropOldest;
-        (0..parts)
-            .map(|p| {
-                crate::log::ring::new_ring(config.capacity, drop_oldest, first(p))
-                    .map(Arc::new)
-                    .ok_or(Error::CapacityTooLarge {
-                        capacity: config.capacity,
-                    })
-            })
-            .collect()
+        let too_large = || Error::CapacityTooLarge {
+            capacity: config.capacity,
+        };
+        let mut rings = Vec::new();
+        rings.try_reserve_exact(parts).map_err(|_| too_large())?;
+        for p in 0..parts {
+            let ring = crate::log::ring::new_ring(config.capacity, drop_oldest, first(p));
+            rings.push(Arc::new(ring.ok_or_else(too_large)?));
+        }
+        Ok(rings)
     }
 
     /// What the messages handed out are stamped with: `None` without a clock, else the
@@ -449,6 +451,7 @@ impl<T> Shared<T> {
             #[cfg(target_has_atomic = "64")]
             if let Some(ring) = self.rings.get(p) {
                 // Wakes its readers and publishers through its wait lists.
+                ring.waiters().closing();
                 ring.close();
             }
             loop {

@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 
 use crate::group::Member;
 use crate::reader::{Reader, TryRecvError};
-use crate::ring::{Published, Rearm, Ring, TryPublishError, Waiters};
+use crate::ring::{Published, Rearm, Ring, Room, TryPublishError, Waiters};
 use crate::sync::{Condvar, Mutex, MutexGuard};
 
 /// [`Waiters`] that park threads: make a ring with
@@ -37,7 +37,7 @@ impl Waiters for Parking {
         self.readers_cv.notify_all();
     }
 
-    fn wake_writers(&self) {
+    fn wake_writers(&self, _room: Room<'_>) {
         let _g = lock(&self.writers);
         self.writers_cv.notify_all();
     }

@@ -14,7 +14,7 @@ use alloc::vec::Vec;
 
 use crate::group::Member;
 use crate::reader::{Reader, TryRecvError};
-use crate::ring::{Published, Rearm, Ring, TryPublishError, Waiters};
+use crate::ring::{Published, Rearm, Ring, Room, TryPublishError, Waiters};
 use crate::sync::Mutex;
 
 /// [`Waiters`] that wake tasks: make a ring with
@@ -46,7 +46,7 @@ impl Waiters for WakerLists {
         wake_all(&self.readers);
     }
 
-    fn wake_writers(&self) {
+    fn wake_writers(&self, _room: Room<'_>) {
         wake_all(&self.writers);
     }
 }

@@ -79,5 +79,5 @@ pub use group::{Group, Member};
 pub use hold::{Hold, HoldReadError};
 pub use reader::{Reader, TryRecvError};
 pub use ring::{
-    NoWaiters, Published, Rearm, Ring, RingConfig, RingError, Start, TryPublishError, Waiters,
+    NoWaiters, Published, Rearm, Ring, RingConfig, RingError, Room, Start, TryPublishError, Waiters,
 };

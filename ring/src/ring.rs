@@ -119,7 +119,8 @@ pub(crate) const NOBODY: u64 = u64::MAX;
 /// on. Each waiter that still has to wait once woken announces itself again before it
 /// sleeps.
 ///
-/// Writers: wake every one. Readers: wake every broadcast [`Reader`](crate::Reader); group
+/// Writers: wake every one, or, for a front that keeps its writers in line, those in
+/// front whose room is free ([`Room`]), announcing the first of the others again. Readers: wake every broadcast [`Reader`](crate::Reader); group
 /// members may be woken one at a time (a front that wakes one member per message, so
 /// that one message does not wake a whole group). A front that leaves any reader or
 /// member waiting calls [`Rearm::others_wait`] before it wakes anyone: the next publish
@@ -132,8 +133,55 @@ pub trait Waiters {
     /// Something was published: wake every waiting reader, and one or more waiting
     /// members of each group (see the trait's notes and `rearm`).
     fn wake_readers(&self, rearm: Rearm<'_>);
-    /// Readers moved (or left): wake every writer waiting for room.
-    fn wake_writers(&self);
+    /// Readers moved (or left): wake the writers waiting for room (see the trait's notes
+    /// and `room`).
+    fn wake_writers(&self, room: Room<'_>);
+}
+
+/// Handed to [`Waiters::wake_writers`]: what a front that keeps its writers in line
+/// (wakes those in front while their room is free, and not the others) asks the ring.
+/// The ring calls `wake_writers` with none of its locks held, so a front may ask it from
+/// there; the front must not hold a lock of its own that a writer takes before it calls
+/// the ring.
+pub struct Room<'a> {
+    ring: &'a dyn RoomOf,
+}
+
+impl fmt::Debug for Room<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Room").finish_non_exhaustive()
+    }
+}
+
+impl Room<'_> {
+    /// [`Ring::free_slots`].
+    pub fn free(&self) -> u64 {
+        self.ring.free_slots()
+    }
+
+    /// The writers' wake position was cleared to wake them; a front that leaves writers
+    /// waiting announces the first one's need (`n` slots) again here, as
+    /// [`Ring::prepare_batch_publisher_wait`] does. Returns `false` if the room is free
+    /// already (the front then wakes it rather than leave it waiting).
+    pub fn wait_for(&self, n: usize) -> bool {
+        self.ring.wait_for(n)
+    }
+}
+
+/// What a [`Room`] asks of its ring, whatever the ring's types.
+trait RoomOf {
+    fn free_slots(&self) -> u64;
+    fn wait_for(&self, n: usize) -> bool;
+}
+
+impl<T, W: Waiters> RoomOf for Ring<T, W> {
+    fn free_slots(&self) -> u64 {
+        Ring::free_slots(self)
+    }
+
+    fn wait_for(&self, n: usize) -> bool {
+        self.prepare_batch_publisher_wait(n)
+    }
 }
 
 /// Handed to [`Waiters::wake_readers`]: sets the readers' flag again for a front that
@@ -162,7 +210,7 @@ impl Waiters for NoWaiters {
     #[inline]
     fn wake_readers(&self, _: Rearm<'_>) {}
     #[inline]
-    fn wake_writers(&self) {}
+    fn wake_writers(&self, _: Room<'_>) {}
 }
 
 /// Why a ring could not be made or a reader not attached.
@@ -334,6 +382,47 @@ struct Slot<T> {
     value: Cell<MaybeUninit<T>>,
 }
 
+/// `lap` empty slots (stamp 0, no value), or `None` if they cannot be allocated.
+///
+/// Zeroed memory from the allocator, which for a large ring comes as fresh pages of the
+/// system's that become resident only as the first lap writes them: a ring of a million
+/// slots per partition costs memory as messages arrive, as memq's locked log does (a
+/// `Vec` filled slot by slot would write every page at once). Written here rather than
+/// with a crate: the one step is an allocation whose bytes are all zero.
+#[cfg(not(loom))]
+fn new_slots<T>(lap: usize) -> Option<Box<[Slot<T>]>> {
+    let layout = core::alloc::Layout::array::<Slot<T>>(lap).ok()?;
+    // A slot holds its stamp, so a ring of at least one slot has bytes to allocate.
+    debug_assert!(layout.size() > 0);
+    // SAFETY: `layout` has a non-zero size (each slot has an `AtomicU64`, and `lap >= 1`
+    // since the capacity is at least 1).
+    let p = unsafe { alloc::alloc::alloc_zeroed(layout) }.cast::<Slot<T>>();
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: `p` is a fresh allocation of `layout`, which is that of `[Slot<T>; lap]`
+    // (as `Box<[Slot<T>]>` frees it: `Layout::for_value` of the slice), aligned and
+    // non-null. All-zero bytes are a valid `Slot<T>`: an `AtomicU64` holding 0 (the
+    // empty stamp) and a cell of `MaybeUninit<T>`, which any bytes are (`Cell` is an
+    // `UnsafeCell` outside loom). The box owns the memory from here on.
+    Some(unsafe {
+        debug_assert!(p.is_aligned());
+        Box::from_raw(core::ptr::slice_from_raw_parts_mut(p, lap))
+    })
+}
+
+/// Under loom, whose atomics and cells are not valid as zero bytes, slot by slot.
+#[cfg(loom)]
+fn new_slots<T>(lap: usize) -> Option<Box<[Slot<T>]>> {
+    let mut slots = Vec::new();
+    slots.try_reserve_exact(lap).ok()?;
+    slots.extend((0..lap).map(|_| Slot {
+        seq: AtomicU64::new(0),
+        value: Cell::new(MaybeUninit::uninit()),
+    }));
+    Some(slots.into_boxed_slice())
+}
+
 /// A bounded log of offsets `0, 1, 2, …` in a ring of slots, written by any number of
 /// writers and read by broadcast readers ([`Reader`](crate::Reader)) and groups
 /// ([`Group`](crate::Group)), without a lock on any message's path.
@@ -409,21 +498,14 @@ impl<T, W: Waiters> Ring<T, W> {
             .capacity
             .checked_add(1)
             .ok_or(RingError::CapacityTooLarge)?;
-        let mut slots = Vec::new();
-        slots
-            .try_reserve_exact(lap)
-            .map_err(|_| RingError::CapacityTooLarge)?;
-        slots.extend((0..lap).map(|_| Slot {
-            seq: AtomicU64::new(0),
-            value: Cell::new(MaybeUninit::uninit()),
-        }));
+        let slots = new_slots(lap).ok_or(RingError::CapacityTooLarge)?;
         let capacity = config.capacity as u64;
         let base = config.first_offset;
         if base > MAX_OFFSET.saturating_sub(capacity.saturating_mul(2).saturating_add(2)) {
             return Err(RingError::FirstOffsetTooLarge);
         }
         Ok(Self {
-            slots: slots.into_boxed_slice(),
+            slots,
             capacity,
             lap: lap as u64,
             wake_batch: (capacity / 16).clamp(1, 64),
@@ -862,7 +944,7 @@ impl<T, W: Waiters> Ring<T, W> {
     #[cold]
     fn wake_writers(&self) {
         if self.wake_at.swap(NOBODY, Ordering::SeqCst) != NOBODY {
-            self.waiters.wake_writers();
+            self.waiters.wake_writers(Room { ring: self });
         }
     }
 
@@ -874,6 +956,21 @@ impl<T, W: Waiters> Ring<T, W> {
     /// front that keeps waiting writers in line and asks whether the first one fits.
     pub fn has_room(&self, n: usize) -> bool {
         self.has_room_for(n as u64)
+    }
+
+    /// How many messages a publish could add now (a snapshot, which other writers and
+    /// readers change at once): the capacity less what the slowest reader has not read,
+    /// from a rescan of the readers' positions under the claim lock; the capacity in a
+    /// ring that drops the oldest. For a front that keeps waiting writers in line and
+    /// wakes those whose room is free.
+    pub fn free_slots(&self) -> u64 {
+        if self.drop_oldest {
+            return self.capacity;
+        }
+        let t = self.lock_tail();
+        let floor = self.rescan_floor(t);
+        self.unlock_tail();
+        floor.saturating_add(self.capacity).saturating_sub(t)
     }
 
     /// [`Ring::has_room`]; for a writer about to wait, after it stored its wake position.

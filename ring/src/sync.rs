@@ -44,12 +44,11 @@ pub(crate) struct Cell<T> {
 }
 
 impl<T> Cell<T> {
+    /// A cell holding `value` (outside loom, slots are made as zeroed memory instead).
+    #[cfg(loom)]
     pub(crate) fn new(value: T) -> Self {
         Self {
-            #[cfg(loom)]
             inner: loom::cell::UnsafeCell::new(value),
-            #[cfg(not(loom))]
-            inner: core::cell::UnsafeCell::new(value),
         }
     }
 

@@ -630,7 +630,7 @@ impl Waiters for OneAtATime {
         }
     }
 
-    fn wake_writers(&self) {}
+    fn wake_writers(&self, _: memq_ring::Room<'_>) {}
 }
 
 /// A receive that parks on [`OneAtATime`] while the group has nothing.

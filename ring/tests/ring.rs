@@ -609,6 +609,50 @@ fn a_reader_reads_ahead_without_moving_its_position() {
     assert_eq!(r.try_recv(), Ok((0, 1)));
 }
 
+/// `free_slots` counts what the slowest reader left free; a front that keeps writers in
+/// line is told the room when it is woken, and may announce the first one's need again.
+#[test]
+fn the_room_is_counted_for_a_front_that_keeps_writers_in_line() {
+    /// Records the free slots at each wake-up, and whether the first writer left
+    /// waiting (it needs 3 slots) still had to wait when announced again.
+    #[derive(Default)]
+    struct Line {
+        woken: std::sync::Mutex<Vec<(u64, bool)>>,
+    }
+    impl memq_ring::Waiters for Line {
+        fn wake_readers(&self, _: memq_ring::Rearm<'_>) {}
+        fn wake_writers(&self, room: memq_ring::Room<'_>) {
+            let free = room.free();
+            let waits = room.wait_for(3);
+            self.woken.lock().unwrap().push((free, waits));
+        }
+    }
+    let ring = Arc::new(Ring::with_waiters(RingConfig::new(4), Line::default()).unwrap());
+    assert_eq!(ring.free_slots(), 4);
+    let mut r = Reader::new(&ring, Start::Earliest).unwrap();
+    for n in 0..4 {
+        ring.try_publish(n).unwrap();
+    }
+    assert_eq!(ring.free_slots(), 0);
+    assert!(ring.prepare_publisher_wait());
+    assert!(ring.writers_wait());
+    assert_eq!(r.try_recv(), Ok((0, 0)));
+    assert_eq!(*ring.waiters().woken.lock().unwrap(), [(1, true)]);
+    assert!(ring.writers_wait(), "the front announced its first writer again");
+    assert_eq!(r.try_recv(), Ok((1, 1)));
+    assert_eq!(ring.free_slots(), 2);
+    assert_eq!(ring.waiters().woken.lock().unwrap().len(), 1);
+    assert_eq!(r.try_recv(), Ok((2, 2)));
+    // Its 3 slots are free: announced, it is told so (the front then wakes it).
+    assert_eq!(*ring.waiters().woken.lock().unwrap(), [(1, true), (3, false)]);
+    let dropping = Ring::<u8>::new(RingConfig {
+        drop_oldest: true,
+        ..RingConfig::new(3)
+    })
+    .unwrap();
+    assert_eq!(dropping.free_slots(), 3);
+}
+
 /// A front that counts the times the ring wakes its writers, for tests that drive the
 /// wait protocol by hand.
 #[derive(Default)]
@@ -616,7 +660,7 @@ struct CountWakes(AtomicUsize);
 
 impl memq_ring::Waiters for CountWakes {
     fn wake_readers(&self, _: memq_ring::Rearm<'_>) {}
-    fn wake_writers(&self) {
+    fn wake_writers(&self, _: memq_ring::Room<'_>) {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
 }

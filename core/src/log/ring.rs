@@ -11,9 +11,9 @@
 
 use alloc::vec::Vec;
 
-use memq_ring::{Rearm, Ring, RingConfig, Waiters};
+use memq_ring::{Rearm, Ring, RingConfig, Room, Waiters};
 
-use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::wait::{WaiterList, WakeList};
 
 /// The wait lists of a partition on the ring, and its readers' counters.
@@ -105,12 +105,17 @@ impl WaitLists {
 #[derive(Debug)]
 pub(crate) struct RingWaits {
     pub(crate) lists: Mutex<WaitLists>,
+    /// Set before the ring closes: a close wakes every waiting publisher, not the first
+    /// in line only.
+    closing: AtomicBool,
     /// The ring's first offset (what `published` counts from).
     pub(crate) base: u64,
+    /// The ring's capacity.
+    capacity: u64,
 }
 
 impl RingWaits {
-    fn new(base: u64) -> Self {
+    fn new(base: u64, capacity: u64) -> Self {
         Self {
             lists: Mutex::new(WaitLists {
                 subs: WaiterList::new(),
@@ -119,7 +124,58 @@ impl RingWaits {
                 gone: (0, 0),
             }),
             base,
+            capacity,
+            closing: AtomicBool::new(false),
         }
+    }
+
+    /// Wakes the publishers in front of the line for as long as their room is free
+    /// (`free()` slots, less what was promised to publishers woken before and not back
+    /// yet), as memq's line of parked publishers on the locked log: in order, and a
+    /// large batch is not overtaken by small ones behind it. If publishers are left
+    /// waiting, the first one's need (with the room promised before it) is announced to
+    /// the ring again (`announce(n)`, the ring's wake position having been cleared to
+    /// wake them): `false` if that room is free by now, and then this looks again. Once the
+    /// partition is closing, every publisher is woken.
+    ///
+    /// Called by the ring (room freed) and by publishers that leave the line (got on,
+    /// gave up, dropped), with no lock held; the lists' lock is let go of before the ring
+    /// is asked anything.
+    pub(crate) fn wake_publishers(&self, free: impl Fn() -> u64, announce: impl Fn(usize) -> bool) {
+        loop {
+            if self.closing.load(Ordering::SeqCst) {
+                self.wake_all(|l| &mut l.pubs);
+                return;
+            }
+            let room = free();
+            let mut wl = WakeList::new();
+            // What the first left waiting needs: its own slots and those promised to the
+            // publishers woken before it.
+            let want = {
+                let mut lists = self.lists.lock();
+                let pubs = &mut lists.pubs;
+                pubs.notify_fitting(room, &mut wl);
+                (pubs.waiting() > 0).then(|| pubs.promised().saturating_add(pubs.head_need()))
+            };
+            let full = wl.is_full();
+            wl.wake_all();
+            if full {
+                // More may fit than one list of wakers holds.
+                continue;
+            }
+            match want {
+                // More than the ring holds: it waits for those woken before it to come
+                // back (each that does calls this again).
+                Some(n) if n > self.capacity => return,
+                Some(n) if !announce(n as usize) => continue,
+                _ => return,
+            }
+        }
+    }
+
+    /// Marks the partition as closing, before `Ring::close` wakes its waiters.
+    pub(crate) fn closing(&self) {
+        self.closing.store(true, Ordering::SeqCst);
     }
 
     /// Wakes every waiter of the list `pick` chooses, a [`WakeList`] at a time.
@@ -141,8 +197,10 @@ impl Waiters for RingWaits {
         self.wake_all(|l| &mut l.subs);
     }
 
-    fn wake_writers(&self) {
-        self.wake_all(|l| &mut l.pubs);
+    /// Room was freed: the publishers in front of the line whose room is free are woken
+    /// ([`RingWaits::wake_publishers`]). A close wakes them all.
+    fn wake_writers(&self, room: Room<'_>) {
+        self.wake_publishers(|| room.free(), |n| room.wait_for(n));
     }
 }
 
@@ -166,5 +224,5 @@ pub(crate) fn new_ring<T>(capacity: usize, drop_oldest: bool, first: u64) -> Opt
         first_offset: first,
         ..RingConfig::new(capacity)
     };
-    Ring::with_waiters(config, RingWaits::new(first)).ok()
+    Ring::with_waiters(config, RingWaits::new(first, capacity as u64)).ok()
 }
