@@ -453,6 +453,10 @@ impl<T> Shared<T> {
                 // Wakes its readers and publishers through its wait lists.
                 ring.waiters().closing();
                 ring.close();
+                // The ring wakes writers only if one announced itself since the last
+                // wake-up; one parked behind a publisher woken before (and not back yet)
+                // did not, and must learn of the close too.
+                ring.waiters().wake_every_publisher();
             }
             loop {
                 let mut wl = WakeList::new();

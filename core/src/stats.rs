@@ -246,8 +246,10 @@ fn ring_stats<T>(p: usize, ring: &crate::partition::PartRing<T>) -> PartitionSta
         let (d, l, n) = lists.counted();
         (d, l, n, lists.pubs.waiting())
     };
+    // One read of the end, so that the figures agree with each other (`Ring::first`
+    // would read it again): the ring holds the last `capacity` offsets published.
     let high = ring.end();
-    let low = ring.first();
+    let low = high.saturating_sub(ring.capacity()).max(waits.base);
     let published = high - waits.base;
     PartitionStats {
         partition: p as u32,

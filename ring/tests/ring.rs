@@ -638,13 +638,19 @@ fn the_room_is_counted_for_a_front_that_keeps_writers_in_line() {
     assert!(ring.writers_wait());
     assert_eq!(r.try_recv(), Ok((0, 0)));
     assert_eq!(*ring.waiters().woken.lock().unwrap(), [(1, true)]);
-    assert!(ring.writers_wait(), "the front announced its first writer again");
+    assert!(
+        ring.writers_wait(),
+        "the front announced its first writer again"
+    );
     assert_eq!(r.try_recv(), Ok((1, 1)));
     assert_eq!(ring.free_slots(), 2);
     assert_eq!(ring.waiters().woken.lock().unwrap().len(), 1);
     assert_eq!(r.try_recv(), Ok((2, 2)));
     // Its 3 slots are free: announced, it is told so (the front then wakes it).
-    assert_eq!(*ring.waiters().woken.lock().unwrap(), [(1, true), (3, false)]);
+    assert_eq!(
+        *ring.waiters().woken.lock().unwrap(),
+        [(1, true), (3, false)]
+    );
     let dropping = Ring::<u8>::new(RingConfig {
         drop_oldest: true,
         ..RingConfig::new(3)

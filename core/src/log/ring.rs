@@ -173,6 +173,11 @@ impl RingWaits {
         }
     }
 
+    /// Wakes every parked publisher (the partition closed).
+    pub(crate) fn wake_every_publisher(&self) {
+        self.wake_all(|l| &mut l.pubs);
+    }
+
     /// Marks the partition as closing, before `Ring::close` wakes its waiters.
     pub(crate) fn closing(&self) {
         self.closing.store(true, Ordering::SeqCst);
@@ -213,8 +218,8 @@ pub(crate) type PartRing<T> = Ring<T, RingWaits>;
 pub(crate) const MAX_FIRST_OFFSET: u64 = 1 << 61;
 
 /// A ring of `capacity` messages (`drop_oldest` for `DropOldest` topics) whose first
-/// offset is `first`; `None` if the ring cannot be made (its size), and the caller keeps
-/// the locked log.
+/// offset is `first`; `None` if the ring cannot be made (its size: the topic is then
+/// refused with `Error::CapacityTooLarge`, as the locked log would be).
 pub(crate) fn new_ring<T>(capacity: usize, drop_oldest: bool, first: u64) -> Option<PartRing<T>> {
     if first > MAX_FIRST_OFFSET {
         return None;

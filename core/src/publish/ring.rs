@@ -100,6 +100,10 @@ impl<T> Shared<T> {
     /// publishers woken before it. One that was woken, or is not in line, may go.
     #[cold]
     fn out_of_turn_on_ring(ring: &PartRing<T>, key: Option<WaitKey>, n: u64) -> bool {
+        if ring.is_closed() {
+            // Nothing to wait for: the attempt says so.
+            return false;
+        }
         let want = {
             let lists = ring.waiters().lists.lock();
             if !lists.pubs.is_waiting(key) {

@@ -370,11 +370,14 @@ impl<T> Subscriber<T> {
         let mut all_closed = true;
         // The partition whose registration this poll settled under its lock, if any.
         let mut settled = None;
+        // Where this round starts: `next` moves as partitions yield, the round does not
+        // (it once visited the first again and skipped the last).
+        let start = self.next;
         for k in 0..n {
             if got == limit {
                 break;
             }
-            let idx = (self.next + k) % n;
+            let idx = (start + k) % n;
             let sp = &mut self.parts[idx];
             let drained = !sp.buf.is_empty();
             if drained {

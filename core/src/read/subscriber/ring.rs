@@ -82,7 +82,7 @@ impl<T> RingPart<T> {
     /// Where the user sees this reader: where it asked to start while what it missed
     /// there is not reported yet.
     pub(super) fn position(&self) -> u64 {
-        self.reader.position() - self.reader.missed()
+        self.reader.position() - self.reader.missed() - self.lagged
     }
 
     /// Messages published that this reader has neither received nor been told it missed
@@ -110,6 +110,13 @@ impl<T> RingPart<T> {
     fn may_have_news(&self) -> bool {
         let ring = self.reader.ring();
         self.lagged > 0 || ring.end() != self.reader.position() || ring.is_closed()
+    }
+
+    /// Reports the gap a batch met after it had taken messages: counted now.
+    fn report_gap(&mut self) -> u64 {
+        let missed = core::mem::take(&mut self.lagged);
+        self.counts.lagged(missed);
+        missed
     }
 
     /// Settles this reader's registration on the wait list, if it waited.
@@ -166,7 +173,7 @@ impl<T: Clone> RingPart<T> {
     #[inline]
     fn visit(&mut self, waker: Option<&Waker>) -> Found<T> {
         if self.lagged > 0 {
-            return Found::Lagged(core::mem::take(&mut self.lagged));
+            return Found::Lagged(self.report_gap());
         }
         loop {
             match self.reader.try_recv() {
@@ -192,7 +199,11 @@ impl<T: Clone> RingPart<T> {
                     self.settle();
                     return Found::Lagged(missed);
                 }
-                Err(RingRecvError::Closed) => return Found::Closed,
+                Err(RingRecvError::Closed) => {
+                    // A registration made just before the close is not needed any more.
+                    self.settle();
+                    return Found::Closed;
+                }
                 Err(RingRecvError::Empty) => match waker {
                     Some(w) if !self.register(w) => {} // arrived meanwhile: look again
                     _ => return Found::Open,
@@ -215,7 +226,7 @@ impl<T: Clone> RingPart<T> {
             if *got > 0 {
                 return Batch::GapAhead;
             }
-            return Batch::Lagged(core::mem::take(&mut self.lagged));
+            return Batch::Lagged(self.report_gap());
         }
         let before = *got;
         loop {
@@ -231,16 +242,21 @@ impl<T: Clone> RingPart<T> {
                         *got += 1;
                     }
                     Err(RingRecvError::Lagged(missed)) => {
-                        self.counts.lagged(missed);
                         self.counts.delivered_many((*got - before) as u64);
                         self.settle();
                         if *got > 0 {
+                            // Reported (and counted) by the next receive; until then the
+                            // position and lag are as before the gap, as on the locked log.
                             self.lagged = missed;
                             return Batch::GapAhead;
                         }
+                        self.counts.lagged(missed);
                         return Batch::Lagged(missed);
                     }
-                    Err(RingRecvError::Closed) if *got == before => return Batch::Closed,
+                    Err(RingRecvError::Closed) if *got == before => {
+                        self.settle();
+                        return Batch::Closed;
+                    }
                     Err(RingRecvError::Closed | RingRecvError::Empty) => break,
                 }
             }
@@ -345,11 +361,13 @@ impl<T> Subscriber<T> {
         let n = self.ring.len();
         let mut got = 0;
         let mut all_closed = true;
+        // Where this round starts: `next` moves as partitions yield, the round does not.
+        let start = self.next;
         for k in 0..n {
             if got == limit {
                 break;
             }
-            let idx = (self.next + k) % n;
+            let idx = (start + k) % n;
             match self.ring[idx].visit_many(buf, &mut got, limit, waker) {
                 Batch::GapAhead => {
                     all_closed = false;
