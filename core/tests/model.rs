@@ -289,11 +289,13 @@ impl Model {
         let n = parts.len();
         let mut got = Vec::new();
         let mut all_closed = true;
+        // Each partition once, from where the last receive took from.
+        let start = *next;
         for k in 0..n {
             if got.len() == limit {
                 break;
             }
-            let idx = (*next + k) % n;
+            let idx = (start + k) % n;
             let p = parts[idx];
             self.expire(p);
             let old = pos[idx];

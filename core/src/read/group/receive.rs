@@ -344,11 +344,14 @@ impl<T> Consumer<T> {
         let mut drained_closed = false;
         // The partition whose registration this poll settled under its lock, if any.
         let mut settled = None;
+        // Where this round starts: `next` moves as partitions yield, the round does not
+        // (it once visited the first again and skipped the last).
+        let start = self.next;
         for k in 0..n {
             if out.is_full() {
                 break;
             }
-            let idx = (self.next + k) % n;
+            let idx = (start + k) % n;
             let p = self.assigned[idx];
             match self.visit(p, now, &mut out, waker, accept) {
                 Visit::Deleted | Visit::Closed => {}
