@@ -14,13 +14,17 @@ use core::task::{Poll, Waker};
 
 use memq_ring::{Reader, Start, TryRecvError as RingRecvError};
 
+use super::part::{Batch, Found};
 use super::Subscriber;
 use crate::config::StartAt;
 use crate::error::{Error, RecvError};
-use crate::log::ring::{ReaderCounts, RingWaits};
+use crate::log::ring::{ReaderCounts, RingWaits, WaitLists};
+use crate::log::Entry;
 use crate::message::Message;
 use crate::partition::PartRing;
+use crate::read::to_message;
 use crate::sync::Arc;
+use crate::sync::MutexGuard;
 use crate::wait::{SpentWakers, WaitKey};
 
 /// How many messages a ring subscriber clones ahead of its position at most, as the
@@ -42,25 +46,6 @@ pub(super) struct RingPart<T> {
     /// Messages missed that a batch receive met after it had taken messages: reported
     /// by the next receive, before anything else (the ring moved the reader on already).
     lagged: u64,
-}
-
-/// What one visit to a partition found.
-enum Found<T> {
-    Message(Message<T>),
-    Lagged(u64),
-    /// Nothing now; registered to wait there if the receive waits.
-    Open,
-    Closed,
-}
-
-/// What a batch receive's visit to a partition found.
-enum Batch {
-    /// A gap ahead, and the batch holds messages already: the next receive reports it.
-    GapAhead,
-    Lagged(u64),
-    Took,
-    Open,
-    Closed,
 }
 
 impl<T> RingPart<T> {
@@ -119,6 +104,11 @@ impl<T> RingPart<T> {
         missed
     }
 
+    /// The partition's wait lists, locked (never held across a call into the ring).
+    fn lists(reader: &Reader<T, RingWaits>) -> MutexGuard<'_, WaitLists> {
+        reader.ring().waiters().lists.lock()
+    }
+
     /// Settles this reader's registration on the wait list, if it waited.
     #[inline]
     fn settle(&mut self) {
@@ -131,24 +121,14 @@ impl<T> RingPart<T> {
     fn settle_registration(&mut self) {
         self.registered = false;
         let mut spent = SpentWakers::new();
-        self.reader
-            .ring()
-            .waiters()
-            .lists
-            .lock()
-            .subs
-            .settle(self.key, &mut spent);
+        Self::lists(&self.reader).subs.settle(self.key, &mut spent);
     }
 
     /// Registers `waker` on the wait list, then announces the wait to the ring: `true`
     /// if it may sleep (nothing arrived meanwhile).
     fn register(&mut self, waker: &Waker) -> bool {
         let mut spent = SpentWakers::new();
-        self.reader
-            .ring()
-            .waiters()
-            .lists
-            .lock()
+        Self::lists(&self.reader)
             .subs
             .register(&mut self.key, waker, &mut spent);
         drop(spent);
@@ -160,7 +140,7 @@ impl<T> RingPart<T> {
     /// itself detaches from the ring when it drops).
     fn leave(&mut self) {
         let waker = {
-            let mut lists = self.reader.ring().waiters().lists.lock();
+            let mut lists = Self::lists(&self.reader);
             lists.detach_counts(&self.counts);
             lists.subs.remove(&mut self.key).1
         };
@@ -187,10 +167,9 @@ impl<T: Clone> RingPart<T> {
                     }
                     self.counts.delivered();
                     self.settle();
-                    return Found::Message(Message {
+                    return Found::Message(Entry {
                         offset,
-                        partition: self.p as u32,
-                        timestamp: None,
+                        ts: 0,
                         value,
                     });
                 }
@@ -319,11 +298,11 @@ impl<T> Subscriber<T> {
         for k in 0..n {
             let idx = (self.next + k) % n;
             match self.ring[idx].visit(waker) {
-                Found::Message(m) => {
+                Found::Message(e) => {
                     self.next = idx + 1;
                     // This partition's registration is settled already.
                     self.cancel_ring_wait(Some(idx));
-                    return Poll::Ready(Ok(m));
+                    return Poll::Ready(Ok(to_message(self.ring[idx].p, e, None)));
                 }
                 Found::Lagged(missed) => {
                     self.cancel_ring_wait(Some(idx));
