@@ -174,7 +174,11 @@ impl<T> Topic<T> {
             #[cfg(target_has_atomic = "64")]
             if let Some(ring) = shared.rings.get(p) {
                 partitions.push(ring_stats(p, ring));
-                // Groups do not run on the ring yet (see docs/ENGINE-PLAN.md).
+                for (g, gs) in groups.iter().zip(group_stats.iter_mut()) {
+                    if let Some(rg) = g.rings.get(p) {
+                        ring_group_stats(rg, gs);
+                    }
+                }
                 continue;
             }
             let log = part.log.lock();
@@ -233,6 +237,19 @@ impl<T> Topic<T> {
             groups: group_stats,
         }
     }
+}
+
+/// Adds a group's figures on one ring partition to `gs`: its position from the ring,
+/// its counts from its members' counters.
+#[cfg(target_has_atomic = "64")]
+fn ring_group_stats<T>(rg: &crate::read::group::RingGroup<T>, gs: &mut GroupStats) {
+    let ring = rg.ring();
+    let pos = rg.position();
+    let (delivered, lagged) = ring.waiters().lists.lock().group_counted(rg.slot);
+    gs.committed.push(pos);
+    gs.lag += ring.end().saturating_sub(pos);
+    gs.delivered += delivered;
+    gs.lagged += lagged;
 }
 
 /// The figures of partition `p` on the ring: positions from the ring, counts from its

@@ -1,7 +1,7 @@
 //! Topics on the lock-free ring engine (the hidden `TopicConfig::ring_engine` switch,
 //! while that engine is built one reader kind at a time; see docs/ENGINE-PLAN.md):
-//! publishes and subscribers on it keep memq's semantics, with every message counted,
-//! and what it does not do yet is refused with a clear error. The whole subscriber suite
+//! publishes, subscribers and consumer groups on it keep memq's semantics, with every
+//! message counted, and what it does not do yet is refused with a clear error. The whole subscriber suite
 //! also runs on it (memq-core built with `--cfg memq_ring_default`, stage 30 of
 //! `scripts/check`).
 #![cfg(target_has_atomic = "64")]
@@ -17,7 +17,7 @@ use core::task::{Context, Poll, Waker};
 use std::thread;
 
 use memq_core::{
-    Error, Overflow, PublishError, RecvError, StartAt, Topic, TopicConfig, TryRecvError,
+    AckConfig, Error, Overflow, PublishError, RecvError, StartAt, Topic, TopicConfig, TryRecvError,
 };
 
 #[derive(Default)]
@@ -249,22 +249,199 @@ fn a_subscriber_of_two_partitions_waits_on_both() {
     ));
 }
 
-/// Consumer groups do not run on the ring yet: asking for one on a ring topic is a clear
-/// error, not a group that misbehaves. Topics the ring cannot hold (here one that
-/// releases on read) stay on the locked log, where groups work.
+/// Explicit-ack groups do not run on the ring yet: asking for one on a ring topic is a
+/// clear error, not a group that misbehaves. Topics the ring cannot hold (here one that
+/// releases on read) stay on the locked log, where they work.
 #[test]
-fn groups_are_refused_until_they_run_on_the_ring() {
+fn explicit_ack_groups_are_refused_until_they_run_on_the_ring() {
     let topic = Topic::<u8>::new(ring(4)).unwrap();
-    let err = topic.group("g", StartAt::Earliest).unwrap_err();
-    assert_eq!(err, Error::NotOnRingYet("consumer groups"));
+    let err = topic
+        .group_acked("g", StartAt::Earliest, AckConfig::new())
+        .unwrap_err();
+    assert_eq!(err, Error::NotOnRingYet("explicit-ack groups"));
     assert_eq!(
         err.to_string(),
-        "consumer groups on the ring engine are not built yet"
+        "explicit-ack groups on the ring engine are not built yet"
     );
     let locked = Topic::new(ring(4).release_on_read(true)).unwrap();
-    let mut member = locked.group("g", StartAt::Earliest).unwrap();
+    let mut member = locked
+        .group_acked("g", StartAt::Earliest, AckConfig::new())
+        .unwrap();
     locked.try_publish(1u8).unwrap();
-    assert_eq!(member.try_recv().unwrap().into_value(), 1);
+    let d = member.try_recv().unwrap();
+    assert_eq!(*d.value(), 1);
+    d.ack().unwrap();
+}
+
+/// Members of one group on one ring partition, on threads, compete for every message of
+/// several publishers: each message reaches exactly one member, none is lost, a member
+/// that waits is woken, and the group's counts add up.
+#[test]
+fn group_members_on_threads_share_every_message_exactly_once() {
+    const PUBLISHERS: u64 = 2;
+    const EACH: u64 = 20_000;
+    const MEMBERS: usize = 3;
+    let topic = Topic::<u64>::new(ring(8)).unwrap();
+    let members: Vec<_> = (0..MEMBERS)
+        .map(|_| topic.group("g", StartAt::Earliest).unwrap())
+        .collect();
+    let readers: Vec<_> = members
+        .into_iter()
+        .map(|mut m| {
+            thread::spawn(move || {
+                let mut got = Vec::new();
+                loop {
+                    match m.recv_blocking() {
+                        Ok(msg) => got.push(msg.into_value()),
+                        Err(RecvError::Closed) => return got,
+                        Err(e) => panic!("{e:?}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    let publishers: Vec<_> = (0..PUBLISHERS)
+        .map(|p| {
+            let t = topic.clone();
+            thread::spawn(move || {
+                for i in 0..EACH {
+                    t.publish_blocking(p * EACH + i).unwrap();
+                }
+            })
+        })
+        .collect();
+    for p in publishers {
+        p.join().unwrap();
+    }
+    topic.close();
+    let mut all: Vec<u64> = readers
+        .into_iter()
+        .flat_map(|r| r.join().unwrap())
+        .collect();
+    all.sort_unstable();
+    assert_eq!(all, (0..PUBLISHERS * EACH).collect::<Vec<_>>());
+    let stats = topic.stats();
+    assert_eq!(stats.groups[0].delivered, PUBLISHERS * EACH);
+    assert_eq!(stats.groups[0].committed, [PUBLISHERS * EACH]);
+    assert_eq!(stats.groups[0].lag, 0);
+    assert_eq!(stats.delivered, PUBLISHERS * EACH);
+}
+
+/// A partitioned ring topic: each member reads its partitions in order; a member that
+/// joins later takes partitions over where the group stopped, and one that leaves hands
+/// them back; a deleted group's members end `Closed` and hold no publisher back.
+#[test]
+fn group_partitions_rebalance_and_deletion_on_the_ring() {
+    let topic = Topic::<u64>::new(ring(4).partitions(2)).unwrap();
+    let mut first = topic.group("g", StartAt::Earliest).unwrap();
+    for k in 0..4 {
+        topic.try_publish_to(k % 2, u64::from(k)).unwrap();
+    }
+    let m = first.try_recv().unwrap();
+    assert_eq!((m.partition(), m.offset()), (0, 0));
+    let mut second = topic.group("g", StartAt::Earliest).unwrap();
+    assert_eq!(
+        (first.assignment(), second.assignment()),
+        (vec![0], vec![1])
+    );
+    // The second takes partition 1 from its start (nothing of it was taken yet).
+    let m = second.try_recv().unwrap();
+    assert_eq!((m.partition(), m.offset(), m.into_value()), (1, 0, 1));
+    let m = first.try_recv().unwrap();
+    assert_eq!((m.partition(), m.offset(), m.into_value()), (0, 1, 2));
+    assert_eq!(first.try_recv().unwrap_err(), TryRecvError::Empty);
+    drop(second);
+    // Partition 1 is the first's again, from where the group stopped.
+    let m = first.try_recv().unwrap();
+    assert_eq!((m.partition(), m.offset(), m.into_value()), (1, 1, 3));
+    assert_eq!(first.committed(0).unwrap(), 2);
+    assert_eq!(first.committed(1).unwrap(), 2);
+    // A full partition holds publishers back for the group, until it is deleted.
+    for k in 0..4 {
+        topic.try_publish_to(0, 10 + k).unwrap();
+    }
+    assert!(matches!(
+        topic.try_publish_to(0, 99),
+        Err(PublishError::Full(99))
+    ));
+    topic.delete_group("g").unwrap();
+    topic.try_publish_to(0, 99).unwrap();
+    assert_eq!(first.try_recv().unwrap_err(), TryRecvError::Closed);
+    assert!(first.assignment().is_empty());
+    assert!(matches!(first.committed(0), Err(Error::UnknownGroup(_))));
+}
+
+/// A group's member parked on an empty ring partition is woken by a publish; one woken
+/// for a message it no longer waits for (its future dropped) passes the wake-up on to
+/// another member, which then gets the message.
+#[test]
+fn a_woken_member_that_stops_waiting_passes_the_wake_up_on() {
+    let topic = Topic::<u8>::new(ring(4)).unwrap();
+    let mut a = topic.group("g", StartAt::Earliest).unwrap();
+    let mut b = topic.group("g", StartAt::Earliest).unwrap();
+    let (wa, wb) = (
+        Arc::new(CountWaker::default()),
+        Arc::new(CountWaker::default()),
+    );
+    let (waker_a, waker_b) = (Waker::from(wa.clone()), Waker::from(wb.clone()));
+    {
+        // Boxed, so that `drop` ends the future (a pinned reference would not).
+        let mut fa = Box::pin(a.recv());
+        assert!(fa
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker_a))
+            .is_pending());
+        let mut fb = Box::pin(b.recv());
+        assert!(fb
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker_b))
+            .is_pending());
+        topic.try_publish(7).unwrap();
+        // One message: one member is woken.
+        assert_eq!(wa.0.load(Ordering::SeqCst) + wb.0.load(Ordering::SeqCst), 1);
+        if wa.0.load(Ordering::SeqCst) == 1 {
+            // `a` was woken; its future goes without taking the message.
+            drop(fa);
+            assert_eq!(wb.0.load(Ordering::SeqCst), 1, "the wake-up went on to b");
+            match fb.as_mut().poll(&mut Context::from_waker(&waker_b)) {
+                Poll::Ready(Ok(m)) => assert_eq!(m.into_value(), 7),
+                other => panic!("{other:?}"),
+            }
+        } else {
+            drop(fb);
+            assert_eq!(wa.0.load(Ordering::SeqCst), 1, "the wake-up went on to a");
+            match fa.as_mut().poll(&mut Context::from_waker(&waker_a)) {
+                Poll::Ready(Ok(m)) => assert_eq!(m.into_value(), 7),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+    assert_eq!(topic.stats().groups[0].delivered, 1);
+}
+
+/// `recv_if` on the ring: a declined message stays the group's next, for either member,
+/// exactly once; and a group that starts at an offset already gone is told what it
+/// missed, once, before any message.
+#[test]
+fn a_declined_message_and_a_missed_start_on_the_ring() {
+    let topic = Topic::<u8>::new(ring(2).overflow(Overflow::DropOldest)).unwrap();
+    for v in 0..4 {
+        topic.try_publish(v).unwrap();
+    }
+    let mut a = topic.group("g", StartAt::Offset(0)).unwrap();
+    let mut b = topic.group("g", StartAt::Offset(0)).unwrap();
+    assert_eq!(a.committed(0).unwrap(), 0);
+    assert_eq!(b.try_recv().unwrap_err(), TryRecvError::Lagged(2));
+    assert_eq!(a.committed(0).unwrap(), 2);
+    assert_eq!(
+        a.try_recv_if(|v| *v != 2).unwrap_err(),
+        memq_core::TryRecvIfError::Declined
+    );
+    assert_eq!(b.try_recv().unwrap().into_value(), 2);
+    assert_eq!(a.try_recv_if(|v| *v == 3).unwrap().into_value(), 3);
+    assert_eq!(a.try_recv().unwrap_err(), TryRecvError::Empty);
+    let stats = topic.stats();
+    assert_eq!((stats.groups[0].delivered, stats.groups[0].lagged), (2, 2));
 }
 
 /// P1 (a batch of 2) and P2 (one message) park on a full topic of 2; the subscriber frees

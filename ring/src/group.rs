@@ -68,6 +68,11 @@ impl<T, W: Waiters> Group<T, W> {
         self.missed
     }
 
+    /// The ring the group reads.
+    pub fn ring(&self) -> &Arc<Ring<T, W>> {
+        &self.shared.ring
+    }
+
     /// The offset of the next message the group hands out (once detached: where it
     /// stopped).
     pub fn position(&self) -> u64 {
@@ -321,6 +326,37 @@ impl<T, W: Waiters> Member<T, W> {
     /// The ring read.
     pub fn ring(&self) -> &Arc<Ring<T, W>> {
         &self.shared.ring
+    }
+
+    /// In a ring that drops the oldest: moves the group's position past the messages
+    /// writers evicted before any member took them, and returns how many (0 in other
+    /// rings, if none were, or if another member moved it first). For a front that
+    /// reports a gap it knows of already (the start's [`Group::missed`], or one a batch
+    /// met after it had taken messages): what was evicted since joins the same report
+    /// instead of making a second one.
+    pub fn skip_evicted(&mut self) -> u64 {
+        let ring = &self.shared.ring;
+        if !ring.drops_oldest() {
+            return 0;
+        }
+        let claim = ring.claim_entry(self.shared.claim);
+        loop {
+            let c = claim.load(Ordering::Acquire);
+            if c & (RESERVED | DETACHED) != 0 {
+                return 0;
+            }
+            let Some(to) = ring.overtaken(c) else {
+                return 0;
+            };
+            if claim
+                .compare_exchange(c, to, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+            {
+                // As a member that moves past a gap while reading: wakes who may go on.
+                ring.member_moved(ring.cursor(self.hazard), claim);
+                return to - c;
+            }
+        }
     }
 
     /// For a front that parks members: as [`Reader::prepare_wait`](crate::Reader::prepare_wait).

@@ -112,7 +112,7 @@ impl<T, W: Waiters> Reader<T, W> {
         T: Clone,
     {
         if self.missed != 0 {
-            return Err(TryRecvError::Lagged(core::mem::take(&mut self.missed)));
+            return Err(TryRecvError::Lagged(self.take_missed()));
         }
         let pos = self.pos;
         if let Some((offset, value)) = self.ahead.pop_front() {
@@ -178,6 +178,35 @@ impl<T, W: Waiters> Reader<T, W> {
 
     /// [`Reader::try_recv`] in a ring that drops the oldest: pins `pos` while it reads
     /// (see the ring's notes), or moves on if writers overtook it.
+    /// What the start or seek missed, with what writers evicted since then (in a ring
+    /// that drops the oldest): one gap, reported once, as if the reader had looked only
+    /// now.
+    #[cold]
+    fn take_missed(&mut self) -> u64 {
+        core::mem::take(&mut self.missed) + self.skip_evicted()
+    }
+
+    /// In a ring that drops the oldest: moves the reader past the messages writers
+    /// evicted before it read them, and returns how many (0 in other rings, or if none
+    /// were). For a front that reports a gap it knows of already (one a batch met after
+    /// it had taken messages): what was evicted since joins the same report, as if the
+    /// reader had looked only now, instead of making a second one.
+    pub fn skip_evicted(&mut self) -> u64 {
+        if !self.ring.drops_oldest() || !self.ahead.is_empty() {
+            return 0;
+        }
+        let Some(to) = self.ring.overtaken(self.pos) else {
+            return 0;
+        };
+        // Not pinned: the reader reads nothing here, it only moves on (its next read
+        // pins as usual).
+        self.ring.cursor(self.index).store(to, Ordering::Release);
+        self.ring.note_taken(to);
+        let skipped = to - self.pos;
+        self.pos = to;
+        skipped
+    }
+
     fn recv_pinned(&mut self, pos: u64) -> Result<(u64, T), TryRecvError>
     where
         T: Clone,

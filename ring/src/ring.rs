@@ -189,9 +189,18 @@ impl<T, W: Waiters> RoomOf for Ring<T, W> {
 #[derive(Debug)]
 pub struct Rearm<'a> {
     flags: &'a AtomicUsize,
+    ready: usize,
 }
 
 impl Rearm<'_> {
+    /// How many messages the call that wakes made ready: a batch's length for a batch
+    /// published, 1 otherwise (a message published, a wake-up passed on, a close). A
+    /// front that wakes group members one per message wakes up to this many of each
+    /// group, as each member woken wakes the next while more are ready.
+    pub fn ready(&self) -> usize {
+        self.ready
+    }
+
     /// Readers (or members) are left waiting: the next publish wakes again, and so does
     /// a woken member that receives while more messages are ready. Call it before waking
     /// anyone, so that whoever is woken finds the flag set.
@@ -560,7 +569,7 @@ impl<T, W: Waiters> Ring<T, W> {
     pub fn close(&self) {
         self.tail.fetch_or(CLOSED, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        self.wake_readers();
+        self.wake_readers(1);
         self.wake_writers();
     }
 
@@ -612,7 +621,7 @@ impl<T, W: Waiters> Ring<T, W> {
             self.wait_for_pins(offset, self.lap);
         }
         let overwritten = self.write(offset, value);
-        self.after_write();
+        self.after_write(1);
         let evicted = newest(overwritten, self.evict_behind(offset));
         let late = self.evict_if_left(offset);
         Ok(Published {
@@ -667,7 +676,7 @@ impl<T, W: Waiters> Ring<T, W> {
             }
             evicted.extend(self.write(offset, value));
         }
-        self.after_write();
+        self.after_write(n as usize);
         for offset in first..first + n {
             evicted.extend(self.evict_behind(offset));
         }
@@ -920,22 +929,27 @@ impl<T, W: Waiters> Ring<T, W> {
         self.evict_behind(after)
     }
 
-    /// After a stamp: wakes waiting readers if the flag says there are any.
+    /// After the stamps of `ready` messages: wakes waiting readers if the flag says
+    /// there are any.
     #[inline]
-    fn after_write(&self) {
+    fn after_write(&self, ready: usize) {
         // Orders the stamp before the flag's load, against a reader's flag set before
         // its second look at the stamp (Dekker's pattern).
         fence(Ordering::SeqCst);
         if self.flags.load(Ordering::Relaxed) & READERS_WAIT != 0 {
-            self.wake_readers();
+            self.wake_readers(ready);
         }
     }
 
-    /// Clears the readers' flag and, if it was set, wakes the waiting readers.
+    /// Clears the readers' flag and, if it was set, wakes the waiting readers (`ready`:
+    /// see [`Rearm::ready`]).
     #[cold]
-    fn wake_readers(&self) {
+    fn wake_readers(&self, ready: usize) {
         if self.flags.fetch_and(!READERS_WAIT, Ordering::SeqCst) & READERS_WAIT != 0 {
-            self.waiters.wake_readers(Rearm { flags: &self.flags });
+            self.waiters.wake_readers(Rearm {
+                flags: &self.flags,
+                ready,
+            });
         }
     }
 
@@ -1179,7 +1193,7 @@ impl<T, W: Waiters> Ring<T, W> {
         // writer's wake position before its rescan.
         self.wake_writers_if_waiting();
         if self.flags.load(Ordering::Relaxed) & READERS_WAIT != 0 {
-            self.wake_readers();
+            self.wake_readers(1);
         }
         true
     }
@@ -1346,7 +1360,7 @@ impl<T, W: Waiters> Ring<T, W> {
         if self.flags.load(Ordering::Relaxed) & READERS_WAIT != 0
             && claim.load(Ordering::Acquire) & !RESERVED < self.end()
         {
-            self.wake_readers();
+            self.wake_readers(1);
         }
     }
 
@@ -1357,7 +1371,7 @@ impl<T, W: Waiters> Ring<T, W> {
     pub(crate) fn pass_wake_on(&self) {
         fence(Ordering::SeqCst);
         if self.flags.load(Ordering::Relaxed) & READERS_WAIT != 0 {
-            self.wake_readers();
+            self.wake_readers(1);
         }
     }
 

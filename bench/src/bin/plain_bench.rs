@@ -8,7 +8,11 @@
 //! ```
 //!
 //! - Every message is `(u64 id, Arc<[u8]>)`, a clone of one payload allocated once: 1 KiB,
-//!   or 1 MiB in S5.
+//!   or 1 MiB in S5. With `PLAIN_BENCH_DISTINCT=1` in the environment (a measurement of
+//!   payloads that are not shared, not the issue's harness), message `id` carries payload
+//!   `id % 4096` of 4096 distinct 1 KiB payloads allocated before the clock starts (S5
+//!   keeps its one shared 1 MiB payload): messages in flight together never share a
+//!   reference count.
 //! - Async rows run on a Tokio runtime with 2 worker threads; crossbeam, memq-threads and
 //!   memq-ring run on plain threads.
 //! - Each cell (one scenario, one row, one round) runs in a fresh child process (this
@@ -798,9 +802,28 @@ fn shape_of(s: Scenario) -> Shape {
     }
 }
 
-fn payload(s: Scenario) -> Arc<[u8]> {
+/// The payloads a run sends: one shared by every message, or (`PLAIN_BENCH_DISTINCT=1`)
+/// [`DISTINCT`] distinct ones, message `id` taking number `id % DISTINCT`.
+#[derive(Clone)]
+struct Payloads(Arc<[Arc<[u8]>]>);
+
+/// How many distinct payloads `PLAIN_BENCH_DISTINCT=1` cycles through: four times a
+/// topic's or a channel's capacity, so that no two messages alive at once share one.
+const DISTINCT: usize = 4 * CAPACITY;
+
+impl Payloads {
+    /// The payload of message `id`.
+    fn get(&self, id: u64) -> Arc<[u8]> {
+        self.0[id as usize % self.0.len()].clone()
+    }
+}
+
+fn payload(s: Scenario) -> Payloads {
     let size = if s == Scenario::S5 { 1 << 20 } else { 1 << 10 };
-    Arc::from(vec![7u8; size])
+    let distinct =
+        std::env::var_os("PLAIN_BENCH_DISTINCT").is_some_and(|v| v == "1") && s != Scenario::S5;
+    let count = if distinct { DISTINCT } else { 1 };
+    Payloads((0..count).map(|_| Arc::from(vec![7u8; size])).collect())
 }
 
 /// The median of `xs` (sorted in place).
@@ -856,7 +879,7 @@ fn run_async<T: ATx, R: ARx>(s: Scenario, n: u64, wire: impl Fn(Shape) -> Wiring
                 let start = Instant::now();
                 for id in 0..n {
                     let t = Instant::now();
-                    if !tx.send((id, data.clone())).await {
+                    if !tx.send((id, data.get(id))).await {
                         break;
                     }
                     if !matches!(rx.recv(false, &mut out).await, Status::Got) {
@@ -905,7 +928,7 @@ fn run_async<T: ATx, R: ARx>(s: Scenario, n: u64, wire: impl Fn(Shape) -> Wiring
                     tokio::spawn(async move {
                         let mut id = p;
                         while id < n {
-                            tx.send((id, data.clone())).await;
+                            tx.send((id, data.get(id))).await;
                             id += FAN as u64;
                         }
                     })
@@ -918,14 +941,14 @@ fn run_async<T: ATx, R: ARx>(s: Scenario, n: u64, wire: impl Fn(Shape) -> Wiring
                     let mut id = 0;
                     while id < n {
                         let end = (id + BATCH as u64).min(n);
-                        let b: Vec<Msg> = (id..end).map(|i| (i, data.clone())).collect();
+                        let b: Vec<Msg> = (id..end).map(|i| (i, data.get(i))).collect();
                         txs[0].send_batch(b).await;
                         id = end;
                     }
                     return;
                 }
                 for id in 0..n {
-                    let m = (id, data.clone());
+                    let m = (id, data.get(id));
                     match s {
                         Scenario::S3 => {
                             for tx in &txs {
@@ -992,7 +1015,7 @@ fn run_threads<T: STx, R: SRx>(
         let start = Instant::now();
         for id in 0..n {
             let t = Instant::now();
-            if !tx.send((id, data.clone())) {
+            if !tx.send((id, data.get(id))) {
                 break;
             }
             if !matches!(rx.recv(false, &mut out), Status::Got) {
@@ -1037,7 +1060,7 @@ fn run_threads<T: STx, R: SRx>(
                 std::thread::spawn(move || {
                     let mut id = p;
                     while id < n {
-                        tx.send((id, data.clone()));
+                        tx.send((id, data.get(id)));
                         id += FAN as u64;
                     }
                 })
@@ -1050,13 +1073,13 @@ fn run_threads<T: STx, R: SRx>(
                 let mut id = 0;
                 while id < n {
                     let end = (id + BATCH as u64).min(n);
-                    txs[0].send_batch((id..end).map(|i| (i, data.clone())).collect());
+                    txs[0].send_batch((id..end).map(|i| (i, data.get(i))).collect());
                     id = end;
                 }
                 return;
             }
             for id in 0..n {
-                let m = (id, data.clone());
+                let m = (id, data.get(id));
                 match s {
                     Scenario::S3 => {
                         for tx in &txs {

@@ -23,10 +23,61 @@ pub(crate) struct WaitLists {
     pub(crate) subs: WaiterList,
     /// Publishers waiting for room (`Block`).
     pub(crate) pubs: WaiterList,
-    /// The counters of the readers attached, summed by `stats`.
+    /// The subscribers' counters.
+    counts: Counters,
+    /// Each consumer group's members waiting, and their counters, by the id the group
+    /// was given here ([`WaitLists::add_group`]; ids are never reused, so a member of a
+    /// deleted group cannot reach the lists of a group made after it).
+    groups: Vec<(u64, GroupWaits)>,
+    /// The id of the next group added.
+    next_group: u64,
+    /// What groups deleted since counted.
+    gone_groups: (u64, u64),
+}
+
+/// The counters of a kind of reader on one partition: those attached, and what those
+/// that detached counted.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
     counts: Vec<Arc<ReaderCounts>>,
-    /// What readers that detached counted.
     gone: (u64, u64),
+}
+
+impl Counters {
+    fn attach(&mut self) -> Arc<ReaderCounts> {
+        let c = Arc::new(ReaderCounts::default());
+        self.counts.push(c.clone());
+        c
+    }
+
+    fn detach(&mut self, c: &Arc<ReaderCounts>) {
+        if let Some(i) = self.counts.iter().position(|x| Arc::ptr_eq(x, c)) {
+            self.counts.swap_remove(i);
+            let (d, l) = c.get();
+            self.gone.0 += d;
+            self.gone.1 += l;
+        }
+    }
+
+    /// Delivered and lagged, over every reader counted here.
+    fn counted(&self) -> (u64, u64) {
+        let (mut d, mut l) = self.gone;
+        for c in &self.counts {
+            let (cd, cl) = c.get();
+            d += cd;
+            l += cl;
+        }
+        (d, l)
+    }
+}
+
+/// One consumer group on a ring partition: its members waiting for a message there, and
+/// each member's counters (members of a group may compete for one partition, so each
+/// counts in cells of its own).
+#[derive(Debug)]
+pub(crate) struct GroupWaits {
+    pub(crate) waiters: WaiterList,
+    counts: Counters,
 }
 
 /// One reader's counters on a ring partition: messages handed over, and messages it was
@@ -68,33 +119,80 @@ impl ReaderCounts {
 }
 
 impl WaitLists {
-    /// Counters for a reader that attaches.
+    /// Counters for a subscriber that attaches.
     pub(crate) fn attach_counts(&mut self) -> Arc<ReaderCounts> {
-        let c = Arc::new(ReaderCounts::default());
-        self.counts.push(c.clone());
-        c
+        self.counts.attach()
     }
 
-    /// Folds a detaching reader's counters into the partition's.
+    /// Folds a detaching subscriber's counters into the partition's.
     pub(crate) fn detach_counts(&mut self, c: &Arc<ReaderCounts>) {
-        if let Some(i) = self.counts.iter().position(|x| Arc::ptr_eq(x, c)) {
-            self.counts.swap_remove(i);
-            let (d, l) = c.get();
-            self.gone.0 += d;
-            self.gone.1 += l;
-        }
+        self.counts.detach(c);
     }
 
-    /// Messages delivered and messages readers were told they missed, over every reader
-    /// the partition had; and how many readers are attached.
+    /// Messages delivered and messages readers were told they missed, over every
+    /// subscriber and group the partition had; and how many subscribers are attached.
     pub(crate) fn counted(&self) -> (u64, u64, usize) {
-        let (mut d, mut l) = self.gone;
-        for c in &self.counts {
-            let (cd, cl) = c.get();
-            d += cd;
-            l += cl;
+        let (mut d, mut l) = self.counts.counted();
+        d += self.gone_groups.0;
+        l += self.gone_groups.1;
+        for (_, g) in &self.groups {
+            let (gd, gl) = g.counts.counted();
+            d += gd;
+            l += gl;
         }
-        (d, l, self.counts.len())
+        (d, l, self.counts.counts.len())
+    }
+
+    /// A new consumer group's wait list and counters; returns the group's id here.
+    pub(crate) fn add_group(&mut self) -> u64 {
+        let id = self.next_group;
+        self.next_group += 1;
+        let g = GroupWaits {
+            waiters: WaiterList::new(),
+            counts: Counters::default(),
+        };
+        self.groups.push((id, g));
+        id
+    }
+
+    /// The group `id`, unless it was removed. (A partition has a few groups: a look
+    /// through them is made by waits, not by each message.)
+    pub(crate) fn group(&mut self, id: u64) -> Option<&mut GroupWaits> {
+        self.groups
+            .iter_mut()
+            .find(|(g, _)| *g == id)
+            .map(|(_, g)| g)
+    }
+
+    /// Removes the group `id` (deleted): its counts stay in the partition's, and its
+    /// wait list is handed back, for the caller to wake everyone on it after the lock.
+    pub(crate) fn remove_group(&mut self, id: u64) -> Option<WaiterList> {
+        let i = self.groups.iter().position(|(g, _)| *g == id)?;
+        let (_, g) = self.groups.swap_remove(i);
+        let (d, l) = g.counts.counted();
+        self.gone_groups.0 += d;
+        self.gone_groups.1 += l;
+        Some(g.waiters)
+    }
+
+    /// What the members of the group `id` delivered and were told they missed.
+    pub(crate) fn group_counted(&self, id: u64) -> (u64, u64) {
+        self.groups
+            .iter()
+            .find(|(g, _)| *g == id)
+            .map_or((0, 0), |(_, g)| g.counts.counted())
+    }
+}
+
+impl GroupWaits {
+    /// Counters for a member of the group.
+    pub(crate) fn attach_counts(&mut self) -> Arc<ReaderCounts> {
+        self.counts.attach()
+    }
+
+    /// Folds a leaving member's counters into the group's.
+    pub(crate) fn detach_counts(&mut self, c: &Arc<ReaderCounts>) {
+        self.counts.detach(c);
     }
 }
 
@@ -120,8 +218,10 @@ impl RingWaits {
             lists: Mutex::new(WaitLists {
                 subs: WaiterList::new(),
                 pubs: WaiterList::new(),
-                counts: Vec::new(),
-                gone: (0, 0),
+                counts: Counters::default(),
+                groups: Vec::new(),
+                next_group: 0,
+                gone_groups: (0, 0),
             }),
             base,
             capacity,
@@ -197,9 +297,47 @@ impl RingWaits {
 }
 
 impl Waiters for RingWaits {
-    fn wake_readers(&self, _rearm: Rearm<'_>) {
-        // Every subscriber is woken, so nobody is left waiting: the flag stays clear.
-        self.wake_all(|l| &mut l.subs);
+    /// Something was published: every waiting subscriber is woken, and of each group
+    /// as many waiting members as messages were made ready (`rearm.ready()`: one
+    /// message is for one member; a member woken wakes the next if more are ready,
+    /// through the ring's flag, which `rearm` keeps set while members are left
+    /// waiting), in the order they registered. A close wakes every member.
+    fn wake_readers(&self, rearm: Rearm<'_>) {
+        let closing = self.closing.load(Ordering::SeqCst);
+        let ready = rearm.ready().max(1);
+        let mut rearm = Some(rearm);
+        loop {
+            let mut wl = WakeList::new();
+            let (more, others) = {
+                let mut lists = self.lists.lock();
+                let lists = &mut *lists;
+                let mut more = lists.subs.notify_all(&mut wl);
+                let mut others = false;
+                for (_, g) in &mut lists.groups {
+                    let waiters = &mut g.waiters;
+                    if closing {
+                        more |= waiters.notify_all(&mut wl);
+                    } else if waiters.waiting() > 0 {
+                        // Left waiting once these are woken (those that do not fit in
+                        // the list of wakers are woken in the next round).
+                        let wake = ready.min(waiters.waiting());
+                        others |= waiters.waiting() > wake;
+                        more |= waiters.notify_many(wake, &mut wl) < wake;
+                    }
+                }
+                (more, others)
+            };
+            // Before anyone is woken, so that a member woken finds the flag set.
+            if others {
+                if let Some(r) = rearm.take() {
+                    r.others_wait();
+                }
+            }
+            wl.wake_all();
+            if !more {
+                return;
+            }
+        }
     }
 
     /// Room was freed: the publishers in front of the line whose room is free are woken

@@ -12,6 +12,8 @@
 mod part;
 #[cfg(target_has_atomic = "64")]
 mod ring;
+#[cfg(target_has_atomic = "64")]
+pub(crate) use ring::{ring_error, ring_start};
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;

@@ -46,6 +46,10 @@ pub struct Consumer<T> {
     /// extra ones (see `WaiterList::register_extra`), since a dropped `next()` cannot
     /// cancel them.
     pub(super) as_stream: bool,
+    /// Its readers of the group's positions, one per partition, on a topic on the ring
+    /// engine (empty on the locked log).
+    #[cfg(target_has_atomic = "64")]
+    pub(super) ring: Vec<super::ring::RingMember<T>>,
 }
 
 // Nothing in a member is pinned.
@@ -80,6 +84,8 @@ impl<T> Consumer<T> {
             pool_acted: 0,
             pool_refill: 0,
             as_stream: false,
+            #[cfg(target_has_atomic = "64")]
+            ring: Vec::new(),
         }
     }
 
@@ -125,6 +131,13 @@ impl<T> Consumer<T> {
     /// [`Error::PartitionOutOfRange`], or [`Error::UnknownGroup`] if it was deleted.
     pub fn committed(&self, partition: u32) -> Result<u64, Error> {
         let p = self.shared.check_partition(partition)?;
+        #[cfg(target_has_atomic = "64")]
+        if let Some(rg) = self.group.rings.get(p) {
+            if rg.group.is_detached() {
+                return Err(Error::UnknownGroup(self.group.name.clone()));
+            }
+            return Ok(rg.position());
+        }
         let log = self.shared.parts[p].log.lock();
         match log.group_ref(self.group.ids[p]) {
             // An explicit-ack group's position in the log may be past an unacknowledged
@@ -166,6 +179,18 @@ impl<T> Consumer<T> {
     pub(super) fn unregister(&mut self, p: usize) {
         let mut spent = SpentWakers::new();
         let mut wl = WakeList::new();
+        #[cfg(target_has_atomic = "64")]
+        if let Some(rg) = self.group.rings.get(p) {
+            let mut lists = rg.ring().waiters().lists.lock();
+            match lists.group(rg.slot) {
+                Some(g) => g.waiters.unregister(&mut self.keys[p], &mut wl, &mut spent),
+                None => self.keys[p] = None,
+            }
+            if let Some(m) = self.ring.get_mut(p) {
+                m.registered = false;
+            }
+            return;
+        }
         let mut log = self.shared.parts[p].log.lock();
         let high = log.high;
         if let Some(g) = log.group(self.group.ids[p]) {
@@ -221,6 +246,14 @@ impl<T> Consumer<T> {
 
     /// Whether the group has delivered everything published on every partition.
     pub(crate) fn group_drained(&self) -> bool {
+        #[cfg(target_has_atomic = "64")]
+        if !self.group.rings.is_empty() {
+            return self
+                .group
+                .rings
+                .iter()
+                .all(|rg| rg.group.is_detached() || rg.group.position() >= rg.ring().end());
+        }
         self.shared.parts.iter().enumerate().all(|(p, part)| {
             let log = part.log.lock();
             log.group_ref(self.group.ids[p])
@@ -267,6 +300,13 @@ impl<T> Consumer<T> {
                 .settle(self.idle_key, &mut spent);
         }
         for p in 0..self.keys.len() {
+            #[cfg(target_has_atomic = "64")]
+            if let Some(rg) = self.group.rings.get(p) {
+                if self.keys[p].is_some() && settled != Some(p) {
+                    super::ring::pass_on(rg, &mut self.keys[p], &mut self.ring[p], &mut spent);
+                }
+                continue;
+            }
             if self.keys[p].is_some() && settled != Some(p) {
                 let mut wl = WakeList::new();
                 let mut log = self.shared.parts[p].log.lock();

@@ -28,6 +28,8 @@
 //!   its wait registrations and leaving the group.
 //! - `receive`: the plain receive path, visiting the member's partitions one by one.
 //! - `pooled`: the receive path of a group whose members share a pool.
+//! - `ring`: groups of a topic on the lock-free ring engine: the group's positions in
+//!   the rings, each member's readers of them, and their receive path.
 //! - `accept`: what a receive asks of a message before it takes it (`recv_if`).
 //! - `futures`: the receive futures and the `Stream` implementation.
 //!
@@ -46,6 +48,8 @@ mod futures;
 mod pooled;
 mod receive;
 mod registry;
+#[cfg(target_has_atomic = "64")]
+mod ring;
 mod shared;
 mod wake;
 
@@ -53,3 +57,5 @@ pub use consumer::Consumer;
 pub use futures::{GroupRecv, GroupRecvIf, GroupRecvMany};
 pub(crate) use registry::{delete, join, names};
 pub(crate) use shared::GroupShared;
+#[cfg(target_has_atomic = "64")]
+pub(crate) use shared::RingGroup;

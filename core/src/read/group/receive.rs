@@ -261,7 +261,7 @@ pub(super) fn register(
 }
 
 /// What a visit to one assigned partition found, its lock released again.
-enum Visit {
+pub(super) enum Visit {
     /// The group's position there is gone: the group was deleted, which the next
     /// `refresh` reports.
     Deleted,
@@ -317,7 +317,12 @@ impl<T> Consumer<T> {
             self.waiting = false;
             return Poll::Ready(Err(RecvError::Closed));
         }
-        let mut out = Received::new(buf, limit);
+        let out = Received::new(buf, limit);
+        #[cfg(target_has_atomic = "64")]
+        if !self.ring.is_empty() {
+            return self.poll_ring(out, waker, accept);
+        }
+        let mut out = out;
         if self.assigned == [0] {
             if let Some(polled) = self.poll_pooled(&mut out, waker, accept) {
                 return polled;
@@ -331,7 +336,7 @@ impl<T> Consumer<T> {
     #[inline]
     fn poll_partitions<A: Accept<T>>(
         &mut self,
-        mut out: Received<'_, T>,
+        out: Received<'_, T>,
         waker: Option<&Waker>,
         accept: &mut A,
     ) -> Poll<Result<Taken<T>, RecvError>>
@@ -339,6 +344,21 @@ impl<T> Consumer<T> {
         T: Clone,
     {
         let now = self.shared.expiry_now();
+        self.round(out, waker, accept, |c, p, out, waker, accept| {
+            c.visit(p, now, out, waker, accept)
+        })
+    }
+
+    /// Visits the assigned partitions in turn from `next` with `visit` (the locked log's
+    /// or the ring's), and ends the poll as the module's documentation says.
+    #[inline(always)]
+    pub(super) fn round<A: Accept<T>>(
+        &mut self,
+        mut out: Received<'_, T>,
+        waker: Option<&Waker>,
+        accept: &mut A,
+        mut visit: impl FnMut(&mut Self, usize, &mut Received<'_, T>, Option<&Waker>, &mut A) -> Visit,
+    ) -> Poll<Result<Taken<T>, RecvError>> {
         let n = self.assigned.len();
         let mut all_closed = true;
         let mut drained_closed = false;
@@ -353,7 +373,7 @@ impl<T> Consumer<T> {
             }
             let idx = (start + k) % n;
             let p = self.assigned[idx];
-            match self.visit(p, now, &mut out, waker, accept) {
+            match visit(self, p, &mut out, waker, accept) {
                 Visit::Deleted | Visit::Closed => {}
                 Visit::Open => all_closed = false,
                 Visit::GapAhead => {

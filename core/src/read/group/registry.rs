@@ -28,8 +28,8 @@ pub(crate) fn join<T>(
     // if the creation fails, and what creating the group let go of in each partition
     // (values expired or released, publishers to wake), which runs user code.
     #[cfg(target_has_atomic = "64")]
-    if !shared.rings.is_empty() {
-        return Err(Error::NotOnRingYet("consumer groups"));
+    if !shared.rings.is_empty() && acks.is_some() {
+        return Err(Error::NotOnRingYet("explicit-ack groups"));
     }
     let mut acks = acks;
     let mut spent: Vec<(WakeList, Vec<T>)> = Vec::new();
@@ -51,6 +51,10 @@ pub(crate) fn join<T>(
             }
         }
     };
+    // The member's readers of the group's ring positions, made before it joins: a
+    // failure leaves the membership as it was.
+    #[cfg(target_has_atomic = "64")]
+    let ring = super::ring::RingMember::for_each_partition(&group)?;
     let id = {
         let mut members = group.members.lock();
         let id = members.next_id;
@@ -60,7 +64,13 @@ pub(crate) fn join<T>(
         id
     };
     shared.wake_group(&group);
-    Ok(Consumer::new(shared.clone(), group, id))
+    #[allow(unused_mut)]
+    let mut member = Consumer::new(shared.clone(), group, id);
+    #[cfg(target_has_atomic = "64")]
+    {
+        member.ring = ring;
+    }
+    Ok(member)
 }
 
 /// Deletes the group `name` of the topic (see `Topic::delete_group`).
@@ -75,6 +85,11 @@ pub(crate) fn delete<T>(shared: &Shared<T>, name: &str) -> Result<(), Error> {
     group.members.lock().deleted = true;
     group.epoch.fetch_add(1, Ordering::AcqRel);
     shared.wake_group(&group);
+    #[cfg(target_has_atomic = "64")]
+    if !group.rings.is_empty() {
+        super::ring::delete(&group);
+        return Ok(());
+    }
     // The pool first (the lock order is pool, then partition): what it holds moved out
     // of a releasing log goes back to the log, for the readers to come. Wake-ups and
     // released values wait until the pool's lock is released too: no waker and no
@@ -129,6 +144,10 @@ fn create_group<T>(
     now: u64,
     spent: &mut Vec<(WakeList, Vec<T>)>,
 ) -> Result<GroupShared<T>, Error> {
+    #[cfg(target_has_atomic = "64")]
+    if !shared.rings.is_empty() {
+        return super::ring::create_group(shared, name, start);
+    }
     // Check every partition first so that a failure leaves nothing attached. Offsets
     // only grow, so a start valid now stays valid below.
     if let StartAt::Offset(_) = start {
@@ -183,5 +202,7 @@ fn create_group<T>(
                 refills: 0,
             })
         }),
+        #[cfg(target_has_atomic = "64")]
+        rings: Vec::new(),
     })
 }

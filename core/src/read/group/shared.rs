@@ -38,6 +38,39 @@ pub(crate) struct GroupShared<T> {
     pub(crate) acks: Option<crate::ack::AckSettings<T>>,
     /// Messages fetched ahead for all members, on a one-partition topic (see [`Pool`]).
     pub(super) pool: Option<Mutex<Pool<T>>>,
+    /// The group's position on each partition of a topic on the ring engine, indexed by
+    /// partition (empty on the locked log, where `ids` holds it).
+    #[cfg(target_has_atomic = "64")]
+    pub(crate) rings: Vec<RingGroup<T>>,
+}
+
+/// A group's position on one ring partition: its claim cursor in the ring, where each
+/// member takes the next offset with one compare-and-swap, and its slot in the
+/// partition's wait lists (its waiting members and their counters).
+#[cfg(target_has_atomic = "64")]
+pub(crate) struct RingGroup<T> {
+    pub(crate) group: memq_ring::Group<T, crate::log::ring::RingWaits>,
+    /// The group's id in the partition's wait lists.
+    pub(crate) slot: u64,
+    /// The partition.
+    pub(crate) partition: u32,
+    /// Messages a start at an offset already gone missed: reported once, as `Lagged`,
+    /// by the first receive of a member there (the ring moved the position on already).
+    pub(crate) unreported: crate::sync::AtomicU64,
+}
+
+#[cfg(target_has_atomic = "64")]
+impl<T> RingGroup<T> {
+    /// The group's position as the user sees it: where it started while what it missed
+    /// there is not reported yet.
+    pub(crate) fn position(&self) -> u64 {
+        self.group.position() - self.unreported.load(Ordering::Acquire)
+    }
+
+    /// The partition's ring.
+    pub(crate) fn ring(&self) -> &crate::log::ring::PartRing<T> {
+        self.group.ring()
+    }
 }
 
 /// Messages fetched ahead for every member of an automatic-commit group on a

@@ -22,6 +22,11 @@ impl<T> Shared<T> {
 
     /// Wakes every member of `group` waiting on partition `p`.
     pub(crate) fn wake_group_waiters(&self, group: &GroupShared<T>, p: usize) {
+        #[cfg(target_has_atomic = "64")]
+        if let Some(rg) = group.rings.get(p) {
+            super::ring::wake_members(rg);
+            return;
+        }
         let mut wl = WakeList::new();
         loop {
             let more = {

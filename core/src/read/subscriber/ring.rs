@@ -99,7 +99,9 @@ impl<T> RingPart<T> {
 
     /// Reports the gap a batch met after it had taken messages: counted now.
     fn report_gap(&mut self) -> u64 {
-        let missed = core::mem::take(&mut self.lagged);
+        // What was evicted since joins the same report, as on the locked log, where the
+        // position stays before the gap until it is told.
+        let missed = core::mem::take(&mut self.lagged) + self.reader.skip_evicted();
         self.counts.lagged(missed);
         missed
     }
@@ -401,7 +403,7 @@ impl<T> Subscriber<T> {
 
 /// Where a reader of ring partition `p` starts for `start`: as `start_position` on the
 /// locked log (an offset past the end is an error; one already gone reads as lagged).
-pub(super) fn ring_start<T>(ring: &PartRing<T>, p: usize, start: StartAt) -> Result<Start, Error> {
+pub(crate) fn ring_start<T>(ring: &PartRing<T>, p: usize, start: StartAt) -> Result<Start, Error> {
     Ok(match start {
         StartAt::Earliest => Start::Earliest,
         StartAt::Latest => Start::Latest,
@@ -417,7 +419,7 @@ pub(super) fn ring_start<T>(ring: &PartRing<T>, p: usize, start: StartAt) -> Res
 }
 
 /// The ring's errors at a registration or seek, as memq's.
-fn ring_error(e: memq_ring::RingError, p: usize, capacity: u64) -> Error {
+pub(crate) fn ring_error(e: memq_ring::RingError, p: usize, capacity: u64) -> Error {
     match e {
         memq_ring::RingError::PastEnd { asked, end } => Error::OffsetOutOfRange {
             offset: asked,
