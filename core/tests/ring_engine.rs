@@ -560,3 +560,26 @@ fn ring_stats_agree_with_themselves_under_publishers() {
         p.join().unwrap();
     }
 }
+
+/// On a `DropOldest` ring, a gap known at a start (or a seek) and what writers evicted
+/// after it are one report, as on the locked log, where the position stays before the
+/// gap until the reader is told: for a group's member and for a subscriber.
+#[test]
+fn a_missed_start_and_what_was_evicted_since_are_one_gap() {
+    let topic = Topic::<u8>::new(ring(2).overflow(Overflow::DropOldest)).unwrap();
+    for v in 0..4 {
+        topic.try_publish(v).unwrap();
+    }
+    let mut member = topic.group("g", StartAt::Offset(0)).unwrap();
+    let mut sub = topic.subscribe(StartAt::Offset(0)).unwrap();
+    // Offsets 2 and 3 are evicted too before either reads.
+    topic.try_publish(4).unwrap();
+    topic.try_publish(5).unwrap();
+    assert_eq!(member.try_recv().unwrap_err(), TryRecvError::Lagged(4));
+    assert_eq!(member.try_recv().unwrap().into_value(), 4);
+    assert_eq!(sub.try_recv().unwrap_err(), TryRecvError::Lagged(4));
+    assert_eq!(sub.try_recv().unwrap().into_value(), 4);
+    let stats = topic.stats();
+    assert_eq!(stats.groups[0].lagged, 4);
+    assert_eq!(stats.lagged, 8);
+}

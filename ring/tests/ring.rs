@@ -1045,3 +1045,48 @@ fn a_ring_starts_at_its_first_offset() {
         Some(RingError::FirstOffsetTooLarge)
     );
 }
+
+/// In a ring that drops the oldest, a reader's or a member's gap known at its start and
+/// what writers evicted after it are one report; `skip_evicted` moves a reader (or the
+/// group) past what was evicted since and says how much, and does nothing in a ring that
+/// keeps what its readers have not read.
+#[test]
+fn a_start_gap_and_later_evictions_are_one_report() {
+    let dropping = Arc::new(
+        Ring::new(RingConfig {
+            drop_oldest: true,
+            ..RingConfig::new(2)
+        })
+        .unwrap(),
+    );
+    for n in 0..4u64 {
+        dropping.try_publish(n).unwrap();
+    }
+    let mut r = Reader::new(&dropping, Start::Offset(0)).unwrap();
+    let g = Group::new(&dropping, Start::Offset(0)).unwrap();
+    let mut m = g.member().unwrap();
+    assert_eq!((r.missed(), g.missed()), (2, 2));
+    dropping.try_publish(4).unwrap();
+    dropping.try_publish(5).unwrap();
+    // The reader's next receive tells both at once.
+    assert_eq!(r.try_recv(), Err(TryRecvError::Lagged(4)));
+    assert_eq!(r.try_recv(), Ok((4, 4)));
+    // The group moved to 2 when it was made; 2 and 3 are gone since.
+    assert_eq!(m.skip_evicted(), 2);
+    assert_eq!(g.position(), 4);
+    assert_eq!(m.skip_evicted(), 0);
+    assert_eq!(m.try_recv(), Ok((4, 4)));
+    dropping.try_publish(6).unwrap();
+    dropping.try_publish(7).unwrap();
+    assert_eq!(r.skip_evicted(), 1);
+    assert_eq!(r.try_recv(), Ok((6, 6)));
+
+    let blocking = Arc::new(Ring::<u64>::new(RingConfig::new(2)).unwrap());
+    let mut r = Reader::new(&blocking, Start::Earliest).unwrap();
+    let mut m = Group::new(&blocking, Start::Earliest)
+        .unwrap()
+        .member()
+        .unwrap();
+    blocking.try_publish(1).unwrap();
+    assert_eq!((r.skip_evicted(), m.skip_evicted()), (0, 0));
+}
