@@ -413,11 +413,9 @@ impl ARx for MemqRx {
 ///
 /// With `MEMQ_BENCH_RING_ENGINE=1` in the environment, memq's topics run on the lock-free
 /// ring engine where it can take them (a hidden development switch while that engine is
-/// built, see docs/ENGINE-PLAN.md; groups and releasing topics stay on the locked log).
+/// built, see docs/ENGINE-PLAN.md; releasing topics stay on the locked log).
 fn memq_wire(shape: Shape, release: bool) -> Wiring<memq::Topic<Msg>, MemqRx> {
-    let ring = std::env::var_os("MEMQ_BENCH_RING_ENGINE").is_some_and(|v| v == "1")
-        && !release
-        && matches!(shape, Shape::Pair | Shape::Fanout);
+    let ring = std::env::var_os("MEMQ_BENCH_RING_ENGINE").is_some_and(|v| v == "1") && !release;
     let config = memq::TopicConfig::new(CAPACITY)
         .release_on_read(release)
         .ring_engine(ring);

@@ -249,14 +249,12 @@ impl SyncRx for MemqRx {
 /// Wires `shape` with memq topics. Readers are attached before returning, so nothing the
 /// drivers publish afterwards can be missed.
 ///
-/// With `MEMQ_BENCH_RING_ENGINE=1` in the environment, the subscriber shapes (pair,
-/// fan-out) of topics that keep messages run on memq's lock-free ring engine (a hidden
+/// With `MEMQ_BENCH_RING_ENGINE=1` in the environment, topics that keep messages
+/// (subscribers and consumer groups) run on memq's lock-free ring engine (a hidden
 /// development switch while that engine is built, see docs/ENGINE-PLAN.md), as in
 /// plain_bench.
 fn wire_memq(shape: Shape, capacity: usize, release: bool) -> Option<Wiring<Topic<Msg>, MemqRx>> {
-    let ring = std::env::var_os("MEMQ_BENCH_RING_ENGINE").is_some_and(|v| v == "1")
-        && !release
-        && matches!(shape, Shape::Pair | Shape::Fanout(_));
+    let ring = std::env::var_os("MEMQ_BENCH_RING_ENGINE").is_some_and(|v| v == "1") && !release;
     let config = TopicConfig::new(capacity)
         .overflow(Overflow::Block)
         .release_on_read(release)
