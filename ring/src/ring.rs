@@ -184,6 +184,17 @@ impl<T, W: Waiters> RoomOf for Ring<T, W> {
     }
 }
 
+/// Moves the values in `from` to `to`: with `from`'s buffer if `to` is empty (no
+/// allocation), else appended. `from` is left empty.
+fn hand_over<T>(from: &mut Vec<T>, to: &mut Vec<T>) {
+    if to.is_empty() {
+        core::mem::swap(from, to);
+        from.clear();
+    } else {
+        to.append(from);
+    }
+}
+
 /// Handed to [`Waiters::wake_readers`]: sets the readers' flag again for a front that
 /// leaves some waiting.
 #[derive(Debug)]
@@ -632,9 +643,10 @@ impl<T, W: Waiters> Ring<T, W> {
 
     /// Publishes every value of `values` (drained, in order) at consecutive offsets, all
     /// or none, and returns the first offset (the ring's end for an empty batch). Values
-    /// the batch moves out of the ring, every reader being past them, are pushed onto
-    /// `evicted` for the caller to drop (a `Vec` the caller keeps allocates nothing in
-    /// the steady state).
+    /// the batch moves out of the ring, every reader being past them, go to `evicted` for
+    /// the caller to drop: they take the places of the values published in `values`'s
+    /// own buffer, which then moves to `evicted` if `evicted` is empty (else they are
+    /// appended), so that a batch allocates nothing; `values` is left empty.
     /// When the readers hold too many slots, or the batch is larger than the ring's
     /// capacity (it could never fit), `Full`, and `values` is left as it was; `Closed` once
     /// the ring is closed.
@@ -650,7 +662,8 @@ impl<T, W: Waiters> Ring<T, W> {
                 None => Ok(self.end()),
                 Some(v) => match self.try_publish(v) {
                     Ok(p) => {
-                        evicted.extend(p.evicted);
+                        values.extend(p.evicted);
+                        hand_over(values, evicted);
                         Ok(p.offset)
                     }
                     Err(e) => {
@@ -668,21 +681,45 @@ impl<T, W: Waiters> Ring<T, W> {
         let first = self.claim_batch(n)?;
         // No user code runs between the claim and the last stamp (a drop or a callback
         // that panicked there would leave claimed offsets unwritten, and readers and the
-        // next lap's writers waiting for them for ever): the values moved out go to
-        // `evicted`, for the caller to drop.
-        for (offset, value) in (first..).zip(values.drain(..)) {
+        // next lap's writers waiting for them for ever): the values moved out wait in
+        // `values`'s buffer, for the caller to drop.
+        let len = values.len();
+        let base = values.as_mut_ptr();
+        // SAFETY: from here until its length is set again below, `values` owns none of
+        // its elements: they are moved out one by one, and a panic in between (there is
+        // no user code here, only debug assertions) leaks them instead of dropping one
+        // twice.
+        unsafe { values.set_len(0) };
+        // Elements `0..kept` hold values moved out of the ring.
+        let mut kept = 0;
+        for (i, offset) in (first..first + n).enumerate() {
+            debug_assert!(kept <= i && i < len);
             if self.drop_oldest {
                 self.wait_for_pins(offset, self.lap);
             }
-            evicted.extend(self.write(offset, value));
+            // SAFETY: `i < len`, and element `i` was initialised and is read only here
+            // (the values moved out are written at `kept <= i`, and only at places read
+            // before).
+            let value = unsafe { base.add(i).read() };
+            if let Some(old) = self.write(offset, value) {
+                // SAFETY: `kept <= i < len` (within the capacity): the value at `kept` was
+                // read out already (at this step or before), so nothing live is
+                // overwritten.
+                unsafe { base.add(kept).write(old) };
+                kept += 1;
+            }
         }
+        // SAFETY: elements `0..kept` were written above with the values moved out of the
+        // ring; the others were moved into it.
+        unsafe { values.set_len(kept) };
         self.after_write(n as usize);
         for offset in first..first + n {
-            evicted.extend(self.evict_behind(offset));
+            values.extend(self.evict_behind(offset));
         }
         for offset in first..first + n {
-            evicted.extend(self.evict_if_left(offset));
+            values.extend(self.evict_if_left(offset));
         }
+        hand_over(values, evicted);
         Ok(first)
     }
 
