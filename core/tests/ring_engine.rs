@@ -583,3 +583,51 @@ fn a_missed_start_and_what_was_evicted_since_are_one_gap() {
     assert_eq!(stats.groups[0].lagged, 4);
     assert_eq!(stats.lagged, 8);
 }
+
+/// A gap a member's batch meets after it took messages is the group's, as on the locked
+/// log: the group's position stays before it until a receive reports it, whichever
+/// member makes that receive (the one that met it may have left, or lost the partition
+/// in a rebalance), and it is reported before the messages after it (found by review).
+#[test]
+fn a_gap_met_by_a_members_batch_is_the_groups_on_both_engines() {
+    fn leaving(config: TopicConfig) -> (u64, Result<usize, TryRecvError>, u64, u64) {
+        let topic = Topic::new(config.partitions(3).overflow(Overflow::DropOldest)).unwrap();
+        let mut a = topic.group("g", StartAt::Earliest).unwrap();
+        topic.try_publish_to(0, 100u32).unwrap();
+        for n in 0..5 {
+            topic.try_publish_to(2, n).unwrap();
+        }
+        let mut buf = Vec::new();
+        // Takes partition 0's message, then meets partition 2's gap.
+        assert_eq!(a.try_recv_many(&mut buf, 10).unwrap(), 1);
+        let committed = a.committed(2).unwrap();
+        drop(a);
+        let mut b = topic.group("g", StartAt::Earliest).unwrap();
+        let next = b.try_recv_many(&mut buf, 10);
+        let stats = topic.stats();
+        (committed, next, stats.lagged, stats.groups[0].lagged)
+    }
+    fn rebalanced(
+        config: TopicConfig,
+    ) -> (Result<usize, TryRecvError>, Result<usize, TryRecvError>) {
+        let topic = Topic::new(config.partitions(2).overflow(Overflow::DropOldest)).unwrap();
+        let mut a = topic.group("g", StartAt::Earliest).unwrap();
+        topic.try_publish_to(0, 100u32).unwrap();
+        for n in 0..5 {
+            topic.try_publish_to(1, n).unwrap();
+        }
+        let mut buf = Vec::new();
+        assert_eq!(a.try_recv_many(&mut buf, 10).unwrap(), 1);
+        let mut b = topic.group("g", StartAt::Earliest).unwrap();
+        assert_eq!(b.assignment(), [1]);
+        let b_got = b.try_recv_many(&mut buf, 10);
+        drop(b);
+        (b_got, a.try_recv_many(&mut buf, 10))
+    }
+    let locked = leaving(TopicConfig::new(2));
+    assert_eq!(locked, (0, Err(TryRecvError::Lagged(3)), 3, 3));
+    assert_eq!(leaving(ring(2)), locked);
+    let locked = rebalanced(TopicConfig::new(2));
+    assert_eq!(locked, (Err(TryRecvError::Lagged(3)), Ok(2)));
+    assert_eq!(rebalanced(ring(2)), locked);
+}

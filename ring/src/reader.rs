@@ -176,8 +176,6 @@ impl<T, W: Waiters> Reader<T, W> {
         self.ahead.len()
     }
 
-    /// [`Reader::try_recv`] in a ring that drops the oldest: pins `pos` while it reads
-    /// (see the ring's notes), or moves on if writers overtook it.
     /// What the start or seek missed, with what writers evicted since then (in a ring
     /// that drops the oldest): one gap, reported once, as if the reader had looked only
     /// now.
@@ -207,6 +205,8 @@ impl<T, W: Waiters> Reader<T, W> {
         skipped
     }
 
+    /// [`Reader::try_recv`] in a ring that drops the oldest: pins `pos` while it reads
+    /// (see the ring's notes), or moves on if writers overtook it.
     fn recv_pinned(&mut self, pos: u64) -> Result<(u64, T), TryRecvError>
     where
         T: Clone,

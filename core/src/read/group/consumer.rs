@@ -252,7 +252,7 @@ impl<T> Consumer<T> {
                 .group
                 .rings
                 .iter()
-                .all(|rg| rg.group.is_detached() || rg.group.position() >= rg.ring().end());
+                .all(|rg| rg.group.is_detached() || rg.position() >= rg.ring().end());
         }
         self.shared.parts.iter().enumerate().all(|(p, part)| {
             let log = part.log.lock();

@@ -47,10 +47,6 @@ pub(crate) struct RingMember<T> {
     /// Whether the member's registration there waits (so a receive settles it; one that
     /// did not wait takes no lock).
     pub(super) registered: bool,
-    /// Messages missed that a batch receive met after it had taken messages: reported by
-    /// this member's next receive there, before anything else (the ring moved the
-    /// group's position on already).
-    lagged: u64,
 }
 
 impl<T> RingMember<T> {
@@ -75,7 +71,6 @@ impl<T> RingMember<T> {
                 slot: rg.slot,
                 counts,
                 registered: false,
-                lagged: 0,
             });
         }
         Ok(out)
@@ -290,21 +285,22 @@ impl<T> Consumer<T> {
     }
 }
 
-/// A gap the member met after a batch had taken messages, or one the group's start
-/// missed, reported (and counted) now: before any message of the poll, never after one.
+/// A gap the group's start missed, or one a member's batch met after it had taken
+/// messages, reported (and counted) now by whichever member looks first: before any
+/// message of the poll, never after one.
 fn report_gap<T>(
     rg: &RingGroup<T>,
     rm: &mut RingMember<T>,
     key: Option<WaitKey>,
     out: &Received<'_, T>,
 ) -> Option<Visit> {
-    if rm.lagged == 0 && rg.unreported.load(Ordering::Acquire) == 0 {
+    if rg.unreported.load(Ordering::Acquire) == 0 {
         return None;
     }
     if out.got > 0 {
         return Some(Visit::GapAhead);
     }
-    let missed = core::mem::take(&mut rm.lagged) + rg.unreported.swap(0, Ordering::AcqRel);
+    let missed = rg.unreported.swap(0, Ordering::AcqRel);
     if missed == 0 {
         return None;
     }
@@ -357,9 +353,10 @@ fn take<T: Clone, A: Accept<T>>(
             Err(RingRecvError::Lagged(missed)) => {
                 rm.settle(*key);
                 if out.got > 0 {
-                    // The ring moved the group's position past the gap: this member
-                    // reports it with its next receive here.
-                    rm.lagged = missed;
+                    // The ring moved the group's position past the gap: the group's next
+                    // receive there reports it (whichever member makes it), and until
+                    // then its position is before the gap, as on the locked log.
+                    rg.unreported.fetch_add(missed, Ordering::AcqRel);
                     return Err(Visit::GapAhead);
                 }
                 rm.counts.lagged(missed);

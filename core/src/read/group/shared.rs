@@ -54,8 +54,11 @@ pub(crate) struct RingGroup<T> {
     pub(crate) slot: u64,
     /// The partition.
     pub(crate) partition: u32,
-    /// Messages a start at an offset already gone missed: reported once, as `Lagged`,
-    /// by the first receive of a member there (the ring moved the position on already).
+    /// Messages the group missed there and was not told yet: those a start at an offset
+    /// already gone missed, and a gap a member's batch met after it had taken messages.
+    /// Reported once, as `Lagged`, by the next receive of a member there (the ring moved
+    /// the position on already; the group's position as the user sees it is before
+    /// them until then).
     pub(crate) unreported: crate::sync::AtomicU64,
 }
 
