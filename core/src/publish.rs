@@ -293,7 +293,7 @@ impl<T> Shared<T> {
         let now = self.now();
         // The values it overwrites in the ring, and those it finds expired, reserved
         // outside the lock so that they can be dropped after it.
-        let mut olds = value.reserve_olds(self.ttl.is_some());
+        let mut olds = value.reserve_olds();
         let mut wl = WakeList::new();
         // What the publisher's wait left behind, dropped after the lock.
         let mut spent = Spent::default();

@@ -507,8 +507,7 @@ impl<T> Log<T> {
         Ok(self.push(value, ts))
     }
 
-    /// Appends every value or none (then `values` is left empty). `olds` receives the
-    /// values overwritten in the ring, with the batch's own buffer if it was empty.
+    /// Appends every value or none. `olds` receives the values overwritten in the ring.
     pub(crate) fn append_batch(
         &mut self,
         values: &mut Vec<T>,
@@ -521,29 +520,14 @@ impl<T> Log<T> {
             return None;
         }
         let first = self.high;
-        // The values it overwrites take the places of those it publishes, in the batch's
-        // own buffer (a deque over it: taking from the front and putting back at the end
-        // never needs more room than the batch had), and go to `olds` with that buffer:
-        // a batch allocates nothing.
-        let mut batch = VecDeque::from(core::mem::take(values));
-        for _ in 0..n {
-            // The `n` values of the batch come first; what they overwrite goes behind.
-            let Some(value) = batch.pop_front() else {
-                break;
-            };
+        for value in values.drain(..) {
             if self.len() == self.capacity {
                 self.evict_oldest();
             }
             let (_, old) = self.push(value, ts);
             if let Some(old) = old {
-                batch.push_back(old);
+                olds.push(old);
             }
-        }
-        let mut overwritten = Vec::from(batch);
-        if olds.is_empty() {
-            core::mem::swap(olds, &mut overwritten);
-        } else {
-            olds.append(&mut overwritten);
         }
         Some(first)
     }

@@ -27,9 +27,8 @@ pub(crate) trait Payload<T>: Sized {
     type Olds;
     /// How many messages it publishes, and so how many slots it needs.
     fn messages(&self) -> usize;
-    /// Room for the values it lets go of, reserved before the lock where values may
-    /// expire during the visit (`expiring`: the topic has a TTL).
-    fn reserve_olds(&self, expiring: bool) -> Self::Olds;
+    /// Room for the values it lets go of, reserved before the lock.
+    fn reserve_olds(&self) -> Self::Olds;
     /// Where the values that expire during the visit go.
     fn expired_into(olds: &mut Self::Olds) -> &mut Vec<T>;
     /// Drops them, after the lock.
@@ -61,7 +60,7 @@ impl<T> Payload<T> for T {
     }
 
     #[inline]
-    fn reserve_olds(&self, _expiring: bool) -> Self::Olds {
+    fn reserve_olds(&self) -> Self::Olds {
         (Vec::new(), None)
     }
 
@@ -106,8 +105,7 @@ impl<T> Payload<T> for T {
 
 impl<T> Payload<T> for Vec<T> {
     const BATCH: bool = true;
-    /// Those that expired, in room reserved for the batch where values may expire, and
-    /// those it overwrote (which the log moves there in the batch's own buffer).
+    /// Those that expired and those it overwrote, in room reserved for the batch.
     type Olds = Vec<T>;
 
     #[inline]
@@ -116,12 +114,8 @@ impl<T> Payload<T> for Vec<T> {
     }
 
     #[inline]
-    fn reserve_olds(&self, expiring: bool) -> Self::Olds {
-        if expiring {
-            Vec::with_capacity(Vec::len(self))
-        } else {
-            Vec::new()
-        }
+    fn reserve_olds(&self) -> Self::Olds {
+        Vec::with_capacity(Vec::len(self))
     }
 
     #[inline]
