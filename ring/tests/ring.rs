@@ -201,6 +201,56 @@ fn every_value_is_dropped_once() {
     assert_eq!(Arc::strong_count(&token), 1);
 }
 
+/// A batch's evicted values come back in the batch's own buffer, oldest first, each
+/// value dropped once (miri checks the moves), in a ring that keeps values and in one
+/// that drops the oldest, with an `evicted` vector that is empty (it takes the batch's
+/// buffer) and one that is not (they are appended).
+#[test]
+fn a_batch_hands_back_what_it_evicts_in_its_own_buffer() {
+    for drop_oldest in [false, true] {
+        let token = Arc::new(());
+        {
+            let ring = Arc::new(
+                Ring::<(u64, Arc<()>)>::new(RingConfig {
+                    drop_oldest,
+                    ..RingConfig::new(4)
+                })
+                .unwrap(),
+            );
+            let mut r = Reader::new(&ring, Start::Earliest).unwrap();
+            let mut next = 0;
+            for round in 0..6u64 {
+                let mut batch: Vec<_> = (0..3).map(|i| (round * 3 + i, token.clone())).collect();
+                let buffer = batch.as_ptr();
+                let mut evicted = if round % 2 == 0 {
+                    Vec::new()
+                } else {
+                    vec![(u64::MAX, token.clone())]
+                };
+                let kept = evicted.len();
+                ring.try_publish_batch(&mut batch, &mut evicted).unwrap();
+                assert!(batch.is_empty());
+                let old: Vec<u64> = evicted[kept..].iter().map(|(n, _)| *n).collect();
+                // Offsets older than the last 4 are evicted, oldest first.
+                let end = round * 3 + 3;
+                let want: Vec<u64> = (next..end.saturating_sub(4)).collect();
+                assert_eq!(old, want, "round {round}");
+                next = next.max(end.saturating_sub(4));
+                if kept == 0 && !old.is_empty() {
+                    assert_eq!(evicted.as_ptr(), buffer, "the batch's own buffer");
+                }
+                drop(evicted);
+                while let Ok((o, (n, _))) = r.try_recv() {
+                    assert_eq!(o, n);
+                }
+                // The ring keeps the last 4 values.
+                assert_eq!(Arc::strong_count(&token), 1 + end.min(4) as usize);
+            }
+        }
+        assert_eq!(Arc::strong_count(&token), 1);
+    }
+}
+
 /// A value whose clone panics once: the member's hazard is cleared, so writers go on,
 /// and the message is not lost: the group's next receive gets it.
 #[test]
