@@ -126,6 +126,24 @@ pub(crate) struct Shared<T> {
     /// publishers look here first: on a locked topic that costs one length test.
     #[cfg(target_has_atomic = "64")]
     pub(crate) rings: Vec<Arc<PartRing<T>>>,
+    /// Explicit-ack groups of a topic on the ring engine: while there are any, a publish
+    /// on a ring partition wakes their waiting members under the partition's lock, where
+    /// they wait (see `Shared::notify_explicit_on_ring`).
+    #[cfg(target_has_atomic = "64")]
+    pub(crate) explicit_on_ring: AtomicUsize,
+}
+
+/// What an explicit-ack group's visit sees of a partition's messages (see
+/// [`Shared::ack_bounds`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AckBounds {
+    /// The oldest message a visit can read.
+    pub(crate) low: u64,
+    /// The partition's end.
+    pub(crate) high: u64,
+    pub(crate) closed: bool,
+    /// The oldest message retained (what the group's hold on retention starts from).
+    pub(crate) retained_from: u64,
 }
 
 impl<T> fmt::Debug for Shared<T> {
@@ -205,7 +223,55 @@ impl<T> Shared<T> {
             closed: Padded(AtomicUsize::new(0)),
             #[cfg(target_has_atomic = "64")]
             rings,
+            #[cfg(target_has_atomic = "64")]
+            explicit_on_ring: AtomicUsize::new(0),
         })
+    }
+
+    /// After a publish of `n` messages on ring partition `p`: wakes the members of the
+    /// topic's explicit-ack groups waiting there, if it has any. They wait under the
+    /// partition's lock with their lease state (as on the locked log), which a ring
+    /// publish does not take otherwise. The count is read after the publish's claim (a
+    /// sequentially consistent read-modify-write), against a visit's fence before it
+    /// reads the ring's end (`Shared::ack_bounds`): a member that missed the message
+    /// registered before this takes the lock.
+    #[cfg(target_has_atomic = "64")]
+    #[inline]
+    pub(crate) fn notify_explicit_on_ring(&self, p: usize, n: usize) {
+        if self.explicit_on_ring.load(Ordering::SeqCst) > 0 {
+            self.wake_remaining_readers(p, n, self.now());
+        }
+    }
+
+    /// What an explicit-ack group's visit to partition `p` (`log`, locked) sees of its
+    /// messages: the oldest one it can read, the end, whether the partition is closed,
+    /// and where retention stands. From the ring on a topic on the ring engine (its log
+    /// holds no message), else from the log.
+    #[inline]
+    pub(crate) fn ack_bounds(&self, p: usize, log: &PartLog<T>) -> AckBounds {
+        #[cfg(target_has_atomic = "64")]
+        if let Some(ring) = self.rings.get(p) {
+            // The other half of a ring publish's claim (a sequentially consistent
+            // read-modify-write) and its look at `explicit_on_ring` after it: either this
+            // visit sees the claim, or that publish sees the group and wakes the members
+            // waiting here, under this lock (see `Shared::notify_explicit_on_ring`).
+            crate::sync::fence(Ordering::SeqCst);
+            let first = ring.first();
+            return AckBounds {
+                low: first,
+                high: ring.end(),
+                closed: ring.is_closed(),
+                retained_from: first,
+            };
+        }
+        #[cfg(not(target_has_atomic = "64"))]
+        let _ = p;
+        AckBounds {
+            low: log.first(),
+            high: log.high,
+            closed: log.closed,
+            retained_from: log.low,
+        }
     }
 
     /// The rings of a topic's partitions, if it asked for the ring engine and the ring

@@ -173,12 +173,13 @@ impl<T> Topic<T> {
         for (p, part) in shared.parts.iter().enumerate() {
             #[cfg(target_has_atomic = "64")]
             if let Some(ring) = shared.rings.get(p) {
-                partitions.push(ring_stats(p, ring));
-                for (g, gs) in groups.iter().zip(group_stats.iter_mut()) {
-                    if let Some(rg) = g.rings.get(p) {
-                        ring_group_stats(rg, gs);
-                    }
-                }
+                partitions.push(ring_partition_stats(
+                    p,
+                    ring,
+                    part,
+                    &groups,
+                    &mut group_stats,
+                ));
                 continue;
             }
             let log = part.log.lock();
@@ -210,11 +211,7 @@ impl<T> Topic<T> {
                     gs.delivered += gp.delivered - log.unread(gp.cursor);
                     gs.lagged += gp.lagged;
                     if let Some(a) = &gp.acks {
-                        gs.in_flight += a.unacked.len() as u64;
-                        gs.redelivered += a.redelivered;
-                        gs.acked += a.acked;
-                        gs.dead_lettered += a.dead_lettered;
-                        gs.evicted_unacked += a.evicted_unacked;
+                        ack_counts(a, gs);
                     }
                 }
             }
@@ -237,6 +234,59 @@ impl<T> Topic<T> {
             groups: group_stats,
         }
     }
+}
+
+/// The figures of ring partition `p`, and its groups' in `group_stats`: explicit-ack
+/// groups keep their state, and count, in the partition's log.
+#[cfg(target_has_atomic = "64")]
+fn ring_partition_stats<T>(
+    p: usize,
+    ring: &crate::partition::PartRing<T>,
+    part: &crate::partition::Partition<T>,
+    groups: &[Arc<crate::read::group::GroupShared<T>>],
+    group_stats: &mut [GroupStats],
+) -> PartitionStats {
+    let mut stats = ring_stats(p, ring);
+    let log = part.log.lock();
+    stats.delivered += log.delivered();
+    stats.lagged += log.lagged;
+    for (g, gs) in groups.iter().zip(group_stats.iter_mut()) {
+        if let Some(rg) = g.rings.get(p) {
+            ring_group_stats(rg, gs);
+        } else if let Some(gp) = log.group_ref(g.ids[p]) {
+            acked_group_stats(gp, ring.end(), log.unread(gp.cursor), gs);
+        }
+    }
+    stats
+}
+
+/// Adds an explicit-ack group's lease counts on one partition to `gs`.
+fn ack_counts(a: &crate::ack::Acks, gs: &mut GroupStats) {
+    gs.in_flight += a.unacked.len() as u64;
+    gs.redelivered += a.redelivered;
+    gs.acked += a.acked;
+    gs.dead_lettered += a.dead_lettered;
+    gs.evicted_unacked += a.evicted_unacked;
+}
+
+/// Adds an explicit-ack group's figures on one ring partition (its state in the
+/// partition's log, the end from the ring) to `gs`.
+#[cfg(target_has_atomic = "64")]
+fn acked_group_stats(
+    gp: &crate::partition::GroupPart,
+    high: u64,
+    unread: u64,
+    gs: &mut GroupStats,
+) {
+    let Some(a) = &gp.acks else {
+        return;
+    };
+    let pos = a.committed();
+    gs.committed.push(pos);
+    gs.lag += high.saturating_sub(pos);
+    gs.delivered += gp.delivered - unread;
+    gs.lagged += gp.lagged;
+    ack_counts(a, gs);
 }
 
 /// Adds a group's figures on one ring partition to `gs`: its position from the ring,

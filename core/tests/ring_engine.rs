@@ -249,28 +249,90 @@ fn a_subscriber_of_two_partitions_waits_on_both() {
     ));
 }
 
-/// Explicit-ack groups do not run on the ring yet: asking for one on a ring topic is a
-/// clear error, not a group that misbehaves. Topics the ring cannot hold (here one that
-/// releases on read) stay on the locked log, where they work.
+/// Explicit-ack groups on the ring: an unacknowledged message holds `Block` publishers
+/// back (the group's hold on the ring) until it is acknowledged; a nacked one comes back;
+/// the committed position follows the lowest unsettled offset; stats count it all.
 #[test]
-fn explicit_ack_groups_are_refused_until_they_run_on_the_ring() {
-    let topic = Topic::<u8>::new(ring(4)).unwrap();
-    let err = topic
-        .group_acked("g", StartAt::Earliest, AckConfig::new())
-        .unwrap_err();
-    assert_eq!(err, Error::NotOnRingYet("explicit-ack groups"));
-    assert_eq!(
-        err.to_string(),
-        "explicit-ack groups on the ring engine are not built yet"
-    );
-    let locked = Topic::new(ring(4).release_on_read(true)).unwrap();
-    let mut member = locked
+fn explicit_ack_groups_hold_the_ring_until_acknowledged() {
+    let topic = Topic::<u8>::new(ring(2)).unwrap();
+    let mut m = topic
         .group_acked("g", StartAt::Earliest, AckConfig::new())
         .unwrap();
-    locked.try_publish(1u8).unwrap();
-    let d = member.try_recv().unwrap();
-    assert_eq!(*d.value(), 1);
-    d.ack().unwrap();
+    topic.try_publish(1).unwrap();
+    topic.try_publish(2).unwrap();
+    let first = m.try_recv().unwrap();
+    let second = m.try_recv().unwrap();
+    assert_eq!((*first.value(), *second.value()), (1, 2));
+    assert!(matches!(topic.try_publish(3), Err(PublishError::Full(3))));
+    second.ack().unwrap();
+    // Offset 0 is still unacknowledged: the ring stays full.
+    assert!(matches!(topic.try_publish(3), Err(PublishError::Full(3))));
+    assert_eq!(m.committed(0).unwrap(), 0);
+    first.nack().unwrap();
+    let again = m.try_recv().unwrap();
+    assert_eq!((*again.value(), again.deliveries()), (1, 2));
+    again.ack().unwrap();
+    assert_eq!(m.committed(0).unwrap(), 2);
+    topic.try_publish(3).unwrap();
+    assert_eq!(*m.try_recv().unwrap().value(), 3);
+    let stats = topic.stats();
+    let g = &stats.groups[0];
+    assert_eq!(
+        (g.delivered, g.acked, g.redelivered, g.in_flight),
+        (4, 2, 1, 1)
+    );
+    assert_eq!(stats.delivered, 4);
+}
+
+/// Members of an explicit-ack group on a ring, on threads, with publishers that wait
+/// for room: every message is acknowledged exactly once, none is lost, and a waiting
+/// member is woken by a ring publish (its wait is on the partition's lock).
+#[test]
+fn explicit_ack_members_on_threads_ack_every_message_once() {
+    const EACH: u64 = 5_000;
+    let topic = Topic::<u64>::new(ring(8)).unwrap();
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let mut m = topic
+                .group_acked("g", StartAt::Earliest, AckConfig::new())
+                .unwrap();
+            thread::spawn(move || {
+                let mut got = Vec::new();
+                loop {
+                    match m.recv_blocking() {
+                        Ok(d) => {
+                            got.push(*d.value());
+                            d.ack().unwrap();
+                        }
+                        Err(RecvError::Closed) => return got,
+                        Err(e) => panic!("{e:?}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    let publishers: Vec<_> = (0..2)
+        .map(|p| {
+            let t = topic.clone();
+            thread::spawn(move || {
+                for i in 0..EACH {
+                    t.publish_blocking(p * EACH + i).unwrap();
+                }
+            })
+        })
+        .collect();
+    for p in publishers {
+        p.join().unwrap();
+    }
+    topic.close();
+    let mut all: Vec<u64> = readers
+        .into_iter()
+        .flat_map(|r| r.join().unwrap())
+        .collect();
+    all.sort_unstable();
+    assert_eq!(all, (0..2 * EACH).collect::<Vec<_>>());
+    let g = &topic.stats().groups[0];
+    assert_eq!((g.acked, g.in_flight, g.lag), (2 * EACH, 0, 0));
 }
 
 /// Members of one group on one ring partition, on threads, compete for every message of

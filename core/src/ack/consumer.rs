@@ -22,10 +22,39 @@ use super::{acks_of, settings_of};
 use crate::config::StartAt;
 use crate::error::{Error, RecvError, TryRecvError};
 use crate::partition::Shared;
-use crate::read::group::Consumer;
+use crate::read::group::{Consumer, GroupShared};
 use crate::sync::Arc;
 use crate::time::Alarm;
 use crate::wait::{SpentWakers, WakeList};
+
+/// An explicit-ack group's hold on the ring of partition `p` (a topic on the ring
+/// engine), locked (under the partition's lock); `None` on the locked log. Its content is
+/// `None` once the group is deleted.
+#[cfg(target_has_atomic = "64")]
+fn hold_of<T>(
+    group: &GroupShared<T>,
+    p: usize,
+) -> Option<crate::sync::MutexGuard<'_, Option<super::visit::RingHold<T>>>> {
+    group.holds.get(p).map(|h| h.lock())
+}
+
+/// On the locked log (a target without 64-bit atomics), there is no hold.
+#[cfg(not(target_has_atomic = "64"))]
+fn hold_of<'a, T>(
+    _group: &'a GroupShared<T>,
+    _p: usize,
+) -> Option<&'a mut Option<super::visit::RingHold<T>>> {
+    None
+}
+
+/// Lets the ring's writers have what comes before `to`.
+#[cfg(target_has_atomic = "64")]
+fn advance<T>(hold: &mut super::visit::RingHold<T>, to: u64) {
+    hold.advance(to);
+}
+
+#[cfg(not(target_has_atomic = "64"))]
+fn advance<T>(_hold: &mut super::visit::RingHold<T>, _to: u64) {}
 
 /// How a poll's sweep over the member's partitions ended ([`AckConsumer::sweep`]).
 enum Sweep<T> {
@@ -180,14 +209,17 @@ impl<T> AckConsumer<T> {
         let mut log = shared.parts[p].log.lock();
         shared.expire(&mut log, topic_now, &mut wl, &mut dead);
         // As `Picking::on` sees them.
-        let (low, high, closed) = (log.first(), log.high, log.closed);
-        let retained_from = log.low;
+        let bounds = shared.ack_bounds(p, &log);
+        let (low, high, closed) = (bounds.low, bounds.high, bounds.closed);
+        let retained_from = bounds.retained_from;
+        let mut holding = hold_of(&group, p); // On a ring partition, under the lock.
+        let mut hold = holding.as_deref_mut().and_then(Option::as_mut);
         let id = group.ids[p];
         let Some(Picking {
             pick,
             was_done,
             unleased,
-        }) = Picking::on(&mut log, settings, id, p, now)
+        }) = Picking::on(&mut log, hold.as_deref_mut(), bounds, settings, id, p, now)
         else {
             return Visit::GONE;
         };
@@ -217,6 +249,11 @@ impl<T> AckConsumer<T> {
         }
         let taken = picked.hand_over(&mut log, &shared, p);
         log.set_cursor(cursor, holds_from);
+        if let Some(hold) = hold {
+            // Lets the ring's writers have what every member settled.
+            advance(hold, holds_from);
+        }
+        drop(holding);
         shared.reader_advanced(&mut log, &mut wl);
         drop(log);
         // A registration made here is cancelled by whatever this poll returns, even a

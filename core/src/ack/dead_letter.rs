@@ -173,7 +173,16 @@ fn publish<T: Clone>(
         return Sent::Over(true);
     };
     let (p, offset) = (letter.partition, letter.offset);
-    let value = held.or_else(|| shared.parts[p].log.lock().entry_at(offset).map(|e| e.value));
+    let value = held.or_else(|| {
+        // On a ring partition, through the group's hold (under the partition's lock, as
+        // the hold is used).
+        let log = shared.parts[p].log.lock();
+        #[cfg(target_has_atomic = "64")]
+        if let Some(hold) = group.holds.get(p) {
+            return hold.lock().as_mut().and_then(|h| h.read(offset).ok());
+        }
+        log.entry_at(offset).map(|e| e.value)
+    });
     let Some(value) = value else {
         drop(settings.parcels.lock().remove(&(p, offset)));
         return Sent::Over(false);

@@ -86,15 +86,23 @@ fn release_hold<T>(
     mut log: MutexGuard<'_, PartLog<T>>,
     wl: &mut WakeList,
 ) {
-    let (closed, high, retained_from) = (log.closed, log.high, log.low);
+    let bounds = shared.ack_bounds(p, &log);
     let Some(g) = log.group(group.ids[p]) else {
         unreachable!("memq: a group found under a partition's lock left it meanwhile");
     };
     let cursor = g.cursor;
     let (acks, _) = acks_of(g);
-    let drained = acks.is_drained(closed, high);
-    let holds_from = acks.holds_from(retained_from);
+    let drained = acks.is_drained(bounds.closed, bounds.high);
+    let holds_from = acks.holds_from(bounds.retained_from);
     log.set_cursor(cursor, holds_from);
+    #[cfg(target_has_atomic = "64")]
+    if let Some(hold) = group.holds.get(p) {
+        // Lets the ring's writers have what every member settled (the partition's lock
+        // is held: its mutex, then the hold's, then the ring's wait lists).
+        if let Some(hold) = hold.lock().as_mut() {
+            hold.advance(holds_from);
+        }
+    }
     shared.reader_advanced(&mut log, wl);
     drop(log);
     if drained {

@@ -16,9 +16,16 @@ use super::state::{Acks, Choice};
 use crate::log::Entry;
 use crate::message::Message;
 use crate::partition::Shared;
-use crate::partition::{GroupId, GroupPart, PartLog};
+use crate::partition::{AckBounds, GroupId, GroupPart, PartLog};
 use crate::read::to_message;
 use crate::wait::{SpentWakers, WaitKey, WakeList};
+
+/// An explicit-ack group's hold on a ring partition (a topic on the ring engine), which
+/// its visits read messages through. A stand-in type elsewhere, never made.
+#[cfg(target_has_atomic = "64")]
+pub(super) type RingHold<T> = memq_ring::Hold<T, crate::log::ring::RingWaits>;
+#[cfg(not(target_has_atomic = "64"))]
+pub(super) type RingHold<T> = core::marker::PhantomData<T>;
 
 /// What a visit to a partition found (`AckConsumer::take`).
 pub(super) struct Visit<T> {
@@ -70,21 +77,38 @@ impl<T: Clone> Pick<T> {
     pub(super) fn copy(
         choice: Choice,
         log: &PartLog<T>,
+        mut ring: Option<&mut RingHold<T>>,
         settings: &AckSettings<T>,
         p: usize,
     ) -> Self {
-        let entry = |offset: u64| match log.entry_at(offset) {
-            Some(e) => e,
-            None => panic!("memq: message {offset}, chosen for delivery, is not in the log"),
+        // On a ring partition, a message chosen may be claimed and not written yet, or
+        // overwritten since (`DropOldest`): nothing is taken now, and a later visit sees
+        // it written, or the partition moved on (the publish that did either wakes the
+        // waiting members).
+        let mut entry = |offset: u64| -> Option<Entry<T>> {
+            #[cfg(target_has_atomic = "64")]
+            if let Some(hold) = ring.as_deref_mut() {
+                return hold.read(offset).ok().map(|value| Entry {
+                    offset,
+                    ts: 0,
+                    value,
+                });
+            }
+            #[cfg(not(target_has_atomic = "64"))]
+            let _ = &mut ring;
+            match log.entry_at(offset) {
+                Some(e) => Some(e),
+                None => panic!("memq: message {offset}, chosen for delivery, is not in the log"),
+            }
         };
         match choice {
-            Choice::Redeliver(offset) => Pick::Redeliver(entry(offset)),
-            Choice::Fresh(offset) => Pick::Fresh(entry(offset)),
+            Choice::Redeliver(offset) => entry(offset).map_or(Pick::Nothing, Pick::Redeliver),
+            Choice::Fresh(offset) => entry(offset).map_or(Pick::Nothing, Pick::Fresh),
             Choice::DeadLetter(offset, deliveries, reason) => {
                 let value = settings.dead_letter.as_ref().and_then(|_| {
                     // The copy kept by an earlier try, if any: the log may have evicted it.
                     let kept = settings.parcels.lock().get(&(p, offset)).cloned();
-                    kept.or_else(|| log.entry_at(offset).map(|e| e.value))
+                    kept.or_else(|| entry(offset).map(|e| e.value))
                 });
                 Pick::DeadLetter(offset, deliveries, reason, value)
             }
@@ -187,6 +211,8 @@ impl<T: Clone> Picking<T> {
     /// and picks what to take there, with its value. `None` if the group is gone.
     pub(super) fn on(
         log: &mut PartLog<T>,
+        ring: Option<&mut RingHold<T>>,
+        bounds: AckBounds,
         settings: &AckSettings<T>,
         id: GroupId,
         p: usize,
@@ -194,7 +220,9 @@ impl<T: Clone> Picking<T> {
     ) -> Option<Self> {
         // The oldest message still in the log: on a releasing topic, messages a reader
         // had fetched ahead before this group attached may be out of it.
-        let (low, high, closed) = (log.first(), log.high, log.closed);
+        let AckBounds {
+            low, high, closed, ..
+        } = bounds;
         let limit = settings
             .max_deliveries
             .filter(|_| settings.dead_letters_move());
@@ -207,7 +235,7 @@ impl<T: Clone> Picking<T> {
             settings.parcels.lock().contains_key(&(p, offset))
         });
         Some(Self {
-            pick: Pick::copy(choice, log, settings, p),
+            pick: Pick::copy(choice, log, ring, settings, p),
             was_done,
             unleased,
         })

@@ -68,6 +68,7 @@ impl<T> Shared<T> {
             match value.publish_on(ring) {
                 Ok(offset) => {
                     Self::got_on_ring(ring, key);
+                    self.notify_explicit_on_ring(p, n);
                     return Attempt::Done(Ok(receipt(offset, n)));
                 }
                 Err(memq_ring::TryPublishError::Closed(back)) => {

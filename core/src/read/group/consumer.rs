@@ -192,7 +192,7 @@ impl<T> Consumer<T> {
             return;
         }
         let mut log = self.shared.parts[p].log.lock();
-        let high = log.high;
+        let high = self.shared.ack_bounds(p, &log).high;
         if let Some(g) = log.group(self.group.ids[p]) {
             g.waiters.unregister(&mut self.keys[p], &mut wl, &mut spent);
             g.keep_watch(high, &mut wl);
@@ -256,10 +256,11 @@ impl<T> Consumer<T> {
         }
         self.shared.parts.iter().enumerate().all(|(p, part)| {
             let log = part.log.lock();
+            let high = self.shared.ack_bounds(p, &log).high;
             log.group_ref(self.group.ids[p])
                 .is_none_or(|g| match &g.acks {
-                    None => log.cursor(g.cursor) >= log.high,
-                    Some(a) => a.next >= log.high && a.unacked.is_empty(),
+                    None => log.cursor(g.cursor) >= high,
+                    Some(a) => a.next >= high && a.unacked.is_empty(),
                 })
         })
     }
@@ -310,7 +311,7 @@ impl<T> Consumer<T> {
             if self.keys[p].is_some() && settled != Some(p) {
                 let mut wl = WakeList::new();
                 let mut log = self.shared.parts[p].log.lock();
-                let high = log.high;
+                let high = self.shared.ack_bounds(p, &log).high;
                 if let Some(g) = log.group(self.group.ids[p]) {
                     pass_on_wakeup(&mut g.waiters, self.keys[p], true, &mut spent, &mut wl);
                     g.keep_watch(high, &mut wl);

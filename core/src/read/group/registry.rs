@@ -27,10 +27,6 @@ pub(crate) fn join<T>(
     // Declared before the registry's guard, so dropped after it: the user's settings
     // if the creation fails, and what creating the group let go of in each partition
     // (values expired or released, publishers to wake), which runs user code.
-    #[cfg(target_has_atomic = "64")]
-    if !shared.rings.is_empty() && acks.is_some() {
-        return Err(Error::NotOnRingYet("explicit-ack groups"));
-    }
     let mut acks = acks;
     let mut spent: Vec<(WakeList, Vec<T>)> = Vec::new();
     let explicit = acks.is_some();
@@ -111,6 +107,8 @@ pub(crate) fn delete<T>(shared: &Shared<T>, name: &str) -> Result<(), Error> {
         wake.push((wl, waiters));
     }
     drop(pool);
+    #[cfg(target_has_atomic = "64")]
+    super::ring::release_holds(shared, &group);
     for (mut wl, waiters) in wake {
         wl.wake_all();
         // Members that registered after `wake_group` passed: all of them, however many.
@@ -146,7 +144,10 @@ fn create_group<T>(
 ) -> Result<GroupShared<T>, Error> {
     #[cfg(target_has_atomic = "64")]
     if !shared.rings.is_empty() {
-        return super::ring::create_group(shared, name, start);
+        return match acks.is_some() {
+            true => super::ring::create_acked_group(shared, name, start, acks),
+            false => super::ring::create_group(shared, name, start),
+        };
     }
     // Check every partition first so that a failure leaves nothing attached. Offsets
     // only grow, so a start valid now stays valid below.
@@ -204,5 +205,7 @@ fn create_group<T>(
         }),
         #[cfg(target_has_atomic = "64")]
         rings: Vec::new(),
+        #[cfg(target_has_atomic = "64")]
+        holds: Vec::new(),
     })
 }

@@ -142,7 +142,72 @@ pub(super) fn create_group<T>(
         acks: None,
         pool: None,
         rings,
+        holds: Vec::new(),
     })
+}
+
+/// Makes explicit-ack group `name` at `start` on a topic on the ring: a hold on every
+/// partition's ring, and the group's lease state in each partition's log, as on the
+/// locked log (under the partition's lock: the ack visits run there), starting where
+/// the hold asked to (an offset already gone is a lag its first visit reports). Every
+/// partition is checked first, so that a failure leaves nothing attached, and `acks` (the
+/// user's settings) is taken only once nothing can fail: the caller drops a failed
+/// group's settings after the registry's lock (they may hold the user's clock).
+pub(super) fn create_acked_group<T>(
+    shared: &Shared<T>,
+    name: &str,
+    start: StartAt,
+    acks: &mut Option<crate::ack::AckSettings<T>>,
+) -> Result<GroupShared<T>, Error> {
+    let mut starts = Vec::with_capacity(shared.rings.len());
+    for (p, ring) in shared.rings.iter().enumerate() {
+        starts.push(ring_start(ring, p, start)?);
+    }
+    let mut holds = Vec::with_capacity(shared.rings.len());
+    for ((p, ring), at) in shared.rings.iter().enumerate().zip(starts) {
+        let hold = memq_ring::Hold::new(ring, at).map_err(|e| ring_error(e, p, ring.capacity()))?;
+        holds.push(hold);
+    }
+    let acks = acks.take();
+    let mut ids = Vec::with_capacity(shared.rings.len());
+    for (part, hold) in shared.parts.iter().zip(&holds) {
+        let pos = hold.position() - hold.missed();
+        let id = part
+            .log
+            .lock()
+            .add_group(pos, acks.as_ref().map(|a| a.part(shared.clock.as_ref())));
+        ids.push(id);
+    }
+    shared.explicit_on_ring.fetch_add(1, Ordering::SeqCst);
+    Ok(GroupShared {
+        name: name.into(),
+        ids,
+        members: Mutex::new(Members {
+            next_id: 0,
+            list: Vec::new(),
+            idle: WaiterList::new(),
+            deleted: false,
+        }),
+        epoch: AtomicUsize::new(0),
+        acks,
+        pool: None,
+        rings: Vec::new(),
+        holds: holds.into_iter().map(|h| Mutex::new(Some(h))).collect(),
+    })
+}
+
+/// After the locked log's part of deleting an explicit-ack group on a topic on the
+/// ring: lets go of its holds on the rings (the publishers they held back are woken).
+pub(super) fn release_holds<T>(shared: &Shared<T>, group: &GroupShared<T>) {
+    if group.holds.is_empty() {
+        return;
+    }
+    for hold in &group.holds {
+        // Dropped after the mutex: the ring wakes writers as the hold detaches.
+        let gone = hold.lock().take();
+        drop(gone);
+    }
+    shared.explicit_on_ring.fetch_sub(1, Ordering::SeqCst);
 }
 
 /// Deletes a group on the ring (marked deleted, its members woken to see it): its

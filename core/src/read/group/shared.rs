@@ -42,6 +42,12 @@ pub(crate) struct GroupShared<T> {
     /// partition (empty on the locked log, where `ids` holds it).
     #[cfg(target_has_atomic = "64")]
     pub(crate) rings: Vec<RingGroup<T>>,
+    /// An explicit-ack group's hold on each partition's ring (the messages from its
+    /// lowest unsettled one on), indexed by partition, on a topic on the ring engine;
+    /// `None` once the group is deleted. Taken under the partition's lock (its lease
+    /// state is there). Empty otherwise.
+    #[cfg(target_has_atomic = "64")]
+    pub(crate) holds: Vec<Mutex<Option<memq_ring::Hold<T, crate::log::ring::RingWaits>>>>,
 }
 
 /// A group's position on one ring partition: its claim cursor in the ring, where each
