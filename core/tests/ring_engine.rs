@@ -282,6 +282,12 @@ fn explicit_ack_groups_hold_the_ring_until_acknowledged() {
         (4, 2, 1, 1)
     );
     assert_eq!(stats.delivered, 4);
+    // Offset 2 unacknowledged and the ring full: deleting the group lets go of it.
+    topic.try_publish(4).unwrap();
+    assert!(matches!(topic.try_publish(5), Err(PublishError::Full(5))));
+    topic.delete_group("g").unwrap();
+    topic.try_publish(5).unwrap();
+    assert!(matches!(m.try_recv(), Err(TryRecvError::Closed)));
 }
 
 /// Members of an explicit-ack group on a ring, on threads, with publishers that wait
