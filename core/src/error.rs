@@ -302,19 +302,12 @@ pub enum Error {
     ZeroAckWait,
     /// `max_deliveries` must be at least 1 (leave it unset for no limit).
     ZeroMaxDeliveries,
-    /// What the topic's lock-free ring engine does not do yet (the engine is a hidden
-    /// development setting, `TopicConfig::ring_engine`; see docs/ENGINE-PLAN.md).
-    #[doc(hidden)]
-    NotOnRingYet(&'static str),
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::ZeroCapacity => f.write_str("topic capacity must be at least 1"),
-            Self::NotOnRingYet(what) => {
-                write!(f, "{what} on the ring engine are not built yet")
-            }
             Self::ZeroPartitions => f.write_str("topic must have at least 1 partition"),
             Self::TtlWithoutClock => f.write_str("a ttl needs a clock"),
             Self::CapacityTooLarge { capacity } => {
