@@ -231,16 +231,29 @@ impl<T> Shared<T> {
     /// After a publish of `n` messages on ring partition `p`: wakes the members of the
     /// topic's explicit-ack groups waiting there, if it has any. They wait under the
     /// partition's lock with their lease state (as on the locked log), which a ring
-    /// publish does not take otherwise. The count is read after the publish's claim (a
-    /// sequentially consistent read-modify-write), against a visit's fence before it
-    /// reads the ring's end (`Shared::ack_bounds`): a member that missed the message
-    /// registered before this takes the lock.
+    /// publish does not take otherwise. The count is read after the message is written
+    /// and the ring's sequentially consistent fence that follows (`after_write` in
+    /// memq-ring, which this relies on), against a visit's fence before it reads the
+    /// ring (`Shared::ack_bounds`): a member that missed the message registered before
+    /// this takes the lock.
     #[cfg(target_has_atomic = "64")]
     #[inline]
     pub(crate) fn notify_explicit_on_ring(&self, p: usize, n: usize) {
         if self.explicit_on_ring.load(Ordering::SeqCst) > 0 {
             self.wake_remaining_readers(p, n, self.now());
         }
+    }
+
+    /// Wakes the writers waiting for room on ring partition `p`, after an explicit-ack
+    /// group's hold moved there under memq's locks (`Hold::advance_quietly`): called once
+    /// they are let go of, so that no waker runs under them.
+    pub(crate) fn wake_ring_writers(&self, p: usize) {
+        #[cfg(target_has_atomic = "64")]
+        if let Some(ring) = self.rings.get(p) {
+            ring.wake_writers_if_waiting();
+        }
+        #[cfg(not(target_has_atomic = "64"))]
+        let _ = p;
     }
 
     /// What an explicit-ack group's visit to partition `p` (`log`, locked) sees of its
@@ -251,10 +264,11 @@ impl<T> Shared<T> {
     pub(crate) fn ack_bounds(&self, p: usize, log: &PartLog<T>) -> AckBounds {
         #[cfg(target_has_atomic = "64")]
         if let Some(ring) = self.rings.get(p) {
-            // The other half of a ring publish's claim (a sequentially consistent
-            // read-modify-write) and its look at `explicit_on_ring` after it: either this
-            // visit sees the claim, or that publish sees the group and wakes the members
-            // waiting here, under this lock (see `Shared::notify_explicit_on_ring`).
+            // The other half of the fence a ring publish makes after writing its message
+            // (`after_write` in memq-ring), before its look at `explicit_on_ring`: either
+            // this visit sees the message written, or that publish sees the group and
+            // wakes the members waiting here, under this lock (see
+            // `Shared::notify_explicit_on_ring`).
             crate::sync::fence(Ordering::SeqCst);
             let first = ring.first();
             return AckBounds {

@@ -699,3 +699,65 @@ fn a_gap_met_by_a_members_batch_is_the_groups_on_both_engines() {
     assert_eq!(locked, (Err(TryRecvError::Lagged(3)), Ok(2)));
     assert_eq!(rebalanced(ring(2)), locked);
 }
+
+/// A publisher parked on a ring an explicit-ack group holds full is woken by the
+/// acknowledgement that frees the room, with no lock of memq's held: its waker reads the
+/// topic's stats (every partition's lock), which would deadlock under the partition's
+/// lock the settlement takes (found by review).
+#[test]
+fn a_settlement_wakes_a_parked_publisher_after_letting_go_of_its_locks() {
+    struct StatsOnWake(std::sync::Mutex<Option<Topic<u8>>>, AtomicUsize);
+    impl Wake for StatsOnWake {
+        fn wake(self: Arc<Self>) {
+            self.wake_by_ref();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.1.fetch_add(1, Ordering::SeqCst);
+            if let Some(topic) = self.0.lock().unwrap().as_ref() {
+                let _ = topic.stats();
+            }
+        }
+    }
+    let topic = Topic::<u8>::new(ring(1)).unwrap();
+    let mut m = topic
+        .group_acked("g", StartAt::Earliest, AckConfig::new())
+        .unwrap();
+    topic.try_publish(1).unwrap();
+    let d = m.try_recv().unwrap();
+    let waker = Arc::new(StatsOnWake(
+        std::sync::Mutex::new(Some(topic.clone())),
+        AtomicUsize::new(0),
+    ));
+    let w = Waker::from(waker.clone());
+    let done = Arc::new(AtomicBool::new(false));
+    let watchdog = {
+        let done = done.clone();
+        thread::spawn(move || {
+            // A deadlock shows as a test that never ends: fail it loudly instead.
+            for _ in 0..600 {
+                if done.load(Ordering::SeqCst) {
+                    return;
+                }
+                thread::sleep(std::time::Duration::from_millis(100));
+            }
+            eprintln!("deadlock: the settlement woke the publisher under a lock");
+            std::process::abort();
+        })
+    };
+    {
+        let mut publish = pin!(topic.publish(2));
+        assert!(publish
+            .as_mut()
+            .poll(&mut Context::from_waker(&w))
+            .is_pending());
+        d.ack().unwrap();
+        assert_eq!(waker.1.load(Ordering::SeqCst), 1, "woken by the ack");
+        assert!(publish
+            .as_mut()
+            .poll(&mut Context::from_waker(&w))
+            .is_ready());
+    }
+    waker.0.lock().unwrap().take();
+    done.store(true, Ordering::SeqCst);
+    watchdog.join().unwrap();
+}

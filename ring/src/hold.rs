@@ -110,11 +110,23 @@ impl<T, W: Waiters> Hold<T, W> {
     /// Lets go of every message before `to` (at most the ring's end); a `to` at or before
     /// the position changes nothing. Writers waiting for the room are woken.
     pub fn advance(&mut self, to: u64) {
+        if self.advance_quietly(to) {
+            self.ring.wake_writers_if_waiting();
+        }
+    }
+
+    /// [`Hold::advance`] without waking the writers it makes room for, for a front that
+    /// moves the hold under a lock of its own and wakes them once it has let go of it
+    /// (with [`Ring::wake_writers_if_waiting`], which it must call then: a writer
+    /// waiting for this room is woken by nothing else). Returns whether the hold moved.
+    pub fn advance_quietly(&mut self, to: u64) -> bool {
         let to = to.min(self.ring.end());
         let entry = self.ring.claim_entry(self.entry);
         if to > entry.load(Ordering::Relaxed) {
             entry.store(to, Ordering::Release);
-            self.ring.wake_writers_if_waiting();
+            true
+        } else {
+            false
         }
     }
 

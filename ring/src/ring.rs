@@ -1433,9 +1433,11 @@ impl<T, W: Waiters> Ring<T, W> {
     }
 
     /// Wakes writers waiting for room, if any wait: for readers and holds that moved
-    /// or left, whatever their position.
+    /// or left, whatever their position. Public for a front that moved a hold with
+    /// [`Hold::advance_quietly`](crate::Hold::advance_quietly) under a lock of its own:
+    /// it calls this once it has let go of the lock.
     #[inline]
-    pub(crate) fn wake_writers_if_waiting(&self) {
+    pub fn wake_writers_if_waiting(&self) {
         // Orders the position's store before the wake position's load, against a
         // writer's store of it before its rescan (Dekker's pattern).
         fence(Ordering::SeqCst);

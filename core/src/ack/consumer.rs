@@ -47,14 +47,17 @@ fn hold_of<'a, T>(
     None
 }
 
-/// Lets the ring's writers have what comes before `to`.
+/// Lets the ring's writers have what comes before `to`, without waking them (the caller
+/// holds memq's locks: `Shared::wake_ring_writers` after them); whether it moved.
 #[cfg(target_has_atomic = "64")]
-fn advance<T>(hold: &mut super::visit::RingHold<T>, to: u64) {
-    hold.advance(to);
+fn advance_quietly<T>(hold: &mut super::visit::RingHold<T>, to: u64) -> bool {
+    hold.advance_quietly(to)
 }
 
 #[cfg(not(target_has_atomic = "64"))]
-fn advance<T>(_hold: &mut super::visit::RingHold<T>, _to: u64) {}
+fn advance_quietly<T>(_hold: &mut super::visit::RingHold<T>, _to: u64) -> bool {
+    false
+}
 
 /// How a poll's sweep over the member's partitions ended ([`AckConsumer::sweep`]).
 enum Sweep<T> {
@@ -249,13 +252,13 @@ impl<T> AckConsumer<T> {
         }
         let taken = picked.hand_over(&mut log, &shared, p);
         log.set_cursor(cursor, holds_from);
-        if let Some(hold) = hold {
-            // Lets the ring's writers have what every member settled.
-            advance(hold, holds_from);
-        }
-        drop(holding);
+        // Lets the ring's writers have what every member settled (woken after the locks).
+        let moved = hold.is_some_and(|hold| advance_quietly(hold, holds_from));
         shared.reader_advanced(&mut log, &mut wl);
-        drop(log);
+        drop((holding, log));
+        if moved {
+            shared.wake_ring_writers(p);
+        }
         // A registration made here is cancelled by whatever this poll returns, even a
         // delivery from another partition (see `Consumer::cancel_wait_except`).
         self.inner.waiting |= registered;

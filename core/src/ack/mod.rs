@@ -95,16 +95,20 @@ fn release_hold<T>(
     let drained = acks.is_drained(bounds.closed, bounds.high);
     let holds_from = acks.holds_from(bounds.retained_from);
     log.set_cursor(cursor, holds_from);
+    // Lets the ring's writers have what every member settled, woken once no lock of
+    // memq's is held (a waker is the user's code).
     #[cfg(target_has_atomic = "64")]
-    if let Some(hold) = group.holds.get(p) {
-        // Lets the ring's writers have what every member settled (the partition's lock
-        // is held: its mutex, then the hold's, then the ring's wait lists).
-        if let Some(hold) = hold.lock().as_mut() {
-            hold.advance(holds_from);
-        }
-    }
+    let moved = group.holds.get(p).is_some_and(|hold| {
+        hold.lock()
+            .as_mut()
+            .is_some_and(|h| h.advance_quietly(holds_from))
+    });
     shared.reader_advanced(&mut log, wl);
     drop(log);
+    #[cfg(target_has_atomic = "64")]
+    if moved {
+        shared.wake_ring_writers(p);
+    }
     if drained {
         // The last message of a closed partition is settled: members waiting on it
         // (one was woken by the caller, as for a message to take) or for the whole
