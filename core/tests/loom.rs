@@ -27,6 +27,15 @@ use memq_core::{
     StartAt, Timer, Topic, TopicConfig, TryRecvError,
 };
 
+/// A topic's settings for a model: on the locked log, whose wake-up protocol (read-ahead,
+/// wake positions, the pool) these models were written for, or, with `MEMQ_LOOM_RING=1`
+/// in the environment, on the lock-free ring engine with memq's wait lists in front of
+/// it (the ring's own protocol has models of its own, `ring/tests/loom.rs`).
+fn topic_config(capacity: usize) -> TopicConfig {
+    TopicConfig::new(capacity)
+        .ring_engine(std::env::var_os("MEMQ_LOOM_RING").is_some_and(|v| v == "1"))
+}
+
 /// Polls `fut` once with a waker that does nothing: for a future that is dropped rather
 /// than awaited, so nobody needs to be woken.
 fn poll_once<F: Future + Unpin>(fut: &mut F) -> Poll<F::Output> {
@@ -57,7 +66,7 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 #[test]
 fn publish_wakes_a_waiting_subscriber() {
     model(|| {
-        let topic = Topic::<u32>::with_capacity(2).unwrap();
+        let topic = Topic::<u32>::new(topic_config(2)).unwrap();
         let mut sub = topic.subscribe(StartAt::Latest).unwrap();
         let reader = thread::spawn(move || block_on(sub.recv()).map(|m| m.into_value()));
         topic.try_publish(7).unwrap();
@@ -68,7 +77,7 @@ fn publish_wakes_a_waiting_subscriber() {
 #[test]
 fn publish_wakes_a_waiting_recv_many() {
     model(|| {
-        let topic = Topic::<u32>::with_capacity(2).unwrap();
+        let topic = Topic::<u32>::new(topic_config(2)).unwrap();
         let mut sub = topic.subscribe(StartAt::Latest).unwrap();
         let reader = thread::spawn(move || {
             let mut buf = Vec::new();
@@ -84,7 +93,7 @@ fn publish_wakes_a_waiting_recv_many() {
 #[test]
 fn each_message_goes_to_exactly_one_waiting_member() {
     model(|| {
-        let topic = Topic::<u32>::with_capacity(4).unwrap();
+        let topic = Topic::<u32>::new(topic_config(4)).unwrap();
         let members: Vec<_> = (0..2)
             .map(|_| topic.group("g", StartAt::Latest).unwrap())
             .collect();
@@ -103,7 +112,7 @@ fn each_message_goes_to_exactly_one_waiting_member() {
 #[test]
 fn one_message_one_member_the_other_sees_closed() {
     model(|| {
-        let topic = Topic::<u32>::with_capacity(4).unwrap();
+        let topic = Topic::<u32>::new(topic_config(4)).unwrap();
         let members: Vec<_> = (0..2)
             .map(|_| topic.group("g", StartAt::Latest).unwrap())
             .collect();
@@ -123,7 +132,7 @@ fn one_message_one_member_the_other_sees_closed() {
 #[test]
 fn dropped_waiting_member_passes_its_wakeup_on() {
     model(|| {
-        let topic = Topic::<u32>::with_capacity(4).unwrap();
+        let topic = Topic::<u32>::new(topic_config(4)).unwrap();
         let mut a = topic.group("g", StartAt::Latest).unwrap();
         let mut b = topic.group("g", StartAt::Latest).unwrap();
         // `a` parks first, so it is first in line for the next message.
@@ -151,7 +160,7 @@ fn dropped_waiting_member_passes_its_wakeup_on() {
 fn a_member_that_declines_passes_its_wakeup_on() {
     for overflow in [Overflow::Block, Overflow::DropOldest] {
         model(move || {
-            let topic = Topic::<u32>::new(TopicConfig::new(4).overflow(overflow)).unwrap();
+            let topic = Topic::<u32>::new(topic_config(4).overflow(overflow)).unwrap();
             let mut a = topic.group("g", StartAt::Latest).unwrap();
             let mut b = topic.group("g", StartAt::Latest).unwrap();
             // The decliner stays a member until joined: leaving the group would wake
@@ -176,7 +185,7 @@ fn a_member_that_declines_passes_its_wakeup_on() {
 #[test]
 fn close_wakes_a_waiting_subscriber() {
     model(|| {
-        let topic = Topic::<u32>::with_capacity(2).unwrap();
+        let topic = Topic::<u32>::new(topic_config(2)).unwrap();
         let mut sub = topic.subscribe(StartAt::Latest).unwrap();
         let reader = thread::spawn(move || block_on(sub.recv()).map(|m| m.into_value()));
         topic.close();
@@ -187,7 +196,7 @@ fn close_wakes_a_waiting_subscriber() {
 #[test]
 fn close_wakes_a_waiting_member_after_it_drains() {
     model(|| {
-        let topic = Topic::<u32>::with_capacity(2).unwrap();
+        let topic = Topic::<u32>::new(topic_config(2)).unwrap();
         let mut member = topic.group("g", StartAt::Latest).unwrap();
         let reader = thread::spawn(move || {
             let first = block_on(member.recv()).map(|m| m.into_value());
@@ -207,7 +216,7 @@ fn close_wakes_a_member_with_no_partition() {
     // rebalance or the group's drain. Closing the (empty, drained) topic must reach it,
     // wherever its re-check after registering falls in the close.
     model(|| {
-        let topic = Topic::<u32>::new(TopicConfig::new(2).partitions(2)).unwrap();
+        let topic = Topic::<u32>::new(topic_config(2).partitions(2)).unwrap();
         let a = topic.group("g", StartAt::Latest).unwrap();
         let b = topic.group("g", StartAt::Latest).unwrap();
         let mut idle = topic.group("g", StartAt::Latest).unwrap();
@@ -221,7 +230,7 @@ fn close_wakes_a_member_with_no_partition() {
 #[test]
 fn close_wakes_a_blocked_publisher_with_its_message() {
     model(|| {
-        let topic = Topic::<u32>::with_capacity(1).unwrap();
+        let topic = Topic::<u32>::new(topic_config(1)).unwrap();
         let _sub = topic.subscribe(StartAt::Earliest).unwrap();
         topic.try_publish(0).unwrap();
         let publisher = {
@@ -239,7 +248,7 @@ fn close_wakes_a_blocked_publisher_with_its_message() {
 #[test]
 fn block_publisher_is_woken_when_the_reader_advances() {
     model(|| {
-        let topic = Topic::<u32>::with_capacity(1).unwrap();
+        let topic = Topic::<u32>::new(topic_config(1)).unwrap();
         let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
         topic.try_publish(0).unwrap();
         let publisher = {
@@ -269,7 +278,7 @@ fn block_publisher_is_woken_when_the_reader_hands_over_read_ahead_it_moved_out()
 }
 
 fn two_slots(release: bool) -> Topic<u32> {
-    Topic::new(TopicConfig::new(2).release_on_read(release)).unwrap()
+    Topic::new(topic_config(2).release_on_read(release)).unwrap()
 }
 
 fn handing_over_read_ahead_wakes_the_publisher(release: bool) {
@@ -389,7 +398,7 @@ fn publishers_parked_in_turn_are_each_woken(release: bool) {
 /// are published, A's receive reads 0 and fetches 1 into the group's pool, then 2 is
 /// published (into the log).
 fn pooled_pair(capacity: usize, release: bool) -> (Topic<u32>, Consumer<u32>, Consumer<u32>) {
-    let config = TopicConfig::new(capacity).release_on_read(release);
+    let config = topic_config(capacity).release_on_read(release);
     let topic = Topic::<u32>::new(config).unwrap();
     let mut a = topic.group("g", StartAt::Earliest).unwrap();
     let b = topic.group("g", StartAt::Earliest).unwrap();
@@ -464,7 +473,7 @@ fn a_batch_reports_what_it_took_from_the_pool_when_the_group_is_deleted() {
     // while the group is deleted on another thread. Whatever the batch appended to its
     // buffer before it saw the deletion is reported as received, never as `Closed`.
     model(|| {
-        let topic = Topic::<u32>::with_capacity(4).unwrap();
+        let topic = Topic::<u32>::new(topic_config(4)).unwrap();
         let mut a = topic.group("g", StartAt::Earliest).unwrap();
         for i in 0..3 {
             topic.try_publish(i).unwrap();
@@ -494,7 +503,7 @@ fn a_rebalance_mid_stream_delivers_each_message_once() {
     // it (a stale view, before it sees the rebalance) or B does, each message is
     // received exactly once.
     model(|| {
-        let topic = Topic::<u32>::new(TopicConfig::new(4).partitions(2)).unwrap();
+        let topic = Topic::<u32>::new(topic_config(4).partitions(2)).unwrap();
         let mut a = topic.group("g", StartAt::Earliest).unwrap();
         for v in 0..3 {
             topic.try_publish_to(1, v).unwrap();
@@ -532,7 +541,7 @@ fn a_rebalance_mid_stream_delivers_each_message_once() {
 #[test]
 fn block_publisher_is_woken_when_the_reader_leaves() {
     model(|| {
-        let topic = Topic::<u32>::with_capacity(1).unwrap();
+        let topic = Topic::<u32>::new(topic_config(1)).unwrap();
         let sub = topic.subscribe(StartAt::Earliest).unwrap();
         topic.try_publish(0).unwrap();
         let publisher = {
@@ -547,7 +556,7 @@ fn block_publisher_is_woken_when_the_reader_leaves() {
 #[test]
 fn block_publisher_is_woken_when_a_group_member_receives() {
     model(|| {
-        let topic = Topic::<u32>::with_capacity(1).unwrap();
+        let topic = Topic::<u32>::new(topic_config(1)).unwrap();
         let mut member = topic.group("g", StartAt::Earliest).unwrap();
         topic.try_publish(0).unwrap();
         let publisher = {
@@ -567,7 +576,7 @@ fn block_publisher_is_woken_when_a_group_member_receives() {
 #[test]
 fn dropped_blocked_publisher_passes_its_wakeup_on() {
     model(|| {
-        let topic = Topic::<u32>::with_capacity(1).unwrap();
+        let topic = Topic::<u32>::new(topic_config(1)).unwrap();
         let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
         topic.try_publish(0).unwrap();
         // The first publisher parks first, so the freed slot is offered to it.
@@ -596,7 +605,7 @@ fn dropped_blocked_publisher_passes_its_wakeup_on() {
 #[test]
 fn a_batch_wakes_as_many_members_as_it_has_messages() {
     model(|| {
-        let topic = Topic::<u32>::with_capacity(4).unwrap();
+        let topic = Topic::<u32>::new(topic_config(4)).unwrap();
         let members: Vec<_> = (0..2)
             .map(|_| topic.group("g", StartAt::Latest).unwrap())
             .collect();
@@ -614,7 +623,7 @@ fn a_batch_wakes_as_many_members_as_it_has_messages() {
 #[test]
 fn a_subscriber_of_two_partitions_is_woken_by_either() {
     model(|| {
-        let topic = Topic::<u32>::new(TopicConfig::new(2).partitions(2)).unwrap();
+        let topic = Topic::<u32>::new(topic_config(2).partitions(2)).unwrap();
         let mut sub = topic.subscribe(StartAt::Latest).unwrap();
         let reader = thread::spawn(move || {
             let m = block_on(sub.recv()).unwrap();
@@ -633,7 +642,7 @@ fn a_subscriber_of_two_partitions_is_woken_by_either() {
 #[test]
 fn a_receive_served_by_another_partition_leaves_no_registration_behind() {
     model(|| {
-        let topic = Topic::<u32>::new(TopicConfig::new(4).partitions(2)).unwrap();
+        let topic = Topic::<u32>::new(topic_config(4).partitions(2)).unwrap();
         let mut a = topic.group("g", StartAt::Earliest).unwrap();
         topic.try_publish_to(0, 10).unwrap();
         topic.try_publish_to(0, 11).unwrap();
@@ -662,7 +671,7 @@ fn a_receive_served_by_another_partition_leaves_no_registration_behind() {
 #[test]
 fn a_waiting_member_is_woken_for_a_partition_a_leaver_hands_it() {
     model(|| {
-        let topic = Topic::<u32>::new(TopicConfig::new(2).partitions(2)).unwrap();
+        let topic = Topic::<u32>::new(topic_config(2).partitions(2)).unwrap();
         let a = topic.group("g", StartAt::Earliest).unwrap();
         let mut b = topic.group("g", StartAt::Earliest).unwrap();
         assert_eq!(b.assignment(), [1]);
@@ -700,7 +709,7 @@ fn a_waiting_acked_member_is_woken_for_a_partition_a_leaver_hands_it() {
 #[test]
 fn an_idle_member_is_woken_by_a_rebalance() {
     model(|| {
-        let topic = Topic::<u32>::new(TopicConfig::new(2).partitions(2)).unwrap();
+        let topic = Topic::<u32>::new(topic_config(2).partitions(2)).unwrap();
         let a = topic.group("g", StartAt::Latest).unwrap();
         let _b = topic.group("g", StartAt::Latest).unwrap();
         // Three members, two partitions: `c` has none until `a` leaves.
@@ -779,12 +788,8 @@ fn an_acked_receive_served_by_another_partition_leaves_no_registration_behind() 
 /// explicit-ack configurations whose leases (60 s) never run out in a model.
 fn acked_two_partitions(capacity: usize) -> (Topic<u32>, impl Fn() -> AckConfig<u32>) {
     let clock = std::sync::Arc::new(ManualClock::new());
-    let topic = Topic::<u32>::new(
-        TopicConfig::new(capacity)
-            .partitions(2)
-            .clock(clock.clone()),
-    )
-    .unwrap();
+    let topic =
+        Topic::<u32>::new(topic_config(capacity).partitions(2).clock(clock.clone())).unwrap();
     let config = move || {
         AckConfig::new()
             .ack_wait(Duration::from_secs(60))
@@ -806,7 +811,7 @@ fn acked(
 ) {
     let clock = std::sync::Arc::new(ManualClock::new());
     let timer = std::sync::Arc::new(ManualTimer::default());
-    let topic = Topic::new(TopicConfig::new(4).clock(clock.clone())).unwrap();
+    let topic = Topic::new(topic_config(4).clock(clock.clone())).unwrap();
     let config = AckConfig::new()
         .ack_wait(Duration::from_millis(10))
         .max_in_flight(max_in_flight)
@@ -934,7 +939,7 @@ fn an_ack_racing_lease_expiry_either_commits_or_redelivers() {
 /// A full log of 3 (messages 1 to 3) and a subscriber that took 0 and fetched 1 and 2
 /// ahead, to hand over without the lock.
 fn full_log_read_ahead() -> (Topic<u32>, memq_core::Subscriber<u32>) {
-    let topic = Topic::<u32>::with_capacity(3).unwrap();
+    let topic = Topic::<u32>::new(topic_config(3)).unwrap();
     let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
     for v in 0..3 {
         topic.try_publish(v).unwrap();

@@ -262,8 +262,9 @@ pub(super) fn register(
 
 /// What a visit to one assigned partition found, its lock released again.
 pub(super) enum Visit {
-    /// The group's position there is gone: the group was deleted, which the next
-    /// `refresh` reports.
+    /// The group's position there is gone: the group was deleted. A poll that took
+    /// nothing reports `Closed` at once, as the pool does (a `try_recv` racing the
+    /// deletion once said `Empty`, found by core's loom models on the ring engine).
     Deleted,
     /// The group's next read there is a gap, and this poll has taken messages already:
     /// a batch holds messages or reports a gap, so the gap is the next poll's to report.
@@ -362,6 +363,7 @@ impl<T> Consumer<T> {
         let n = self.assigned.len();
         let mut all_closed = true;
         let mut drained_closed = false;
+        let mut deleted = false;
         // The partition whose registration this poll settled under its lock, if any.
         let mut settled = None;
         // Where this round starts: `next` moves as partitions yield, the round does not
@@ -374,7 +376,8 @@ impl<T> Consumer<T> {
             let idx = (start + k) % n;
             let p = self.assigned[idx];
             match visit(self, p, &mut out, waker, accept) {
-                Visit::Deleted | Visit::Closed => {}
+                Visit::Deleted => deleted = true,
+                Visit::Closed => {}
                 Visit::Open => all_closed = false,
                 Visit::GapAhead => {
                     all_closed = false;
@@ -399,6 +402,10 @@ impl<T> Consumer<T> {
         if out.got > 0 {
             self.end_wait(settled, drained_closed);
             return Poll::Ready(Ok(out.finish()));
+        }
+        if deleted {
+            self.cancel_wait();
+            return Poll::Ready(Err(RecvError::Closed));
         }
         if n > 0 && !all_closed {
             if let Some(w) = waker {
