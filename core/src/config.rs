@@ -120,7 +120,8 @@ impl core::fmt::Debug for dyn Clock {
 
 impl TopicConfig {
     /// A topic retaining up to `capacity` messages per partition, `Block` overflow, one
-    /// partition, no TTL, no clock. A capacity of 0 is reported by [`Topic::new`].
+    /// partition, no TTL, no clock, on the lock-free ring engine
+    /// ([`TopicConfig::ring_engine`]). A capacity of 0 is reported by [`Topic::new`].
     ///
     /// [`Topic::new`] reserves each partition's ring of `capacity` slots (and reports
     /// [`Error::CapacityTooLarge`](crate::Error::CapacityTooLarge) if it cannot); the
@@ -138,21 +139,30 @@ impl TopicConfig {
             release_on_read: false,
             timer: None,
             next_offsets: alloc::vec::Vec::new(),
-            ring: cfg!(memq_ring_default),
+            ring: !cfg!(memq_locked_log),
         }
     }
 
-    /// Runs the topic's partitions on memq's lock-free ring instead of the locked log,
-    /// where the ring can keep the topic's semantics: 64-bit atomics, no TTL, no clock,
-    /// no `release_on_read`, first offsets below `2^61`. Elsewhere the locked log is
-    /// used whatever this says.
+    /// Chooses the engine under the topic's partitions. On (the default), they run on
+    /// memq's lock-free ring wherever the topic's settings allow it: 64-bit atomics, no
+    /// TTL, no clock, no `release_on_read`, first offsets below `2^61`; other topics use
+    /// the locked log whatever this says. Off, they use the locked log: one lock per
+    /// partition, under which readers take messages in bursts.
     ///
-    /// Not for users yet: every reader kind of memq-core runs on the ring engine, and
-    /// its whole suite passes there, but the rest of the workspace's suites have not
-    /// run on it yet (see `docs/ENGINE-PLAN.md`). Once they have, eligible topics go on
-    /// the ring by default and this goes away. Built with `--cfg memq_ring_default`,
-    /// memq-core puts every eligible topic on the ring (for running test suites there).
-    #[doc(hidden)]
+    /// Both engines keep the same semantics (memq-core's whole suite runs on each); they
+    /// differ in speed. The ring lets a publisher and its readers run at once without a
+    /// lock between them, and wakes a parked reader or publisher without one. The lock
+    /// makes them take turns, which wins in two cases, so turn the ring off for them:
+    /// - Every message shares one reference-counted payload (one `Arc` or `Bytes` cloned
+    ///   into each message) and a reader keeps up with the publisher: both cores then
+    ///   touch the one count for every message. On the 2-vCPU machine of
+    ///   `docs/ENGINE-PLAN.md` a subscriber ran 0.5–0.7 × as fast on the ring, while
+    ///   messages with payloads of their own ran 1.7–2.1 × as fast there.
+    /// - Several members of one group compete for one partition: on the ring each takes
+    ///   one offset per compare-and-swap, under the lock a member takes a burst.
+    ///
+    /// Built with `--cfg memq_locked_log`, memq-core puts every topic on the locked log
+    /// (for running test suites there).
     pub fn ring_engine(mut self, on: bool) -> Self {
         self.ring = on;
         self

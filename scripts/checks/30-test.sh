@@ -10,25 +10,18 @@ run cargo test --workspace --exclude memq-bench --exclude memq-redis --all-targe
 bounded 900 cargo test --workspace --exclude memq-bench --exclude memq-redis --all-targets --all-features --profile "$MEMQ_PROFILE"
 bounded 900 cargo test --workspace --exclude memq-bench --exclude memq-redis --doc --all-features --profile "$MEMQ_PROFILE"
 if [ "${MEMQ_QUICK:-0}" = 1 ]; then
-    note "quick mode: memq-core on the ring engine (default features) is tested by the full run"
+    note "quick mode: memq-core on the locked log (default features) is tested by the full run"
     return 0
 fi
-# The ring engine, while it is built (docs/ENGINE-PLAN.md): memq-core alone, with its
-# default features, built with every eligible topic on the lock-free ring, runs its whole
-# suite (publishes and their line of parked publishers, subscribers, consumer groups,
-# explicit-ack groups, stats, the reference model), in a target directory of its own
-# (the cfg changes every crate of the build). Skipped by name: one test of the locked
-# log's internals (when its read-ahead wakes a parked publisher; the ring wakes it as
-# soon as room is free, and it parks again).
-ring_engine=(-p memq-core --profile "$MEMQ_PROFILE" --target-dir "${CARGO_TARGET_DIR:-target}/ring-engine")
-ring_suites=(--lib --tests)
-ring_skip=(block_parked_publisher_is_woken_after_a_publish_moved_its_wake_position)
-ring_skip_args=()
-for t in "${ring_skip[@]}"; do ring_skip_args+=(--skip "$t"); done
-RUSTFLAGS="--cfg memq_ring_default" run cargo test "${ring_engine[@]}" "${ring_suites[@]}" --no-run
-RUSTFLAGS="--cfg memq_ring_default" bounded 600 cargo test "${ring_engine[@]}" "${ring_suites[@]}" \
-    -- --exact "${ring_skip_args[@]}"
-# The core alone with its default features is the build above: memq-core's features
-# (`serde`, `postcard`) add codecs and change neither engine, so its whole suite on the
-# ring with default features, and on the locked log with every feature (the first run),
-# covers both; a third build of the core for the default features alone took 100 s.
+# The locked log. Topics run on the lock-free ring wherever their settings allow it
+# (TopicConfig::ring_engine), so the runs above test the ring, and the locked log only
+# for the topics that need it (TTL, clocks, release_on_read) and those that turn the ring
+# off. Here memq-core alone, with its default features, built with every topic on the
+# locked log (`--cfg memq_locked_log`), runs its whole suite again (publishes and their
+# line of parked publishers, subscribers, consumer groups, explicit-ack groups, stats,
+# the reference model), in a target directory of its own (the cfg changes every crate
+# of the build). memq-core's features (`serde`, `postcard`) add codecs and change
+# neither engine, so the two builds cover both engines without a third.
+locked_log=(-p memq-core --profile "$MEMQ_PROFILE" --target-dir "${CARGO_TARGET_DIR:-target}/locked-log" --lib --tests)
+RUSTFLAGS="--cfg memq_locked_log" run cargo test "${locked_log[@]}" --no-run
+RUSTFLAGS="--cfg memq_locked_log" bounded 600 cargo test "${locked_log[@]}"

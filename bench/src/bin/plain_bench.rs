@@ -411,11 +411,12 @@ impl ARx for MemqRx {
 /// `Block`, the default) read by subscribers (pair, fan-out) or a group (competing,
 /// partitioned).
 ///
-/// With `MEMQ_BENCH_RING_ENGINE=1` in the environment, memq's topics run on the lock-free
-/// ring engine where it can take them (a hidden development switch while that engine is
-/// built, see docs/ENGINE-PLAN.md; releasing topics stay on the locked log).
+/// memq's topics run on its default engine, the lock-free ring where the topic's settings
+/// allow it (releasing topics stay on the locked log). With `MEMQ_BENCH_LOCKED_LOG=1` in
+/// the environment they all run on the locked log (`TopicConfig::ring_engine(false)`), to
+/// compare the two engines in one binary.
 fn memq_wire(shape: Shape, release: bool) -> Wiring<memq::Topic<Msg>, MemqRx> {
-    let ring = std::env::var_os("MEMQ_BENCH_RING_ENGINE").is_some_and(|v| v == "1") && !release;
+    let ring = std::env::var_os("MEMQ_BENCH_LOCKED_LOG").is_none_or(|v| v != "1");
     let config = memq::TopicConfig::new(CAPACITY)
         .release_on_read(release)
         .ring_engine(ring);
