@@ -120,8 +120,8 @@ impl core::fmt::Debug for dyn Clock {
 
 impl TopicConfig {
     /// A topic retaining up to `capacity` messages per partition, `Block` overflow, one
-    /// partition, no TTL, no clock, on the lock-free ring engine
-    /// ([`TopicConfig::ring_engine`]). A capacity of 0 is reported by [`Topic::new`].
+    /// partition, no TTL, no clock, on the locked log ([`TopicConfig::ring_engine`]). A
+    /// capacity of 0 is reported by [`Topic::new`].
     ///
     /// [`Topic::new`] reserves each partition's ring of `capacity` slots (and reports
     /// [`Error::CapacityTooLarge`](crate::Error::CapacityTooLarge) if it cannot); the
@@ -139,30 +139,30 @@ impl TopicConfig {
             release_on_read: false,
             timer: None,
             next_offsets: alloc::vec::Vec::new(),
-            ring: !cfg!(memq_locked_log),
+            ring: cfg!(memq_ring_default),
         }
     }
 
-    /// Chooses the engine under the topic's partitions. On (the default), they run on
-    /// memq's lock-free ring wherever the topic's settings allow it: 64-bit atomics, no
-    /// TTL, no clock, no `release_on_read`, first offsets below `2^61`; other topics use
-    /// the locked log whatever this says. Off, they use the locked log: one lock per
-    /// partition, under which readers take messages in bursts.
+    /// Chooses the engine under the topic's partitions. Off (the default), they run on the
+    /// locked log: one lock per partition, under which readers take messages in bursts.
+    /// On, they run on memq's lock-free ring wherever the topic's settings allow it
+    /// (64-bit atomics, no TTL, no clock, no `release_on_read`, first offsets below
+    /// `2^61`); other topics use the locked log whatever this says.
     ///
     /// Both engines keep the same semantics (memq-core's whole suite runs on each); they
-    /// differ in speed. The ring lets a publisher and its readers run at once without a
-    /// lock between them, and wakes a parked reader or publisher without one. The lock
-    /// makes them take turns, which wins in two cases, so turn the ring off for them:
-    /// - Every message shares one reference-counted payload (one `Arc` or `Bytes` cloned
-    ///   into each message) and a reader keeps up with the publisher: both cores then
-    ///   touch the one count for every message. On the 2-vCPU machine of
-    ///   `docs/ENGINE-PLAN.md` a subscriber ran 0.5–0.7 × as fast on the ring, while
-    ///   messages with payloads of their own ran 1.7–2.1 × as fast there.
-    /// - Several members of one group compete for one partition: on the ring each takes
-    ///   one offset per compare-and-swap, under the lock a member takes a burst.
+    /// differ in speed. On the ring a publisher and its readers run at once with no lock
+    /// between them; under the lock they take turns. Measured on a 2-vCPU machine
+    /// (`docs/ENGINE-PLAN.md`, "Measured"), the ring wins where each message has a
+    /// payload of its own and one reader or one member per partition keeps up: one
+    /// publisher and one subscriber 1.8 × as fast, batches and a group reading four
+    /// partitions 1.3 × as fast. It loses where every message shares one
+    /// reference-counted payload (one `Arc` or `Bytes` cloned into each message: both
+    /// cores then touch the one count for every message, 0.4–0.9 ×), and where several
+    /// members of a group compete for one partition (each takes one offset per
+    /// compare-and-swap; blocking members on threads ran 0.5 × as fast).
     ///
-    /// Built with `--cfg memq_locked_log`, memq-core puts every topic on the locked log
-    /// (for running test suites there).
+    /// Built with `--cfg memq_ring_default`, memq-core puts every eligible topic on the
+    /// ring (for running test suites there).
     pub fn ring_engine(mut self, on: bool) -> Self {
         self.ring = on;
         self

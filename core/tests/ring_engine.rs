@@ -1,9 +1,8 @@
-//! Topics on the lock-free ring engine (`TopicConfig::ring_engine`, the default for a
-//! topic whose settings allow it; asked for explicitly here, so that these tests keep
-//! testing the ring in the build that puts every topic on the locked log): publishes,
-//! subscribers, consumer groups and explicit-ack groups on it keep memq's semantics, with
-//! every message counted. memq-core's whole suite runs on both engines (stage 30 of
-//! `scripts/check`, the second time built with `--cfg memq_locked_log`).
+//! Topics on the lock-free ring engine (`TopicConfig::ring_engine(true)`, for a topic whose
+//! settings allow it; the locked log is the default): publishes, subscribers, consumer
+//! groups and explicit-ack groups on it keep memq's semantics, with every message counted.
+//! memq-core's whole suite runs on both engines (stage 30 of `scripts/check`, the second
+//! time built with `--cfg memq_ring_default`, which puts every eligible topic on the ring).
 #![cfg(target_has_atomic = "64")]
 
 extern crate alloc;

@@ -1,7 +1,7 @@
 # Fuzzing (cargo fuzz, libFuzzer, nightly): every target in fuzz/ (the codec decoders on
 # arbitrary bytes; ffi_calls, sequences of C ABI calls through memq-ffi's exports checked
 # against a model, every handle freed and leak-checked after each input) for FUZZ_SECONDS
-# (30) each, with debug assertions, starting from the committed corpus in
+# (20) each, with debug assertions, starting from the committed corpus in
 # fuzz/corpus/<target>. New inputs go under the target directory, so
 # the committed corpus changes only when someone copies a find in; a crash is written to
 # fuzz/artifacts/<target>/, and so is an input that takes over 10 s.
@@ -37,7 +37,7 @@ else
             # totals.
             if ! run cargo +nightly fuzz run --debug-assertions --fuzz-dir fuzz \
                 --target-dir "$fuzz_dir" "$t" "$fuzz_dir/corpus/$t" "fuzz/corpus/$t" -- \
-                -max_total_time="${FUZZ_SECONDS:-30}" -timeout=10 -print_final_stats=1 \
+                -max_total_time="${FUZZ_SECONDS:-20}" -timeout=10 -print_final_stats=1 \
                 2>"$fuzz_dir/$t.log"; then
                 tail -n 80 "$fuzz_dir/$t.log" >&2
                 echo "fuzz target $t failed: the input is in fuzz/artifacts/$t/" >&2

@@ -411,12 +411,12 @@ impl ARx for MemqRx {
 /// `Block`, the default) read by subscribers (pair, fan-out) or a group (competing,
 /// partitioned).
 ///
-/// memq's topics run on its default engine, the lock-free ring where the topic's settings
-/// allow it (releasing topics stay on the locked log). With `MEMQ_BENCH_LOCKED_LOG=1` in
-/// the environment they all run on the locked log (`TopicConfig::ring_engine(false)`), to
-/// compare the two engines in one binary.
+/// memq's topics run on its default engine, the locked log. With `MEMQ_BENCH_RING_ENGINE=1`
+/// in the environment, topics whose settings allow it run on the lock-free ring
+/// (`TopicConfig::ring_engine(true)`; releasing topics stay on the locked log), to compare
+/// the two engines in one binary.
 fn memq_wire(shape: Shape, release: bool) -> Wiring<memq::Topic<Msg>, MemqRx> {
-    let ring = std::env::var_os("MEMQ_BENCH_LOCKED_LOG").is_none_or(|v| v != "1");
+    let ring = std::env::var_os("MEMQ_BENCH_RING_ENGINE").is_some_and(|v| v == "1");
     let config = memq::TopicConfig::new(CAPACITY)
         .release_on_read(release)
         .ring_engine(ring);
@@ -1487,8 +1487,8 @@ fn main() -> ExitCode {
     println!(
         "plain_bench: median of {} interleaved round(s), {} messages (S5: {} × 1 MiB; S6: {} \
          round trips), each cell in a fresh process; distinct deliveries/s (S3: all 4 \
-         subscribers; S6: 1e9/median RTT). memq-ring is the ring alone (not under memq's \
-         topics yet).\n",
+         subscribers; S6: 1e9/median RTT). memq-ring is the ring alone, without memq's \
+         topics.\n",
         a.rounds, sizes.messages, sizes.large, sizes.round_trips
     );
     print_tables(&a, &cells);

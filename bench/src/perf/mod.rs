@@ -143,7 +143,7 @@ pub enum Impl {
     MemqThreads,
     /// memq async on Tokio with release-on-read topics: no replay, like a channel.
     MemqRelease,
-    /// memq-ring, the lock-free ring of issue 36, alone (not under memq's topics yet),
+    /// memq-ring, the lock-free ring of issue 36, alone (memq's topics run on it when asked),
     /// on plain threads with its blocking front: how fast the ring itself goes.
     MemqRing,
     /// memq-ring alone with its async front, on Tokio like the async peers.
@@ -267,7 +267,9 @@ impl Impl {
             (Impl::MemqRing | Impl::MemqRingAsync, Scenario::S7Partitioned) => {
                 Some("the ring alone; 4 rings, key hashed")
             }
-            (Impl::MemqRing | Impl::MemqRingAsync, _) => Some("the ring alone, not under memq yet"),
+            (Impl::MemqRing | Impl::MemqRingAsync, _) => {
+                Some("the ring alone, without memq's topics")
+            }
             _ => None,
         }
     }

@@ -1,5 +1,5 @@
-//! memq-ring, the lock-free ring of issue 36, measured on its own (it is not under memq's
-//! topics yet): `Ring` with the blocking front (`Parking`) on plain threads, like
+//! memq-ring, the lock-free ring of issue 36, measured on its own (memq's topics
+//! run on it with `TopicConfig::ring_engine(true)`): `Ring` with the blocking front (`Parking`) on plain threads, like
 //! crossbeam's row. Every shape is one ring per channel the scenario needs:
 //! - a pair: one ring, one broadcast `Reader`;
 //! - competing receivers: one ring, one `Group` whose members compete;

@@ -249,12 +249,12 @@ impl SyncRx for MemqRx {
 /// Wires `shape` with memq topics. Readers are attached before returning, so nothing the
 /// drivers publish afterwards can be missed.
 ///
-/// Topics run on memq's default engine, the lock-free ring where the topic's settings allow
-/// it (releasing topics stay on the locked log). With `MEMQ_BENCH_LOCKED_LOG=1` in the
-/// environment every topic runs on the locked log (`TopicConfig::ring_engine(false)`), to
-/// compare the two engines in one binary, as in plain_bench.
+/// Topics run on memq's default engine, the locked log. With `MEMQ_BENCH_RING_ENGINE=1` in
+/// the environment, topics whose settings allow it run on the lock-free ring
+/// (`TopicConfig::ring_engine(true)`; releasing topics stay on the locked log), to compare
+/// the two engines in one binary, as in plain_bench.
 fn wire_memq(shape: Shape, capacity: usize, release: bool) -> Option<Wiring<Topic<Msg>, MemqRx>> {
-    let ring = std::env::var_os("MEMQ_BENCH_LOCKED_LOG").is_none_or(|v| v != "1");
+    let ring = std::env::var_os("MEMQ_BENCH_RING_ENGINE").is_some_and(|v| v == "1");
     let config = TopicConfig::new(capacity)
         .overflow(Overflow::Block)
         .release_on_read(release)
