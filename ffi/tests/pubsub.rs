@@ -631,8 +631,41 @@ fn ttl_expires_messages() {
 
 #[test]
 fn blocking_publish_and_receive_across_threads() {
+    publish_and_receive_across_threads(0);
+}
+
+/// The same on the lock-free ring engine (`MEMQ_TOPIC_RING_ENGINE`): every message to the
+/// subscriber in order and to the group once, through parked publishers and readers.
+#[test]
+fn blocking_publish_and_receive_across_threads_on_the_ring_engine() {
+    publish_and_receive_across_threads(MEMQ_TOPIC_RING_ENGINE);
+}
+
+/// `MEMQ_TOPIC_RING_ENGINE` with a setting the ring cannot keep is not an error: the topic
+/// stays on the locked log and keeps the setting.
+#[test]
+fn the_ring_engine_flag_beside_release_on_read_keeps_the_release() {
+    let mut c = config(8, 1, memq_overflow::Block);
+    c.flags = MEMQ_TOPIC_RING_ENGINE | MEMQ_TOPIC_RELEASE_ON_READ;
+    let t = topic_with(&c);
+    let s = subscribe(t, memq_start::Earliest);
+    publish(t, b"a");
+    assert_eq!(recv(s, 0).unwrap(), b"a");
+    let mut st = memq_topic_stats::default();
+    // SAFETY: live topic, valid out-pointer; handles freed once.
+    unsafe {
+        assert_eq!(memq_topic_get_stats(t, &mut st), OK);
+        assert_eq!((st.published, st.released), (1, 1));
+        memq_subscriber_free(s);
+        memq_topic_free(t);
+    }
+}
+
+fn publish_and_receive_across_threads(flags: u32) {
     const N: u32 = 20_000;
-    let t = topic(8);
+    let mut c = config(8, 1, memq_overflow::Block);
+    c.flags = flags;
+    let t = topic_with(&c);
     let s = subscribe(t, memq_start::Earliest) as usize;
     let c = member(t, "g") as usize;
     let tp = t as usize;
