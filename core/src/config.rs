@@ -157,7 +157,7 @@ impl TopicConfig {
     /// publisher and one subscriber 1.8 × as fast, batches and a group reading four
     /// partitions 1.3 × as fast. It loses where every message shares one
     /// reference-counted payload (one `Arc` or `Bytes` cloned into each message: both
-    /// cores then touch the one count for every message, 0.4–0.9 ×), and where several
+    /// cores then touch the one count for every message, 0.4–1.0 ×), and where several
     /// members of a group compete for one partition (each takes one offset per
     /// compare-and-swap; blocking members on threads ran 0.5 × as fast).
     ///
