@@ -498,6 +498,54 @@ fn a_batch_reports_what_it_took_from_the_pool_when_the_group_is_deleted() {
 }
 
 #[test]
+fn a_try_recv_racing_a_deletion_delivers_or_says_closed() {
+    // A member of a group on two partitions (so the plain round, not the pool) tries to
+    // receive while the group is deleted: it gets the message (taken before the
+    // deletion) or `Closed`, never `Empty` with a message there (a visit that found the
+    // group gone after the poll's `refresh` once left `Closed` to the next poll).
+    model(|| {
+        let topic = Topic::<u32>::new(topic_config(4).partitions(2)).unwrap();
+        let mut a = topic.group("g", StartAt::Earliest).unwrap();
+        topic.try_publish_to(0, 7).unwrap();
+        topic.try_publish_to(1, 8).unwrap();
+        let deleter = {
+            let topic = topic.clone();
+            thread::spawn(move || topic.delete_group("g").unwrap())
+        };
+        match a.try_recv() {
+            Ok(m) => assert!([7, 8].contains(m.value())),
+            Err(TryRecvError::Closed) => {}
+            Err(e) => panic!("{e:?}"),
+        }
+        deleter.join().unwrap();
+    });
+}
+
+#[test]
+fn an_acked_try_recv_racing_a_deletion_delivers_or_says_closed() {
+    // The same for an explicit-ack member (it said `Empty` too; found in review).
+    model(|| {
+        let topic = Topic::<u32>::new(topic_config(4)).unwrap();
+        let config = AckConfig::new()
+            .ack_wait(Duration::from_secs(60))
+            .clock(std::sync::Arc::new(ManualClock::new()))
+            .timer(std::sync::Arc::new(ManualTimer::default()));
+        let mut a = topic.group_acked("g", StartAt::Earliest, config).unwrap();
+        topic.try_publish(7).unwrap();
+        let deleter = {
+            let topic = topic.clone();
+            thread::spawn(move || topic.delete_group("g").unwrap())
+        };
+        match a.try_recv() {
+            Ok(d) => assert_eq!(*d.message().value(), 7),
+            Err(TryRecvError::Closed) => {}
+            Err(e) => panic!("{e:?}"),
+        }
+        deleter.join().unwrap();
+    });
+}
+
+#[test]
 fn a_rebalance_mid_stream_delivers_each_message_once() {
     // A reads partition 1 alone; B joins and is given partition 1. Whether A still reads
     // it (a stale view, before it sees the rebalance) or B does, each message is

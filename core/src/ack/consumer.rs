@@ -272,6 +272,7 @@ impl<T> AckConsumer<T> {
             taken,
             done,
             deadline,
+            gone: false,
         }
     }
 
@@ -315,12 +316,14 @@ impl<T> AckConsumer<T> {
     {
         let n = self.inner.assigned.len();
         let mut all_done = true;
+        let mut gone = false;
         let mut earliest: Option<u64> = None;
         for k in 0..n {
             let idx = (self.inner.next + k) % n;
             let p = self.inner.assigned[idx];
             let visit = self.take(p, now, waker);
             all_done &= visit.done;
+            gone |= visit.gone;
             earliest = earlier(earliest, visit.deadline);
             match visit.taken {
                 Take::Delivered(message, attempt) => {
@@ -339,6 +342,12 @@ impl<T> AckConsumer<T> {
                 }
                 Take::Nothing => {}
             }
+        }
+        if gone {
+            // The group was deleted meanwhile (after this poll's `refresh`): `Closed` now,
+            // as a plain member's round says it, not `Empty` until the next poll (a
+            // `try_recv` racing `delete_group` once said `Empty`; found in review).
+            return Sweep::Ready(Err(RecvError::Closed));
         }
         Sweep::Empty {
             pending: n > 0 && !all_done,

@@ -34,6 +34,8 @@ pub(super) struct Visit<T> {
     pub(super) done: bool,
     /// The earliest lease end or redelivery time there, if any.
     pub(super) deadline: Option<u64>,
+    /// The group is gone from the partition: it was deleted.
+    pub(super) gone: bool,
 }
 
 impl<T> Visit<T> {
@@ -42,6 +44,7 @@ impl<T> Visit<T> {
         taken: Take::Nothing,
         done: true,
         deadline: None,
+        gone: true,
     };
 }
 

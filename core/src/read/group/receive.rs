@@ -7,7 +7,8 @@
 //!
 //! How a plain poll ends, and why:
 //!
-//! - `Closed` at once: the group was deleted (the assignment says so).
+//! - `Closed` at once: the group was deleted (the assignment says so, or a visit finds the
+//!   group's position gone).
 //! - A message, or a batch: taken from one or more partitions; the wait ends.
 //! - `Declined` (`recv_if`): the first message was not accepted and stays where it was;
 //!   a wake-up the member used goes on to the next waiting member.
