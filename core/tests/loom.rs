@@ -546,6 +546,37 @@ fn an_acked_try_recv_racing_a_deletion_delivers_or_says_closed() {
 }
 
 #[test]
+fn a_member_waiting_on_two_partitions_is_told_of_a_deletion() {
+    // A member waits on both partitions of its group while the group is deleted: the
+    // deletion removes the partitions one at a time, so a poll may find one gone and wait
+    // on the other; whichever way it falls, the wait ends in `Closed`.
+    model(|| {
+        let topic = Topic::<u32>::new(topic_config(4).partitions(2)).unwrap();
+        let mut a = topic.group("g", StartAt::Earliest).unwrap();
+        let deleter = {
+            let topic = topic.clone();
+            thread::spawn(move || topic.delete_group("g").unwrap())
+        };
+        assert!(matches!(block_on(a.recv()), Err(RecvError::Closed)));
+        deleter.join().unwrap();
+    });
+}
+
+#[test]
+fn an_acked_member_waiting_on_two_partitions_is_told_of_a_deletion() {
+    model(|| {
+        let (topic, config) = acked_two_partitions(4);
+        let mut a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+        let deleter = {
+            let topic = topic.clone();
+            thread::spawn(move || topic.delete_group("g").unwrap())
+        };
+        assert!(matches!(block_on(a.recv()), Err(RecvError::Closed)));
+        deleter.join().unwrap();
+    });
+}
+
+#[test]
 fn a_rebalance_mid_stream_delivers_each_message_once() {
     // A reads partition 1 alone; B joins and is given partition 1. Whether A still reads
     // it (a stale view, before it sees the rebalance) or B does, each message is
