@@ -263,9 +263,8 @@ impl<T> AckConsumer<T> {
         // delivery from another partition (see `Consumer::cancel_wait_except`).
         self.inner.waiting |= registered;
         if done && !was_done {
-            // This visit finished a closed partition (skipping a lag, dropping evicted
-            // unacked messages): members waiting on it or for the group to drain may be
-            // done.
+            // This visit finished a closed partition (skipped a lag, dropped evicted unacked
+            // messages): members waiting on it or for the group to drain may be done.
             shared.wake_drained(&group, p);
         }
         Visit {
