@@ -604,6 +604,11 @@ fn topic_config(u: &mut Unstructured<'_>, bad: bool) -> Result<(memq_topic_confi
     if u.ratio(1u8, 3)? {
         c.flags |= MEMQ_TOPIC_RELEASE_ON_READ;
     }
+    // The lock-free ring engine where the topic allows it (the model is the same on
+    // both engines; with a TTL, timestamps or release on read the topic stays locked).
+    if u.arbitrary()? {
+        c.flags |= MEMQ_TOPIC_RING_ENGINE;
+    }
     let mut status = St::Ok;
     if bad {
         status = St::InvalidArgument;
@@ -611,8 +616,9 @@ fn topic_config(u: &mut Unstructured<'_>, bad: bool) -> Result<(memq_topic_confi
             0 => c.capacity = 0,
             1 => c.partitions = 0,
             2 => c.overflow = u.int_in_range(3..=u32::MAX)?,
-            // Bits above the known flags (`MEMQ_TOPIC_TIMESTAMPS`, `_RELEASE_ON_READ`).
-            3 => c.flags |= 4u32 << u.int_in_range(0..=29u32)?,
+            // Bits above the known flags (`MEMQ_TOPIC_TIMESTAMPS`, `_RELEASE_ON_READ`,
+            // `_RING_ENGINE`).
+            3 => c.flags |= 8u32 << u.int_in_range(0..=28u32)?,
             // Rejected before anything is allocated: the ring's size overflows.
             _ => {
                 c.capacity = usize::MAX >> u.int_in_range(0..=1)?;
