@@ -1282,6 +1282,22 @@ memq_status memq_topic_close(const struct memq_topic *topic);
 memq_status memq_topic_is_closed(const struct memq_topic *topic, bool *closed_out);
 
 /**
+ * Writes whether the topic runs on the lock-free ring engine to `*ring_out`: it was made
+ * with `MEMQ_TOPIC_RING_ENGINE` and none of the settings that keep a topic on the locked
+ * log (a TTL, `MEMQ_TOPIC_TIMESTAMPS`, `MEMQ_TOPIC_RELEASE_ON_READ`).
+ *
+ * Returns `MEMQ_STATUS_NULL_POINTER` if a pointer is NULL.
+ *
+ * Thread safety: as `memq_topic_close`.
+ *
+ * # Safety
+ *
+ * `topic` is NULL or a live topic handle; `ring_out` is NULL or valid for writing a
+ * `bool`.
+ */
+memq_status memq_topic_is_on_ring(const struct memq_topic *topic, bool *ring_out);
+
+/**
  * Publishes a copy of `len` bytes at `data` to the next partition in turn, waiting for
  * room up to `timeout_ms` on a full `MEMQ_OVERFLOW_BLOCK` topic (0: do not wait,
  * negative: wait as long as it takes). On success, writes where it landed to

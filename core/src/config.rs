@@ -161,6 +161,7 @@ impl TopicConfig {
     /// members of a group compete for one partition (each takes one offset per
     /// compare-and-swap; blocking members on threads ran 0.5 × as fast).
     ///
+    /// [`Topic::is_on_ring`](crate::Topic::is_on_ring) says which engine a topic got.
     /// Built with `--cfg memq_ring_default`, memq-core puts every eligible topic on the
     /// ring (for running test suites there).
     pub fn ring_engine(mut self, on: bool) -> Self {

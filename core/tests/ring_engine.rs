@@ -45,6 +45,26 @@ fn ring(capacity: usize) -> TopicConfig {
 /// publishers back (`Block`): each subscriber receives every message once, each
 /// publisher's in its order, and the counters add up.
 #[test]
+fn a_topic_is_on_the_ring_only_when_it_asks_and_its_settings_allow_it() {
+    let on = |c: TopicConfig| Topic::<u32>::new(c).unwrap().is_on_ring();
+    // The default is the locked log (unless built with `--cfg memq_ring_default`).
+    assert_eq!(on(TopicConfig::new(4)), cfg!(memq_ring_default));
+    assert!(!on(TopicConfig::new(4).ring_engine(false)));
+    assert!(on(ring(4)));
+    assert!(on(ring(4).partitions(3).overflow(Overflow::DropOldest)));
+    assert!(on(ring(4).overflow(Overflow::Reject)));
+    assert!(on(ring(4).next_offsets(alloc::vec![1 << 40])));
+    // Settings the ring cannot keep leave the topic on the locked log.
+    let clock = Arc::new(memq_core::ManualClock::new());
+    assert!(!on(ring(4).clock(clock.clone())));
+    assert!(!on(ring(4)
+        .clock(clock)
+        .ttl(core::time::Duration::from_secs(1))));
+    assert!(!on(ring(4).release_on_read(true)));
+    assert!(!on(ring(4).next_offsets(alloc::vec![u64::MAX / 2])));
+}
+
+#[test]
 fn threads_through_a_small_ring_count_every_message() {
     const EACH: u64 = 20_000;
     let topic = Topic::<(usize, u64)>::new(ring(8)).unwrap();

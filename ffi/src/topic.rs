@@ -498,6 +498,32 @@ pub unsafe extern "C" fn memq_topic_is_closed(
     }
 }
 
+/// Writes whether the topic runs on the lock-free ring engine to `*ring_out`: it was made
+/// with `MEMQ_TOPIC_RING_ENGINE` and none of the settings that keep a topic on the locked
+/// log (a TTL, `MEMQ_TOPIC_TIMESTAMPS`, `MEMQ_TOPIC_RELEASE_ON_READ`).
+///
+/// Returns `MEMQ_STATUS_NULL_POINTER` if a pointer is NULL.
+///
+/// Thread safety: as `memq_topic_close`.
+///
+/// # Safety
+///
+/// `topic` is NULL or a live topic handle; `ring_out` is NULL or valid for writing a
+/// `bool`.
+#[no_mangle]
+pub unsafe extern "C" fn memq_topic_is_on_ring(
+    topic: *const memq_topic,
+    ring_out: *mut bool,
+) -> memq_status {
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a pointer valid for
+    // writes.
+    unsafe {
+        get(["topic", "ring_out"], topic, ring_out, |topic| {
+            Ok(topic.topic.is_on_ring())
+        })
+    }
+}
+
 /// Where a single message goes.
 #[derive(Debug, Clone, Copy)]
 enum Route<'a> {

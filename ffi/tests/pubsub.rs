@@ -648,6 +648,7 @@ fn the_ring_engine_flag_beside_release_on_read_keeps_the_release() {
     let mut c = config(8, 1, memq_overflow::Block);
     c.flags = MEMQ_TOPIC_RING_ENGINE | MEMQ_TOPIC_RELEASE_ON_READ;
     let t = topic_with(&c);
+    assert!(!on_ring(t));
     let s = subscribe(t, memq_start::Earliest);
     publish(t, b"a");
     assert_eq!(recv(s, 0).unwrap(), b"a");
@@ -661,11 +662,20 @@ fn the_ring_engine_flag_beside_release_on_read_keeps_the_release() {
     }
 }
 
+/// Whether `t` runs on the ring engine (`memq_topic_is_on_ring`).
+fn on_ring(t: *const memq_topic) -> bool {
+    let mut ring = false;
+    // SAFETY: live topic, valid out-pointer.
+    assert_eq!(unsafe { memq_topic_is_on_ring(t, &mut ring) }, OK);
+    ring
+}
+
 fn publish_and_receive_across_threads(flags: u32) {
     const N: u32 = 20_000;
     let mut c = config(8, 1, memq_overflow::Block);
     c.flags = flags;
     let t = topic_with(&c);
+    assert_eq!(on_ring(t), flags & MEMQ_TOPIC_RING_ENGINE != 0);
     let s = subscribe(t, memq_start::Earliest) as usize;
     let c = member(t, "g") as usize;
     let tp = t as usize;

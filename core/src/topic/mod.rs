@@ -133,6 +133,20 @@ impl<T> Topic<T> {
         self.shared.overflow
     }
 
+    /// Whether the topic runs on the lock-free ring engine: it asked for it
+    /// ([`TopicConfig::ring_engine`](crate::TopicConfig::ring_engine)) and its settings
+    /// allow it. `false` on the locked log, the default.
+    pub fn is_on_ring(&self) -> bool {
+        #[cfg(target_has_atomic = "64")]
+        {
+            !self.shared.rings.is_empty()
+        }
+        #[cfg(not(target_has_atomic = "64"))]
+        {
+            false
+        }
+    }
+
     /// Closes the topic: publishing fails from now on; readers drain what is retained and
     /// then get `Closed`. Every waiting task is woken.
     pub fn close(&self) {
