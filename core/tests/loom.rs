@@ -479,10 +479,7 @@ fn a_batch_reports_what_it_took_from_the_pool_when_the_group_is_deleted() {
             topic.try_publish(i).unwrap();
         }
         assert_eq!(a.try_recv().unwrap().into_value(), 0);
-        let deleter = {
-            let topic = topic.clone();
-            thread::spawn(move || topic.delete_group("g").unwrap())
-        };
+        let deleter = delete_group_on_a_thread(&topic);
         let mut buf = Vec::new();
         let n = match a.try_recv_many(&mut buf, 10) {
             Ok(n) => n,
@@ -497,6 +494,12 @@ fn a_batch_reports_what_it_took_from_the_pool_when_the_group_is_deleted() {
     });
 }
 
+/// Deletes group "g" of `topic` on a thread of the model's own.
+fn delete_group_on_a_thread(topic: &Topic<u32>) -> thread::JoinHandle<()> {
+    let topic = topic.clone();
+    thread::spawn(move || topic.delete_group("g").unwrap())
+}
+
 #[test]
 fn a_try_recv_racing_a_deletion_delivers_or_says_closed() {
     // A member of a group on two partitions (so the plain round, not the pool) tries to
@@ -508,10 +511,7 @@ fn a_try_recv_racing_a_deletion_delivers_or_says_closed() {
         let mut a = topic.group("g", StartAt::Earliest).unwrap();
         topic.try_publish_to(0, 7).unwrap();
         topic.try_publish_to(1, 8).unwrap();
-        let deleter = {
-            let topic = topic.clone();
-            thread::spawn(move || topic.delete_group("g").unwrap())
-        };
+        let deleter = delete_group_on_a_thread(&topic);
         match a.try_recv() {
             Ok(m) => assert!([7, 8].contains(m.value())),
             Err(TryRecvError::Closed) => {}
@@ -532,10 +532,7 @@ fn an_acked_try_recv_racing_a_deletion_delivers_or_says_closed() {
             .timer(std::sync::Arc::new(ManualTimer::default()));
         let mut a = topic.group_acked("g", StartAt::Earliest, config).unwrap();
         topic.try_publish(7).unwrap();
-        let deleter = {
-            let topic = topic.clone();
-            thread::spawn(move || topic.delete_group("g").unwrap())
-        };
+        let deleter = delete_group_on_a_thread(&topic);
         match a.try_recv() {
             Ok(d) => assert_eq!(*d.message().value(), 7),
             Err(TryRecvError::Closed) => {}
@@ -553,10 +550,7 @@ fn a_member_waiting_on_two_partitions_is_told_of_a_deletion() {
     model(|| {
         let topic = Topic::<u32>::new(topic_config(4).partitions(2)).unwrap();
         let mut a = topic.group("g", StartAt::Earliest).unwrap();
-        let deleter = {
-            let topic = topic.clone();
-            thread::spawn(move || topic.delete_group("g").unwrap())
-        };
+        let deleter = delete_group_on_a_thread(&topic);
         assert!(matches!(block_on(a.recv()), Err(RecvError::Closed)));
         deleter.join().unwrap();
     });
@@ -567,10 +561,7 @@ fn an_acked_member_waiting_on_two_partitions_is_told_of_a_deletion() {
     model(|| {
         let (topic, config) = acked_two_partitions(4);
         let mut a = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
-        let deleter = {
-            let topic = topic.clone();
-            thread::spawn(move || topic.delete_group("g").unwrap())
-        };
+        let deleter = delete_group_on_a_thread(&topic);
         assert!(matches!(block_on(a.recv()), Err(RecvError::Closed)));
         deleter.join().unwrap();
     });

@@ -1,6 +1,6 @@
-//! memq-ring, the lock-free ring of issue 36, measured on its own (memq's topics
-//! run on it with `TopicConfig::ring_engine(true)`): `Ring` with the blocking front (`Parking`) on plain threads, like
-//! crossbeam's row. Every shape is one ring per channel the scenario needs:
+//! memq-ring, the lock-free ring of issue 36, measured on its own (memq's topics run on
+//! it with `TopicConfig::ring_engine(true)`): `Ring` with the blocking front (`Parking`)
+//! on plain threads, like crossbeam's row. Every shape is one ring per channel the scenario needs:
 //! - a pair: one ring, one broadcast `Reader`;
 //! - competing receivers: one ring, one `Group` whose members compete;
 //! - fan-out: one ring, one `Reader` per subscriber (a real broadcast, one sender);
