@@ -16,6 +16,9 @@ bounded 600 "$bin/perf_runner" --quick
 # its smoke run fails if a memq row (memq, memq-release, memq-threads, memq-ring) loses or
 # duplicates a message, or a run misses its deadline.
 bounded 300 "$bin/plain_bench" --quick
+# s6_one_thread (S6's round trip on one thread): fails if an id comes back wrong or a cell
+# fails; a fraction of a second.
+bounded 120 "$bin/s6_one_thread" --round-trips 10000 --rounds 1
 # durable_bench's smoke run (0.3 s a cell, a 16 MiB log): it fails on a wrong count (a
 # message lost or read twice, in the log, the SQLite table or the replay), never on a
 # performance target; the Python peers are skipped, loudly, where pip cannot install them.
