@@ -9,13 +9,13 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::consumer::Consumer;
-use super::shared::{GroupShared, Members, Pool};
+use super::shared::{GroupShared, Pool};
 use crate::config::StartAt;
 use crate::error::Error;
 use crate::partition::Shared;
 use crate::read::start_position;
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering, Padded};
-use crate::wait::{WaiterList, WakeList};
+use crate::wait::WakeList;
 
 /// Joins (creating if needed) a group; `acks` is `Some` for an explicit-ack group.
 pub(crate) fn join<T>(
@@ -185,27 +185,12 @@ fn create_group<T>(
             spent.push((wl, released));
         }
     }
-    Ok(GroupShared {
-        name: name.into(),
-        ids,
-        members: Mutex::new(Members {
-            next_id: 0,
-            list: Vec::new(),
-            idle: WaiterList::new(),
-            deleted: false,
-        }),
-        epoch: AtomicUsize::new(0),
-        acks: acks.take(),
-        pool: pooled.then(|| {
-            Mutex::new(Pool {
-                buf: VecDeque::new(),
-                cell,
-                refills: 0,
-            })
-        }),
-        #[cfg(target_has_atomic = "64")]
-        rings: Vec::new(),
-        #[cfg(target_has_atomic = "64")]
-        holds: Vec::new(),
-    })
+    let pool = pooled.then(|| {
+        Mutex::new(Pool {
+            buf: VecDeque::new(),
+            cell,
+            refills: 0,
+        })
+    });
+    Ok(GroupShared::new(name, ids, acks.take(), pool))
 }

@@ -26,15 +26,15 @@ use memq_ring::{Member, TryRecvError as RingRecvError};
 use super::accept::Accept;
 use super::consumer::Consumer;
 use super::receive::{pass_on_wakeup, register, Received, Taken, Visit};
-use super::shared::{GroupShared, Members, RingGroup};
+use super::shared::{GroupShared, RingGroup};
 use crate::config::StartAt;
 use crate::error::{Error, RecvError};
 use crate::log::ring::{ReaderCounts, RingWaits};
 use crate::message::Message;
 use crate::partition::Shared;
 use crate::read::subscriber::{ring_error, ring_start};
-use crate::sync::{Arc, AtomicU64, AtomicUsize, Mutex, Ordering};
-use crate::wait::{SpentWakers, WaitKey, WaiterList, WakeList};
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
+use crate::wait::{SpentWakers, WaitKey, WakeList};
 
 /// A member's reader of its group's position on one ring partition.
 #[derive(Debug)]
@@ -130,19 +130,8 @@ pub(super) fn create_group<T>(
         });
     }
     Ok(GroupShared {
-        name: name.into(),
-        ids: Vec::new(),
-        members: Mutex::new(Members {
-            next_id: 0,
-            list: Vec::new(),
-            idle: WaiterList::new(),
-            deleted: false,
-        }),
-        epoch: AtomicUsize::new(0),
-        acks: None,
-        pool: None,
         rings,
-        holds: Vec::new(),
+        ..GroupShared::new(name, Vec::new(), None, None)
     })
 }
 
@@ -180,19 +169,8 @@ pub(super) fn create_acked_group<T>(
     }
     shared.explicit_on_ring.fetch_add(1, Ordering::SeqCst);
     Ok(GroupShared {
-        name: name.into(),
-        ids,
-        members: Mutex::new(Members {
-            next_id: 0,
-            list: Vec::new(),
-            idle: WaiterList::new(),
-            deleted: false,
-        }),
-        epoch: AtomicUsize::new(0),
-        acks,
-        pool: None,
-        rings: Vec::new(),
         holds: holds.into_iter().map(|h| Mutex::new(Some(h))).collect(),
+        ..GroupShared::new(name, ids, acks, None)
     })
 }
 

@@ -150,6 +150,34 @@ impl<T> fmt::Debug for GroupShared<T> {
 }
 
 impl<T> GroupShared<T> {
+    /// A group with no members yet, its ids in the partitions' logs (`ids`, empty for a
+    /// plain group on the ring), its settings if it acknowledges explicitly, and its
+    /// pool if it has one. A group on the ring sets `rings` or `holds` after this.
+    pub(super) fn new(
+        name: &str,
+        ids: Vec<GroupId>,
+        acks: Option<crate::ack::AckSettings<T>>,
+        pool: Option<Mutex<Pool<T>>>,
+    ) -> Self {
+        GroupShared {
+            name: name.into(),
+            ids,
+            members: Mutex::new(Members {
+                next_id: 0,
+                list: Vec::new(),
+                idle: WaiterList::new(),
+                deleted: false,
+            }),
+            epoch: AtomicUsize::new(0),
+            acks,
+            pool,
+            #[cfg(target_has_atomic = "64")]
+            rings: Vec::new(),
+            #[cfg(target_has_atomic = "64")]
+            holds: Vec::new(),
+        }
+    }
+
     pub(crate) fn member_count(&self) -> usize {
         self.members.lock().list.len()
     }
