@@ -5,7 +5,7 @@
 use alloc::collections::VecDeque;
 use core::fmt;
 
-use crate::ring::{Attached, Ring, RingError, SlotState, Start, Waiters};
+use crate::ring::{Attached, Ring, RingError, Scanned, SlotState, Start, Waiters};
 use crate::sync::{Arc, Ordering};
 
 /// Why a receive returned no message.
@@ -50,6 +50,8 @@ pub struct Reader<T, W: Waiters = crate::NoWaiters> {
     /// Messages cloned ahead of the position ([`Reader::read_ahead`]), in offset order
     /// from `pos`: handed over by the next receives.
     ahead: VecDeque<(u64, T)>,
+    /// Its last scan for parked writers (see `Ring::reader_moved`).
+    scanned: Scanned,
 }
 
 impl<T, W: Waiters> fmt::Debug for Reader<T, W> {
@@ -71,6 +73,7 @@ impl<T, W: Waiters> Reader<T, W> {
             pos,
             missed,
             ahead: VecDeque::new(),
+            scanned: Scanned::NONE,
         })
     }
 
@@ -101,6 +104,8 @@ impl<T, W: Waiters> Reader<T, W> {
         self.pos = at.pos;
         self.missed = at.missed;
         self.ahead.clear();
+        // Backwards, the reader may be behind a wake position again: it scans anew.
+        self.scanned = Scanned::NONE;
         self.ring.wake_writers_if_waiting();
         Ok(())
     }
@@ -119,7 +124,7 @@ impl<T, W: Waiters> Reader<T, W> {
             debug_assert_eq!(offset, pos, "read ahead out of step with the position");
             self.pos = pos + 1;
             self.ring
-                .reader_moved(self.ring.cursor(self.index), pos + 1);
+                .reader_moved(self.ring.cursor(self.index), pos + 1, &mut self.scanned);
             return Ok((offset, value));
         }
         if self.ring.drops_oldest() {
@@ -129,7 +134,7 @@ impl<T, W: Waiters> Reader<T, W> {
             SlotState::Ready(value) => {
                 self.pos = pos + 1;
                 self.ring
-                    .reader_moved(self.ring.cursor(self.index), pos + 1);
+                    .reader_moved(self.ring.cursor(self.index), pos + 1, &mut self.scanned);
                 Ok((pos, value))
             }
             SlotState::Empty if self.ring.finished_at(pos) => Err(TryRecvError::Closed),

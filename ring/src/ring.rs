@@ -110,6 +110,22 @@ const READERS_WAIT: usize = 1;
 /// [`Ring::wake_at`] while no writer waits for room.
 pub(crate) const NOBODY: u64 = u64::MAX;
 
+/// A reader's memory of its last scan for parked writers (see [`Ring::reader_moved`]):
+/// the wake position it scanned for, and the writers' wake-up count at the time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Scanned {
+    at: u64,
+    wakes: u64,
+}
+
+impl Scanned {
+    /// No scan remembered: the next move past a wake position scans.
+    pub(crate) const NONE: Scanned = Scanned {
+        at: NOBODY,
+        wakes: u64::MAX,
+    };
+}
+
 /// Who is woken when the ring's flags say someone waits: implemented by the front that
 /// parks readers and writers (the `blocking` module's, or an async one's wait lists).
 ///
@@ -474,9 +490,12 @@ pub struct Ring<T, W = NoWaiters> {
     /// the slowest reader to reach (`max(n, wake_batch)` slots free), or a lower one: a
     /// writer that announced may have found room and not waited, or worked its need out
     /// from an older end. Cleared to [`NOBODY`] when writers are woken. A reader compares
-    /// its position with it after every message (see [`Ring::reader_moved`]). A reader compares
     /// its position with it after every message (see [`Ring::reader_moved`]).
     wake_at: CachePadded<AtomicU64>,
+    /// How many times the writers were woken: bumped before [`Ring::wake_at`] is
+    /// cleared, so that a reader that sees a wake position set after the clear sees the
+    /// new count too, and its memory of an earlier scan ([`Scanned`]) no longer holds.
+    wakes: CachePadded<AtomicU64>,
     /// [`RingConfig::take`].
     take: bool,
     /// Readers and groups attached (counted only when `take`, which allows one).
@@ -537,6 +556,7 @@ impl<T, W: Waiters> Ring<T, W> {
             drop_oldest: config.drop_oldest,
             flags: CachePadded::new(AtomicUsize::new(0)),
             wake_at: CachePadded::new(AtomicU64::new(NOBODY)),
+            wakes: CachePadded::new(AtomicU64::new(0)),
             take: config.take,
             attached: AtomicUsize::new(0),
             taken_to: AtomicU64::new(base),
@@ -994,6 +1014,9 @@ impl<T, W: Waiters> Ring<T, W> {
     /// (each that still finds no room sets it again before it sleeps).
     #[cold]
     fn wake_writers(&self) {
+        // Before the clear (see `wakes`); a bump without a wake-up only costs readers a
+        // scan.
+        self.wakes.fetch_add(1, Ordering::SeqCst);
         if self.wake_at.swap(NOBODY, Ordering::SeqCst) != NOBODY {
             self.waiters.wake_writers(Room { ring: self });
         }
@@ -1355,9 +1378,9 @@ impl<T, W: Waiters> Ring<T, W> {
         t & CLOSED != 0 && pos >= t & !MARKS
     }
 
-    /// Called by a reader whose position moved to `pos`: stores it in `entry`, then
-    /// wakes the writers waiting for room if `pos` reached their wake position and the
-    /// floor did too (see [`Ring::wake_writers_if_room`]).
+    /// Called by a reader whose position moved forwards to `pos`: stores it in `entry`,
+    /// then wakes the writers waiting for room if `pos` reached their wake position and
+    /// the floor did too (see [`Ring::wake_writers_if_room`]).
     ///
     /// Every message, not every few: readers that stop where a waiting writer's room is
     /// free (their users busy, or gone to another partition) must not leave it waiting.
@@ -1365,13 +1388,33 @@ impl<T, W: Waiters> Ring<T, W> {
     /// fence pairs with the one in [`Ring::prepare_batch_publisher_wait`] (Dekker's
     /// pattern): either the writer's rescan sees this position, or this reader sees the
     /// writer's wake position.
+    ///
+    /// A reader scans the positions once per wake position and wake-up count
+    /// (`scanned`), not on every message past it: a scan that finds the floor behind the
+    /// wake position found a holder there (a reader, a group, a hold), and that holder
+    /// scans (or, for a group or a hold, looks) when it gets there itself, the last of
+    /// them seeing every other one's position (the fences' order). A reader that seeks
+    /// forgets its scan. Scanning again on every message while the slowest caught up
+    /// spent a fifth of a fan-out's time reading the other readers' cache lines
+    /// (docs/ENGINE-PLAN.md, S3 on the ring). A lower wake position, or one set again
+    /// after a wake-up, is scanned for anew: a stale one that every reader has passed
+    /// (left by a writer that announced and then found room) is met by the next move.
     #[inline]
-    pub(crate) fn reader_moved(&self, entry: &AtomicU64, pos: u64) {
+    pub(crate) fn reader_moved(&self, entry: &AtomicU64, pos: u64, scanned: &mut Scanned) {
         entry.store(pos, Ordering::Release);
         fence(Ordering::SeqCst);
-        let at = self.wake_at.load(Ordering::Relaxed);
+        // Acquire: a wake position announced after a wake-up comes with its count (the
+        // writer's `fetch_min` read the clear, which came after the bump).
+        let at = self.wake_at.load(Ordering::Acquire);
         if at != NOBODY && pos >= at {
-            self.wake_writers_if_room(at);
+            let now = Scanned {
+                at,
+                wakes: self.wakes.load(Ordering::Relaxed),
+            };
+            if *scanned != now {
+                *scanned = now;
+                self.wake_writers_if_room(at);
+            }
         }
     }
 

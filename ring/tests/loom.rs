@@ -491,6 +491,42 @@ fn readers_that_stop_at_the_wake_position_wake_a_parked_writer() {
     });
 }
 
+/// As above, but one reader reads on past the wake position (to offset 6) while the
+/// other is still behind it: a reader scans for parked writers once per wake position
+/// (and wake-up count), so the fast reader's moves past 3 after its first scan look no
+/// further, and the slow reader, crossing 3 last, must find the floor there and wake the
+/// writer.
+#[test]
+fn a_reader_past_the_wake_position_scans_once_and_the_last_to_cross_wakes_the_writer() {
+    model_bounded(2, || {
+        let ring = parking(32);
+        let mut a = Reader::new(&ring, Start::Earliest).unwrap();
+        let mut b = Reader::new(&ring, Start::Earliest).unwrap();
+        for n in 0..32 {
+            assert!(ring.try_publish(n).is_ok());
+        }
+        assert_eq!(a.try_recv().unwrap(), (0, 0));
+        assert_eq!(b.try_recv().unwrap(), (0, 0));
+        assert!(ring.try_publish(32).is_ok());
+        let w = {
+            let ring = ring.clone();
+            thread::spawn(move || assert_eq!(ring.publish(33).unwrap().offset, 33))
+        };
+        let other = thread::spawn(move || {
+            for n in 1..7 {
+                assert_eq!(a.try_recv().unwrap(), (n, n as u32));
+            }
+            a
+        });
+        for n in 1..3 {
+            assert_eq!(b.try_recv().unwrap(), (n, n as u32));
+        }
+        let a = other.join().unwrap();
+        w.join().unwrap();
+        drop((a, b));
+    });
+}
+
 /// Two members of a group each take one message from a full ring of two while a batch
 /// of two waits for room: the member that finishes last finds the group's position at
 /// the writer's wake position though its own message is the first (the other member
