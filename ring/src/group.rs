@@ -17,7 +17,7 @@
 use core::fmt;
 
 use crate::reader::TryRecvError;
-use crate::ring::{Ring, RingError, SlotState, Start, Waiters, DETACHED, IDLE, RESERVED};
+use crate::ring::{Ring, RingError, SlotState, Start, Waiters, DETACHED, RESERVED};
 use crate::sync::{Arc, Ordering};
 
 struct Shared<T, W: Waiters> {
@@ -130,12 +130,18 @@ impl<T, W: Waiters> fmt::Debug for Member<T, W> {
     }
 }
 
-/// Clears a member's hazard when its receive ends, a panicking clone included.
-struct Hazard<'a>(&'a crate::sync::AtomicU64);
+/// Clears a member's hazard when its receive ends, a panicking clone included, and
+/// looks for writers it held back (see `Ring::hazard_cleared`; a receive that claimed
+/// cleared it already, in `Ring::member_moved`).
+struct Hazard<'a, T, W: Waiters> {
+    ring: &'a Ring<T, W>,
+    hazard: &'a crate::sync::AtomicU64,
+    claim: &'a crate::sync::AtomicU64,
+}
 
-impl Drop for Hazard<'_> {
+impl<T, W: Waiters> Drop for Hazard<'_, T, W> {
     fn drop(&mut self) {
-        self.0.store(IDLE, Ordering::Release);
+        self.ring.hazard_cleared(self.hazard, self.claim);
     }
 }
 
@@ -233,7 +239,11 @@ impl<T, W: Waiters> Member<T, W> {
         let ring = &self.shared.ring;
         let claim = ring.claim_entry(self.shared.claim);
         let hazard = ring.cursor(self.hazard);
-        let _clear = Hazard(hazard);
+        let _clear = Hazard {
+            ring,
+            hazard,
+            claim,
+        };
         loop {
             let c = Self::next_ready(ring, claim, hazard)?;
             if ring.takes() {
@@ -290,7 +300,11 @@ impl<T, W: Waiters> Member<T, W> {
         let ring = &self.shared.ring;
         let claim = ring.claim_entry(self.shared.claim);
         let hazard = ring.cursor(self.hazard);
-        let _clear = Hazard(hazard);
+        let _clear = Hazard {
+            ring,
+            hazard,
+            claim,
+        };
         loop {
             let c = Self::next_ready(ring, claim, hazard)?;
             if claim

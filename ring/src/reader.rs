@@ -240,7 +240,8 @@ impl<T, W: Waiters> Reader<T, W> {
     }
 
     /// A reader overtaken by the writers (which its attachment rules out): moves to the
-    /// oldest message and reports the gap rather than lose track.
+    /// oldest message and reports the gap rather than lose track. Forwards only, so its
+    /// remembered scan for parked writers (`scanned`) stands.
     #[cold]
     fn relocate(&mut self) -> Result<(u64, T), TryRecvError> {
         let asked = self.pos;

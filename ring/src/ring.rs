@@ -495,6 +495,9 @@ pub struct Ring<T, W = NoWaiters> {
     /// How many times the writers were woken: bumped before [`Ring::wake_at`] is
     /// cleared, so that a reader that sees a wake position set after the clear sees the
     /// new count too, and its memory of an earlier scan ([`Scanned`]) no longer holds.
+    /// That takes every write of `wake_at` to be a read-modify-write (`swap`,
+    /// `fetch_min`): a reader's acquiring load of a position set after a clear then
+    /// synchronises with the clear, which came after the bump. Never a plain store.
     wakes: CachePadded<AtomicU64>,
     /// [`RingConfig::take`].
     take: bool,
@@ -1391,9 +1394,12 @@ impl<T, W: Waiters> Ring<T, W> {
     ///
     /// A reader scans the positions once per wake position and wake-up count
     /// (`scanned`), not on every message past it: a scan that finds the floor behind the
-    /// wake position found a holder there (a reader, a group, a hold), and that holder
-    /// scans (or, for a group or a hold, looks) when it gets there itself, the last of
-    /// them seeing every other one's position (the fences' order). A reader that seeks
+    /// wake position found a holder there, and that holder looks when it moves: a reader
+    /// when it crosses the wake position (the last to cross sees every other one's
+    /// position, in the fences' order), a group's claim whenever a member moves it
+    /// ([`Ring::member_moved`]), a member's hazard whenever it is cleared
+    /// ([`Ring::hazard_cleared`]), a hold whenever it moves (it wakes waiting writers
+    /// whatever their position, or its front does after `advance_quietly`). A reader that seeks
     /// forgets its scan. Scanning again on every message while the slowest caught up
     /// spent a fifth of a fan-out's time reading the other readers' cache lines
     /// (docs/ENGINE-PLAN.md, S3 on the ring). A lower wake position, or one set again
@@ -1444,6 +1450,28 @@ impl<T, W: Waiters> Ring<T, W> {
         }
     }
 
+    /// For a member whose receive ends without a claim (nothing published, closed,
+    /// declined, a panicking clone): clears its hazard like [`Ring::member_moved`] does
+    /// and looks for writers its hazard held back, unless the hazard is clear already
+    /// (`member_moved` cleared it on a claim). The hazard may have been the last thing
+    /// below the writers' wake position: readers past that position scan for it once,
+    /// and another member's claim that moved the group past it looked while the hazard
+    /// still held the floor. The loom model
+    /// `a_member_that_ends_without_a_claim_wakes_a_writer_its_hazard_held_back` found a
+    /// writer parked for ever without this look.
+    #[cold]
+    pub(crate) fn hazard_cleared(&self, hazard: &AtomicU64, claim: &AtomicU64) {
+        if hazard.load(Ordering::Relaxed) == IDLE {
+            return;
+        }
+        hazard.store(IDLE, Ordering::Release);
+        fence(Ordering::SeqCst);
+        let at = self.wake_at.load(Ordering::Relaxed);
+        if at != NOBODY && claim.load(Ordering::Acquire) & !RESERVED >= at {
+            self.wake_writers_if_room(at);
+        }
+    }
+
     /// For a member that found the ring closed, or declined a message: passes on a
     /// wake-up a front that wakes members one at a time gave it (a close woke one, and
     /// no publish will follow to wake the others; a declined message is another's).
@@ -1465,8 +1493,10 @@ impl<T, W: Waiters> Ring<T, W> {
     ///
     /// `at` may be lower than what the waiting writers need (a writer that announced
     /// and then found room, or one that worked its need out from an older `end`): then
-    /// they are woken early and announce again. Nobody remembers having acted on a wake
-    /// position, so such a value never hides the wake-up a writer does need.
+    /// they are woken early and announce again. A reader remembers only its last scan
+    /// and the wake-up count with it ([`Scanned`]), so such a value, once lowered again
+    /// or set again after a wake-up, is scanned for anew, and never hides the wake-up a
+    /// writer does need.
     #[cold]
     #[inline(never)]
     fn wake_writers_if_room(&self, at: u64) {

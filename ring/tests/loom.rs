@@ -527,6 +527,47 @@ fn a_reader_past_the_wake_position_scans_once_and_the_last_to_cross_wakes_the_wr
     });
 }
 
+/// A reader reads on past a parked writer's wake position while a member of a group
+/// loses its claim to another member and finds the group's next offset unpublished: the
+/// losing member's hazard, the last thing holding the floor back, is cleared by a receive
+/// that ends without a claim, and that receive must look for the parked writer itself
+/// (the reader, having scanned once for this wake position, does not scan again).
+/// Without that look loom finds the writer parked for ever at one preemption, so one
+/// it is: four threads at two took 9 minutes.
+#[test]
+fn a_member_that_ends_without_a_claim_wakes_a_writer_its_hazard_held_back() {
+    model_bounded(1, || {
+        let ring = parking(2);
+        let mut r = Reader::new(&ring, Start::Earliest).unwrap();
+        let group = Group::new(&ring, Start::Earliest).unwrap();
+        let (mut m1, mut m2) = (group.member().unwrap(), group.member().unwrap());
+        for n in 0..2 {
+            assert!(ring.try_publish(n).is_ok());
+        }
+        let w = {
+            let ring = ring.clone();
+            thread::spawn(move || assert_eq!(ring.publish(2).unwrap().offset, 2))
+        };
+        let second = thread::spawn(move || {
+            let _ = m2.try_recv();
+            m2
+        });
+        let first = thread::spawn(move || {
+            while m1.try_recv().is_ok() {}
+            m1
+        });
+        for n in 0..2 {
+            assert_eq!(r.try_recv().unwrap(), (n, n as u32));
+        }
+        let (mut m1, mut m2) = (first.join().unwrap(), second.join().unwrap());
+        // Whatever the two members left (at most the writer's message, once it is in),
+        // a last look takes, so the group moves on; the writer must still get in.
+        while m1.try_recv().is_ok() || m2.try_recv().is_ok() {}
+        w.join().unwrap();
+        drop((r, m1, m2, group));
+    });
+}
+
 /// Two members of a group each take one message from a full ring of two while a batch
 /// of two waits for room: the member that finishes last finds the group's position at
 /// the writer's wake position though its own message is the first (the other member

@@ -37,7 +37,9 @@ MEMQ_LOOM_RING=1 LOOM_MAX_BRANCHES=20000 RUSTFLAGS="$loom_flags" LOOM_MAX_PREEMP
 # writers evicting and overwriting one slot, readers racing to add entries, a group's
 # members claiming while a writer publishes, park and wake at full and empty (with a
 # reader and with a member), a hold reading again and advancing, writers and a reader from
-# a first offset, and, in rings that drop
+# a first offset, readers past a parked writer's wake position (one reading on while the
+# other crosses it last; one while a group member's receive ends without a claim), and,
+# in rings that drop
 # the oldest, an overwrite racing a pinned reader and members pinning while a writer
 # overwrites (each explores every
 # interleaving up to its preemption bound; the four-thread models take 2, the others 3).
