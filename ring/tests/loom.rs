@@ -462,33 +462,7 @@ fn park_and_wake_with_a_member() {
 /// the writer sleep for ever.
 #[test]
 fn readers_that_stop_at_the_wake_position_wake_a_parked_writer() {
-    model_bounded(2, || {
-        let ring = parking(32);
-        let mut a = Reader::new(&ring, Start::Earliest).unwrap();
-        let mut b = Reader::new(&ring, Start::Earliest).unwrap();
-        for n in 0..32 {
-            assert!(ring.try_publish(n).is_ok());
-        }
-        assert_eq!(a.try_recv().unwrap(), (0, 0));
-        assert_eq!(b.try_recv().unwrap(), (0, 0));
-        assert!(ring.try_publish(32).is_ok());
-        let w = {
-            let ring = ring.clone();
-            thread::spawn(move || assert_eq!(ring.publish(33).unwrap().offset, 33))
-        };
-        let other = thread::spawn(move || {
-            for n in 1..3 {
-                assert_eq!(a.try_recv().unwrap(), (n, n as u32));
-            }
-            a
-        });
-        for n in 1..3 {
-            assert_eq!(b.try_recv().unwrap(), (n, n as u32));
-        }
-        let a = other.join().unwrap();
-        w.join().unwrap();
-        drop((a, b));
-    });
+    model_bounded(2, || readers_past_a_parked_writer(3));
 }
 
 /// As above, but one reader reads on past the wake position (to offset 6) while the
@@ -498,33 +472,38 @@ fn readers_that_stop_at_the_wake_position_wake_a_parked_writer() {
 /// writer.
 #[test]
 fn a_reader_past_the_wake_position_scans_once_and_the_last_to_cross_wakes_the_writer() {
-    model_bounded(2, || {
-        let ring = parking(32);
-        let mut a = Reader::new(&ring, Start::Earliest).unwrap();
-        let mut b = Reader::new(&ring, Start::Earliest).unwrap();
-        for n in 0..32 {
-            assert!(ring.try_publish(n).is_ok());
+    model_bounded(2, || readers_past_a_parked_writer(7));
+}
+
+/// A full ring of 32 read by two readers, a writer parked for offset 33 (wake position
+/// 3); one reader reads up to `a_to` (exclusive) on a thread while the other reads up to
+/// 3; the writer must get in.
+fn readers_past_a_parked_writer(a_to: u64) {
+    let ring = parking(32);
+    let mut a = Reader::new(&ring, Start::Earliest).unwrap();
+    let mut b = Reader::new(&ring, Start::Earliest).unwrap();
+    for n in 0..32 {
+        assert!(ring.try_publish(n).is_ok());
+    }
+    assert_eq!(a.try_recv().unwrap(), (0, 0));
+    assert_eq!(b.try_recv().unwrap(), (0, 0));
+    assert!(ring.try_publish(32).is_ok());
+    let w = {
+        let ring = ring.clone();
+        thread::spawn(move || assert_eq!(ring.publish(33).unwrap().offset, 33))
+    };
+    let other = thread::spawn(move || {
+        for n in 1..a_to {
+            assert_eq!(a.try_recv().unwrap(), (n, n as u32));
         }
-        assert_eq!(a.try_recv().unwrap(), (0, 0));
-        assert_eq!(b.try_recv().unwrap(), (0, 0));
-        assert!(ring.try_publish(32).is_ok());
-        let w = {
-            let ring = ring.clone();
-            thread::spawn(move || assert_eq!(ring.publish(33).unwrap().offset, 33))
-        };
-        let other = thread::spawn(move || {
-            for n in 1..7 {
-                assert_eq!(a.try_recv().unwrap(), (n, n as u32));
-            }
-            a
-        });
-        for n in 1..3 {
-            assert_eq!(b.try_recv().unwrap(), (n, n as u32));
-        }
-        let a = other.join().unwrap();
-        w.join().unwrap();
-        drop((a, b));
+        a
     });
+    for n in 1..3 {
+        assert_eq!(b.try_recv().unwrap(), (n, n as u32));
+    }
+    let a = other.join().unwrap();
+    w.join().unwrap();
+    drop((a, b));
 }
 
 /// A reader reads on past a parked writer's wake position while a member of a group
