@@ -155,9 +155,10 @@ impl TopicConfig {
     /// (`docs/ENGINE-PLAN.md`, "Measured"), the ring wins where each message has a
     /// payload of its own and one reader or one member per partition keeps up: one
     /// publisher and one subscriber 1.8 × as fast, one publisher and four subscribers
-    /// 1.26 ×, batches and a group reading four partitions 1.3 × as fast. It loses where every message shares one
-    /// reference-counted payload (one `Arc` or `Bytes` cloned into each message: both
-    /// cores then touch the one count for every message, 0.4–1.0 ×), and where several
+    /// 1.26 ×, batches and a group reading four partitions 1.3 × as fast. It loses where
+    /// every message shares one reference-counted payload (one `Arc` or `Bytes` cloned
+    /// into each message: both cores then touch the one count for every message,
+    /// 0.4–1.0 ×), and where several
     /// members of a group compete for one partition (each takes one offset per
     /// compare-and-swap; blocking members on threads ran 0.5 × as fast).
     ///

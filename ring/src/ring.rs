@@ -1399,12 +1399,13 @@ impl<T, W: Waiters> Ring<T, W> {
     /// position, in the fences' order), a group's claim whenever a member moves it
     /// ([`Ring::member_moved`]), a member's hazard whenever it is cleared
     /// ([`Ring::hazard_cleared`]), a hold whenever it moves (it wakes waiting writers
-    /// whatever their position, or its front does after `advance_quietly`). A reader that seeks
-    /// forgets its scan. Scanning again on every message while the slowest caught up
-    /// spent a fifth of a fan-out's time reading the other readers' cache lines
-    /// (docs/ENGINE-PLAN.md, S3 on the ring). A lower wake position, or one set again
-    /// after a wake-up, is scanned for anew: a stale one that every reader has passed
-    /// (left by a writer that announced and then found room) is met by the next move.
+    /// whatever their position, or its front does after `advance_quietly`). A reader
+    /// that seeks forgets its scan. Scanning again on every message while the slowest
+    /// caught up spent a fifth of a fan-out's time reading the other readers' cache
+    /// lines (docs/ENGINE-PLAN.md, S3 on the ring). A lower wake position, or one set
+    /// again after a wake-up, is scanned for anew: a stale one that every reader has
+    /// passed (left by a writer that announced and then found room) is met by the next
+    /// move.
     #[inline]
     pub(crate) fn reader_moved(&self, entry: &AtomicU64, pos: u64, scanned: &mut Scanned) {
         entry.store(pos, Ordering::Release);
@@ -1437,12 +1438,7 @@ impl<T, W: Waiters> Ring<T, W> {
     /// this member, woken after that and past its own fence, sees the claim.
     #[inline]
     pub(crate) fn member_moved(&self, hazard: &AtomicU64, claim: &AtomicU64) {
-        hazard.store(IDLE, Ordering::Release);
-        fence(Ordering::SeqCst);
-        let at = self.wake_at.load(Ordering::Relaxed);
-        if at != NOBODY && claim.load(Ordering::Acquire) & !RESERVED >= at {
-            self.wake_writers_if_room(at);
-        }
+        self.clear_hazard(hazard, claim);
         if self.flags.load(Ordering::Relaxed) & READERS_WAIT != 0
             && claim.load(Ordering::Acquire) & !RESERVED < self.end()
         {
@@ -1450,26 +1446,40 @@ impl<T, W: Waiters> Ring<T, W> {
         }
     }
 
-    /// For a member whose receive ends without a claim (nothing published, closed,
-    /// declined, a panicking clone): clears its hazard like [`Ring::member_moved`] does
-    /// and looks for writers its hazard held back, unless the hazard is clear already
-    /// (`member_moved` cleared it on a claim). The hazard may have been the last thing
-    /// below the writers' wake position: readers past that position scan for it once,
-    /// and another member's claim that moved the group past it looked while the hazard
-    /// still held the floor. The loom model
-    /// `a_member_that_ends_without_a_claim_wakes_a_writer_its_hazard_held_back` found a
-    /// writer parked for ever without this look.
-    #[cold]
-    pub(crate) fn hazard_cleared(&self, hazard: &AtomicU64, claim: &AtomicU64) {
-        if hazard.load(Ordering::Relaxed) == IDLE {
-            return;
-        }
+    /// Clears a member's hazard, fences, and wakes the writers if the group's position
+    /// (`claim`) is at their wake position and the floor is too: for a receive that
+    /// claimed ([`Ring::member_moved`]) and, through [`Ring::hazard_cleared`], for one
+    /// that ends without a claim (nothing published, closed, declined, a panicking
+    /// clone). The hazard may have been the last thing below the writers' wake position:
+    /// readers past that position scan for it once, and another member's claim that
+    /// moved the group past it looked while the hazard still held the floor. The loom
+    /// model `a_member_that_ends_without_a_claim_wakes_a_writer_its_hazard_held_back`
+    /// found a writer parked for ever when a receive without a claim did not look.
+    #[inline]
+    fn clear_hazard(&self, hazard: &AtomicU64, claim: &AtomicU64) {
         hazard.store(IDLE, Ordering::Release);
         fence(Ordering::SeqCst);
         let at = self.wake_at.load(Ordering::Relaxed);
         if at != NOBODY && claim.load(Ordering::Acquire) & !RESERVED >= at {
             self.wake_writers_if_room(at);
         }
+    }
+
+    /// [`Ring::clear_hazard`] for a receive ending, unless the hazard is clear already
+    /// (a receive that claimed cleared it in [`Ring::member_moved`]): the test is
+    /// inline, the clearing out of line, as a receive ends without a claim only when
+    /// it finds nothing, is closed or declines.
+    #[inline]
+    pub(crate) fn hazard_cleared(&self, hazard: &AtomicU64, claim: &AtomicU64) {
+        if hazard.load(Ordering::Relaxed) != IDLE {
+            self.clear_hazard_cold(hazard, claim);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn clear_hazard_cold(&self, hazard: &AtomicU64, claim: &AtomicU64) {
+        self.clear_hazard(hazard, claim);
     }
 
     /// For a member that found the ring closed, or declined a message: passes on a

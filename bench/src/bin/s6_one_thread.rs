@@ -5,7 +5,8 @@
 //! message, two that wait, and two wake-ups, plus Tokio's scheduling of the two tasks.
 //!
 //! ```text
-//! cargo run --release -p memq-bench --bin s6_one_thread -- [--round-trips N] [--rounds N] [--impls LIST]
+//! cargo run --release -p memq-bench --bin s6_one_thread -- [--round-trips N] [--rounds N]
+//!     [--impls LIST]
 //! ```
 //!
 //! Rows: memq (a retaining topic each way), memq-release (`release_on_read`), memq-ring
