@@ -312,7 +312,42 @@ impl WaiterList {
     /// as they leave a place in `out` for it: extras that do not fit stay queued, so a
     /// turn handed on is never lost behind them. Returns `false` if no registration that
     /// takes a turn was taken: nobody else was waiting, or `out` is full.
+    #[inline]
     pub(crate) fn notify_one(&mut self, out: &mut WakeList) -> bool {
+        // Inline, so that a list nobody waits on (every publish asks) costs one test.
+        self.waiting > 0 && self.take_turn(out)
+    }
+
+    /// [`WaiterList::notify_one`] on a list where someone waits.
+    fn take_turn(&mut self, out: &mut WakeList) -> bool {
+        // Stale entries are dropped, and a first in line that takes a turn (the common
+        // case) is taken here; extras go the long way.
+        while !out.is_full() {
+            let Some(&(i, turn)) = self.queue.front() else {
+                return false;
+            };
+            let slot = &mut self.slots[i];
+            if !slot.is_queued(turn) {
+                self.queue.pop_front();
+                continue;
+            }
+            if slot.extra {
+                return self.take_turn_past_extras(out);
+            }
+            self.queue.pop_front();
+            self.waiting -= 1;
+            self.promised += slot.need;
+            slot.state = SlotState::Notified;
+            if let Some(w) = slot.waker.take() {
+                out.push(w);
+            }
+            return true;
+        }
+        false
+    }
+
+    /// [`WaiterList::take_turn`] with an extra registration first in line.
+    fn take_turn_past_extras(&mut self, out: &mut WakeList) -> bool {
         // Extras passed over for want of room in `out`, to be queued again in front.
         let mut kept: Vec<(usize, u32)> = Vec::new();
         let mut taken = false;
@@ -345,8 +380,10 @@ impl WaiterList {
             taken = true;
             break;
         }
-        for entry in kept.into_iter().rev() {
-            self.queue.push_front(entry);
+        if !kept.is_empty() {
+            for entry in kept.into_iter().rev() {
+                self.queue.push_front(entry);
+            }
         }
         taken
     }
@@ -545,9 +582,17 @@ impl SpentWakers {
             if self.first.is_none() {
                 self.first = Some(w);
             } else {
-                self.more.push(w);
+                self.keep_more(w);
             }
         }
+    }
+
+    /// [`SpentWakers::keep`] once the inline place is taken: out of line, so that the
+    /// callers (every settle under a partition's lock) carry no `Vec` growth.
+    #[cold]
+    #[inline(never)]
+    fn keep_more(&mut self, waker: Waker) {
+        self.more.push(waker);
     }
 }
 
@@ -660,6 +705,80 @@ mod tests {
         let n = list.notify_uncovered(usize::MAX, by, &mut wl);
         wl.wake_all();
         n
+    }
+
+    /// `notify_one` into a fresh wake list, woken at once: whether it took a turn.
+    fn one(list: &mut WaiterList) -> bool {
+        let mut wl = WakeList::new();
+        let taken = list.notify_one(&mut wl);
+        wl.wake_all();
+        taken
+    }
+
+    #[test]
+    fn notify_one_passes_over_stale_entries_and_wakes_in_line() {
+        let mut list = WaiterList::new();
+        let ws: Vec<_> = (0..3).map(|_| waiter()).collect();
+        let mut keys: Vec<Option<WaitKey>> = vec![None; 3];
+        for (k, (_, w, _)) in keys.iter_mut().zip(&ws) {
+            list.register(k, w, &mut SpentWakers::new());
+        }
+        // The first leaves its entry behind, stale; the second waits again, keeping its
+        // place; the first comes back behind the third.
+        assert!(!list.settle(keys[0], &mut SpentWakers::new()));
+        list.register(&mut keys[1], &ws[1].1, &mut SpentWakers::new());
+        list.register(&mut keys[0], &ws[0].1, &mut SpentWakers::new());
+        let counts = |ws: &[(Arc<Count>, Waker, Option<WaitKey>)]| -> Vec<usize> {
+            ws.iter().map(|(c, _, _)| woken(c)).collect()
+        };
+        assert!(one(&mut list));
+        assert_eq!(counts(&ws), [0, 1, 0]);
+        assert!(one(&mut list));
+        assert_eq!(counts(&ws), [0, 1, 1]);
+        assert!(one(&mut list));
+        assert_eq!(counts(&ws), [1, 1, 1]);
+        assert!(!one(&mut list));
+        assert_eq!(list.waiting(), 0);
+        assert_eq!(list.promised(), 3);
+    }
+
+    #[test]
+    fn notify_one_wakes_extras_in_front_and_takes_the_turn_behind_them() {
+        let mut list = WaiterList::new();
+        let (x, wx, mut kx) = waiter();
+        let (a, wa, mut ka) = waiter();
+        let (b, wb, mut kb) = waiter();
+        list.register_extra(&mut kx, &wx, &mut SpentWakers::new());
+        list.register(&mut ka, &wa, &mut SpentWakers::new());
+        list.register(&mut kb, &wb, &mut SpentWakers::new());
+        // The extra is woken with the first in line, and takes nobody's turn.
+        assert!(one(&mut list));
+        assert_eq!((woken(&x), woken(&a), woken(&b)), (1, 1, 0));
+        assert!(one(&mut list));
+        assert_eq!((woken(&x), woken(&a), woken(&b)), (1, 1, 1));
+        // An extra alone in line is woken, and no turn is taken.
+        list.register_extra(&mut kx, &wx, &mut SpentWakers::new());
+        assert!(!one(&mut list));
+        assert_eq!(woken(&x), 2);
+        assert_eq!(list.waiting(), 0);
+    }
+
+    #[test]
+    fn notify_one_into_a_full_wake_list_takes_nothing() {
+        let mut list = WaiterList::new();
+        let (a, wa, mut ka) = waiter();
+        list.register(&mut ka, &wa, &mut SpentWakers::new());
+        let mut wl = WakeList::new();
+        let filler = Waker::from(Arc::new(Count(AtomicUsize::new(0))));
+        for _ in 0..WAKE_LIST {
+            wl.push(filler.clone());
+        }
+        assert!(!list.notify_one(&mut wl));
+        assert!(list.is_waiting(ka));
+        wl.wake_all();
+        assert_eq!(woken(&a), 0);
+        assert!(one(&mut list));
+        assert_eq!(woken(&a), 1);
     }
 
     #[test]

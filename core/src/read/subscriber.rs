@@ -440,7 +440,13 @@ impl<T> Subscriber<T> {
     fn cancel_wait_except(&mut self, settled: Option<usize>) {
         // Inline, so that a poll that did not wait pays one test.
         if self.waiting {
-            self.end_registrations(settled);
+            if settled.is_some() && self.parts.len() == 1 {
+                // Its only registration, settled already (a subscriber on the ring
+                // engine keeps no `parts`).
+                self.waiting = false;
+            } else {
+                self.end_registrations(settled);
+            }
         }
     }
 
