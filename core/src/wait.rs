@@ -707,6 +707,20 @@ mod tests {
         n
     }
 
+    /// The counts, wakers and (unused) keys of [`waiter`].
+    type Waiters = Vec<(Arc<Count>, Waker, Option<WaitKey>)>;
+
+    /// A list where three waiters wait (without alarms), in order, with their keys.
+    fn three_waiting() -> (WaiterList, Waiters, Vec<Option<WaitKey>>) {
+        let mut list = WaiterList::new();
+        let ws: Waiters = (0..3).map(|_| waiter()).collect();
+        let mut keys: Vec<Option<WaitKey>> = vec![None; 3];
+        for (k, (_, w, _)) in keys.iter_mut().zip(&ws) {
+            list.register(k, w, &mut SpentWakers::new());
+        }
+        (list, ws, keys)
+    }
+
     /// `notify_one` into a fresh wake list, woken at once: whether it took a turn.
     fn one(list: &mut WaiterList) -> bool {
         let mut wl = WakeList::new();
@@ -717,20 +731,13 @@ mod tests {
 
     #[test]
     fn notify_one_passes_over_stale_entries_and_wakes_in_line() {
-        let mut list = WaiterList::new();
-        let ws: Vec<_> = (0..3).map(|_| waiter()).collect();
-        let mut keys: Vec<Option<WaitKey>> = vec![None; 3];
-        for (k, (_, w, _)) in keys.iter_mut().zip(&ws) {
-            list.register(k, w, &mut SpentWakers::new());
-        }
+        let (mut list, ws, mut keys) = three_waiting();
         // The first leaves its entry behind, stale; the second waits again, keeping its
         // place; the first comes back behind the third.
         assert!(!list.settle(keys[0], &mut SpentWakers::new()));
         list.register(&mut keys[1], &ws[1].1, &mut SpentWakers::new());
         list.register(&mut keys[0], &ws[0].1, &mut SpentWakers::new());
-        let counts = |ws: &[(Arc<Count>, Waker, Option<WaitKey>)]| -> Vec<usize> {
-            ws.iter().map(|(c, _, _)| woken(c)).collect()
-        };
+        let counts = |ws: &Waiters| -> Vec<usize> { ws.iter().map(|(c, _, _)| woken(c)).collect() };
         assert!(one(&mut list));
         assert_eq!(counts(&ws), [0, 1, 0]);
         assert!(one(&mut list));
@@ -831,12 +838,7 @@ mod tests {
 
     #[test]
     fn notify_uncovered_stopped_early_keeps_its_bound() {
-        let mut list = WaiterList::new();
-        let ws: Vec<_> = (0..3).map(|_| waiter()).collect();
-        let mut keys: Vec<Option<WaitKey>> = vec![None; 3];
-        for (k, (_, w, _)) in keys.iter_mut().zip(&ws) {
-            list.register_timed(k, w, None, &mut SpentWakers::new());
-        }
+        let (mut list, ws, _) = three_waiting();
         // Asked for one: the scan stops before it has seen the others.
         let mut wl = WakeList::new();
         assert_eq!(list.notify_uncovered(1, 0, &mut wl), 1);
