@@ -155,6 +155,20 @@ std::thread_local! {
     static IN_BLOCKING_CALL: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
 }
 
+/// Whether this thread is inside one of memq's blocking calls (always `false` without
+/// `std`, which has none).
+#[inline]
+pub(crate) fn in_blocking_call() -> bool {
+    #[cfg(feature = "std")]
+    {
+        IN_BLOCKING_CALL.with(core::cell::Cell::get)
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        false
+    }
+}
+
 /// Marks this thread as inside a blocking call until the returned guard is dropped
 /// (nested calls restore what they found).
 #[cfg(feature = "std")]

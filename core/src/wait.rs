@@ -320,8 +320,7 @@ impl WaiterList {
 
     /// [`WaiterList::notify_one`] on a list where someone waits.
     fn take_turn(&mut self, out: &mut WakeList) -> bool {
-        // Stale entries are dropped, and a first in line that takes a turn (the common
-        // case) is taken here; extras go the long way.
+        // Stale entries are dropped; a first in line that is no extra is taken here.
         while !out.is_full() {
             let Some(&(i, turn)) = self.queue.front() else {
                 return false;
@@ -335,15 +334,22 @@ impl WaiterList {
                 return self.take_turn_past_extras(out);
             }
             self.queue.pop_front();
-            self.waiting -= 1;
-            self.promised += slot.need;
-            slot.state = SlotState::Notified;
-            if let Some(w) = slot.waker.take() {
-                out.push(w);
-            }
+            self.take(i, out);
             return true;
         }
         false
+    }
+
+    /// Takes waiting registration `i`, off the queue already: notified, its waker into
+    /// `out`, its need promised.
+    fn take(&mut self, i: usize, out: &mut WakeList) {
+        let slot = &mut self.slots[i];
+        self.waiting -= 1;
+        self.promised += slot.need;
+        slot.state = SlotState::Notified;
+        if let Some(w) = slot.waker.take() {
+            out.push(w);
+        }
     }
 
     /// [`WaiterList::take_turn`] with an extra registration first in line.
@@ -371,12 +377,7 @@ impl WaiterList {
                 }
                 continue;
             }
-            self.waiting -= 1;
-            self.promised += slot.need;
-            slot.state = SlotState::Notified;
-            if let Some(w) = slot.waker.take() {
-                out.push(w);
-            }
+            self.take(i, out);
             taken = true;
             break;
         }
@@ -409,12 +410,7 @@ impl WaiterList {
             }
             room -= slot.need;
             self.queue.pop_front();
-            slot.state = SlotState::Notified;
-            self.promised += slot.need;
-            self.waiting -= 1;
-            if let Some(w) = slot.waker.take() {
-                out.push(w);
-            }
+            self.take(i, out);
             done += 1;
         }
         done
@@ -587,8 +583,7 @@ impl SpentWakers {
         }
     }
 
-    /// [`SpentWakers::keep`] once the inline place is taken: out of line, so that the
-    /// callers (every settle under a partition's lock) carry no `Vec` growth.
+    /// [`SpentWakers::keep`] past the inline place: out of line, no `Vec` growth inline.
     #[cold]
     #[inline(never)]
     fn keep_more(&mut self, waker: Waker) {
@@ -721,6 +716,11 @@ mod tests {
         (list, ws, keys)
     }
 
+    /// How often each of `ws` was woken.
+    fn counts(ws: &Waiters) -> Vec<usize> {
+        ws.iter().map(|(c, _, _)| woken(c)).collect()
+    }
+
     /// `notify_one` into a fresh wake list, woken at once: whether it took a turn.
     fn one(list: &mut WaiterList) -> bool {
         let mut wl = WakeList::new();
@@ -737,7 +737,6 @@ mod tests {
         assert!(!list.settle(keys[0], &mut SpentWakers::new()));
         list.register(&mut keys[1], &ws[1].1, &mut SpentWakers::new());
         list.register(&mut keys[0], &ws[0].1, &mut SpentWakers::new());
-        let counts = |ws: &Waiters| -> Vec<usize> { ws.iter().map(|(c, _, _)| woken(c)).collect() };
         assert!(one(&mut list));
         assert_eq!(counts(&ws), [0, 1, 0]);
         assert!(one(&mut list));
@@ -844,7 +843,6 @@ mod tests {
         assert_eq!(list.notify_uncovered(1, 0, &mut wl), 1);
         wl.wake_all();
         assert_eq!(uncovered(&mut list, 0), 2);
-        let counts: Vec<usize> = ws.iter().map(|(c, _, _)| woken(c)).collect();
-        assert_eq!(counts, [1, 1, 1]);
+        assert_eq!(counts(&ws), [1, 1, 1]);
     }
 }

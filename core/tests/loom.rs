@@ -183,6 +183,30 @@ fn a_member_that_declines_passes_its_wakeup_on() {
 }
 
 #[test]
+fn a_subscriber_receiving_in_a_loop_stays_registered_and_misses_nothing() {
+    // The topic's only subscriber, receiving asynchronously: each receive that takes the
+    // last message leaves it registered, and the next one waits without visiting the
+    // partition. Every publish and the close racing that must still reach it.
+    model(|| {
+        let topic = Topic::<u32>::new(topic_config(4)).unwrap();
+        let mut sub = topic.subscribe(StartAt::Latest).unwrap();
+        let reader = thread::spawn(move || {
+            block_on(async move {
+                let mut got = Vec::new();
+                while let Ok(m) = sub.recv().await {
+                    got.push(m.into_value());
+                }
+                got
+            })
+        });
+        topic.try_publish(1).unwrap();
+        topic.try_publish(2).unwrap();
+        topic.close();
+        assert_eq!(reader.join().unwrap(), [1, 2]);
+    });
+}
+
+#[test]
 fn close_wakes_a_waiting_subscriber() {
     model(|| {
         let topic = Topic::<u32>::new(topic_config(2)).unwrap();

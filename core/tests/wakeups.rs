@@ -557,3 +557,90 @@ fn a_woken_batch_that_waits_again_behind_an_earlier_publisher_wakes_it_if_its_ro
     );
     assert!(matches!(ph.poll(&mut h), Poll::Ready(Ok(_))));
 }
+
+/// Takes the value of a ready receive, or panics.
+fn ready_value<T: std::fmt::Debug>(p: Poll<Result<memq_core::Message<T>, RecvError>>) -> T {
+    match p {
+        Poll::Ready(Ok(m)) => m.into_value(),
+        other => panic!("expected a message, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_sole_subscriber_that_read_the_last_message_is_woken_by_the_next_publish() {
+    // The receive that takes the last message leaves the subscriber registered: the next
+    // receive waits without a visit, and the next publish wakes it, once.
+    let topic = Topic::with_capacity(4).unwrap();
+    let mut sub = topic.subscribe(StartAt::Latest).unwrap();
+    let probe = Probe::new();
+    topic.try_publish(1).unwrap();
+    assert_eq!(ready_value(probe.poll(&mut sub.recv())), 1);
+    for i in 2..5 {
+        let mut recv = sub.recv();
+        assert!(probe.poll(&mut recv).is_pending());
+        assert_eq!(probe.wakes(), i - 2);
+        topic.try_publish(i).unwrap();
+        topic.try_publish(100 + i).unwrap();
+        assert_eq!(probe.wakes(), i - 1, "one wake-up for the two publishes");
+        assert_eq!(ready_value(probe.poll(&mut recv)), i);
+        drop(recv);
+        assert_eq!(ready_value(probe.poll(&mut sub.recv())), 100 + i);
+    }
+    // Closing wakes it too, and the receive then says so.
+    let mut recv = sub.recv();
+    assert!(probe.poll(&mut recv).is_pending());
+    let before = probe.wakes();
+    topic.close();
+    assert_eq!(probe.wakes(), before + 1);
+    assert!(matches!(
+        probe.poll(&mut recv),
+        Poll::Ready(Err(RecvError::Closed))
+    ));
+}
+
+#[test]
+fn a_subscriber_that_stays_registered_is_woken_through_the_waker_it_waits_with() {
+    // The registration left by a read holds task A's waker. A receive polled by another
+    // task, B, must register B's, or B would sleep through the next publish.
+    let topic = Topic::with_capacity(4).unwrap();
+    let mut sub = topic.subscribe(StartAt::Latest).unwrap();
+    let (a, b) = (Probe::new(), Probe::new());
+    topic.try_publish(1).unwrap();
+    assert_eq!(ready_value(a.poll(&mut sub.recv())), 1);
+    let mut recv = sub.recv();
+    assert!(b.poll(&mut recv).is_pending());
+    topic.try_publish(2).unwrap();
+    assert_eq!(b.wakes(), 1, "the task that waits is woken");
+    assert_eq!(ready_value(b.poll(&mut recv)), 2);
+    drop(recv);
+    // And back: B's read left B registered; A waits now.
+    let mut recv = sub.recv();
+    assert!(a.poll(&mut recv).is_pending());
+    let before = a.wakes();
+    topic.try_publish(3).unwrap();
+    assert_eq!(a.wakes(), before + 1);
+    assert_eq!(ready_value(a.poll(&mut recv)), 3);
+}
+
+#[test]
+fn a_dropped_receive_of_a_subscriber_that_stayed_registered_is_not_woken_again() {
+    // A receive that waited without a visit and is then dropped (a timeout) ends the
+    // registration: the publishes after it wake nobody, and nothing is lost.
+    let topic = Topic::with_capacity(4).unwrap();
+    let mut sub = topic.subscribe(StartAt::Latest).unwrap();
+    let probe = Probe::new();
+    topic.try_publish(1).unwrap();
+    assert_eq!(ready_value(probe.poll(&mut sub.recv())), 1);
+    let mut recv = sub.recv();
+    assert!(probe.poll(&mut recv).is_pending());
+    drop(recv);
+    topic.try_publish(2).unwrap();
+    assert_eq!(probe.wakes(), 0);
+    assert_eq!(sub.try_recv().map(memq_core::Message::into_value), Ok(2));
+    // A seek forgets the registration too: the next receive visits, and finds what
+    // the seek went back to.
+    topic.try_publish(3).unwrap();
+    assert_eq!(ready_value(probe.poll(&mut sub.recv())), 3);
+    sub.seek(1).unwrap();
+    assert_eq!(ready_value(probe.poll(&mut sub.recv())), 2);
+}

@@ -55,6 +55,10 @@ pub struct Subscriber<T> {
     ring: Vec<ring::RingPart<T>>,
     next: usize,
     waiting: bool,
+    /// Who the last registration a visit left in place wakes (see `SubPart::armed`), by
+    /// [`waker_identity`]: a receive polled with a waker of the same identity may wait
+    /// without the lock.
+    armed_with: (usize, usize),
 }
 
 // Nothing in a subscriber is pinned: its buffered values are plain owned data.
@@ -83,6 +87,7 @@ impl<T> Subscriber<T> {
             ring: Vec::new(),
             next: 0,
             waiting: false,
+            armed_with: (0, 0),
         };
         // Counted from here; `Drop` uncounts it, also when attaching fails half way.
         shared
@@ -116,6 +121,7 @@ impl<T> Subscriber<T> {
                 buf: VecDeque::new(),
                 ahead,
                 acted: 0,
+                armed: false,
                 fetched: Some(pos),
                 released: Vec::new(),
             });
@@ -288,6 +294,12 @@ impl<T> Subscriber<T> {
             // Fetched everything and nothing was published since: `Empty`, unlocked.
             return Poll::Pending;
         }
+        if let Some(w) = waker {
+            if self.stays_registered(w) {
+                self.waiting = true;
+                return Poll::Pending;
+            }
+        }
         let shared = &*self.shared;
         let n = self.parts.len();
         // The clock is read once, and only if some partition must be visited.
@@ -315,7 +327,11 @@ impl<T> Subscriber<T> {
             // S6 unchanged. Every subscriber taking it at once cost S3 memq 5-17 %.
             let sole = waker.is_some() && shared.subscribers.load(Ordering::Relaxed) == 1;
             let p = sp.p;
-            match sp.visit(shared, now, waker, sole) {
+            let found = sp.visit(shared, now, waker, sole, sole && arms(shared, n));
+            if let (true, Some(w)) = (sp.armed, waker) {
+                self.armed_with = waker_identity(w);
+            }
+            match found {
                 Found::Message(e) => {
                     let m = to_message(p, e, shared.stamp());
                     self.next = idx + 1;
@@ -341,6 +357,28 @@ impl<T> Subscriber<T> {
         } else {
             self.waiting |= waker.is_some();
             Poll::Pending
+        }
+    }
+
+    /// Whether a receive polled with `waker` may wait without visiting the partition: a
+    /// subscriber of one partition whose last visit left its registration waiting there
+    /// (see `SubPart::armed`) with a waker of the same identity, with nothing fetched
+    /// and nothing published or closed since.
+    ///
+    /// The registration was made under the partition's lock, after the last read. A
+    /// publish or a close takes that lock and moves the partition's end before it
+    /// wakes anyone. So either none came since, and the registration still waits, with
+    /// its waker, and the next one wakes it; or one came and took it, and then it woke
+    /// the task after moving the end: this poll sees the new end and visits, or it
+    /// runs before the wake-up and the task is polled again. Only while the
+    /// registration waits can the answer be yes, and then it holds a clone of the
+    /// waker, which keeps what the identity points to alive: an equal identity is the
+    /// same waker, not a new one at a reused address.
+    #[inline]
+    fn stays_registered(&self, waker: &core::task::Waker) -> bool {
+        match &self.parts[..] {
+            [sp] => sp.armed && self.armed_with == waker_identity(waker) && !self.may_have_news(),
+            _ => false,
         }
     }
 
@@ -460,8 +498,9 @@ impl<T> Subscriber<T> {
         }
         self.waiting = false;
         let mut spent = SpentWakers::new();
-        for sp in &self.parts {
+        for sp in &mut self.parts {
             if sp.key.is_some() && settled != Some(sp.p) {
+                sp.armed = false;
                 self.shared.parts[sp.p]
                     .log
                     .lock()
@@ -666,4 +705,31 @@ impl<T: Clone> futures_core::Stream for Subscriber<T> {
             Poll::Pending => Poll::Pending,
         }
     }
+}
+
+/// Whether a subscriber of `n` partitions of the topic of `shared`, the topic's only
+/// one, receiving asynchronously, stays registered as it takes the last message of its
+/// partition (`SubPart::armed`): only where the next receive can find out without the
+/// lock that nothing came since (one partition, no TTL, 64-bit atomics), and not
+/// inside a blocking call, whose thread parks on the registration only if it must.
+/// Several subscribers of one topic keep registering only when they find nothing:
+/// every subscriber left registered is woken by each publish, most of them busy
+/// reading still (S3 memq lost 5 % with every subscriber staying registered).
+#[inline]
+fn arms<T>(shared: &Shared<T>, n: usize) -> bool {
+    cfg!(target_has_atomic = "64")
+        && n == 1
+        && shared.ttl.is_none()
+        && !crate::sync::in_blocking_call()
+}
+
+/// What makes two wakers the same for [`core::task::Waker::will_wake`]: the data and the
+/// vtable they point to, as addresses (kept without a reference; see
+/// `Subscriber::stays_registered` for why an equal pair is the same waker).
+#[inline]
+fn waker_identity(waker: &core::task::Waker) -> (usize, usize) {
+    (
+        waker.data() as usize,
+        core::ptr::from_ref(waker.vtable()) as usize,
+    )
 }

@@ -39,6 +39,11 @@ pub(super) struct SubPart<T> {
     /// The last wake position this reader took the lock for (see
     /// [`Shared::ahead_consumed`]); 0 for none, and again after every seek.
     pub(super) acted: usize,
+    /// Whether its last visit read the partition to its end and left its registration
+    /// waiting there, with a waker of the subscriber's `armed_waker`'s task: an async
+    /// receive reading one partition registers as it takes the last message, so that
+    /// the next receive can wait without taking the lock again.
+    pub(super) armed: bool,
     /// Where this reader's next read from the log starts, as of its last visit under the
     /// lock (`None` if unknown). Never ahead of the truth (only reads move the cursor
     /// forward, and a seek sets this again), so [`Partition::may_have_news`] answering
@@ -72,6 +77,7 @@ impl<T> SubPart<T> {
     /// After a seek took back the read-ahead: the cell starts again, empty.
     pub(super) fn reattach(&mut self, log: &mut PartLog<T>) {
         self.acted = 0;
+        self.armed = false;
         self.fetched = Some(log.fetched(self.cursor));
         if let Some(cell) = &self.ahead {
             cell.0.store(0, Ordering::Relaxed);
@@ -131,6 +137,7 @@ impl<T> SubPart<T> {
         wl: &mut WakeList,
     ) {
         self.fetched = Some(log.fetched(self.cursor));
+        self.armed = false;
         log.subs.settle(self.key, spent);
         shared.reader_advanced(log, wl);
     }
@@ -177,6 +184,7 @@ impl<T: Clone> SubPart<T> {
         now: u64,
         waker: Option<&Waker>,
         sole: bool,
+        arm: bool,
     ) -> Found<T> {
         let release = shared.release_on_read;
         if release {
@@ -204,7 +212,21 @@ impl<T: Clone> SubPart<T> {
         let found = match log.read(self.cursor, dest) {
             Read::Message(e) => {
                 let e = self.hold_and_read_ahead(&mut log, e, release);
-                self.end_visit(shared, &mut log, &mut spent, &mut wl);
+                match waker {
+                    Some(w)
+                        if arm
+                            && self.buf.is_empty()
+                            && log.fetched(self.cursor) == log.high
+                            && !log.closed =>
+                    {
+                        // The last message: the reader stays registered for the next.
+                        self.fetched = Some(log.high);
+                        self.armed = true;
+                        log.subs.register(&mut self.key, w, &mut spent);
+                        shared.reader_advanced(&mut log, &mut wl);
+                    }
+                    _ => self.end_visit(shared, &mut log, &mut spent, &mut wl),
+                }
                 Found::Message(e)
             }
             Read::Lagged(missed) => {
@@ -214,11 +236,13 @@ impl<T: Clone> SubPart<T> {
             Read::Empty => {
                 self.fetched = Some(log.fetched(self.cursor));
                 if log.closed {
+                    self.armed = false;
                     Found::Closed
                 } else {
                     if let Some(w) = waker {
                         log.subs.register(&mut self.key, w, &mut spent);
                     }
+                    self.armed = waker.is_some() && arm;
                     Found::Open
                 }
             }
@@ -270,6 +294,9 @@ impl<T: Clone> SubPart<T> {
         let mut wl = WakeList::new();
         let mut log = shared.parts[self.p].log.lock_now();
         self.acted = 0;
+        // A batch never stays registered past its wait; a registration it makes may
+        // hold another task's waker than the one the subscriber armed with.
+        self.armed = false;
         shared.expire(&mut log, now, &mut wl, &mut dead);
         let old = log.cursor(self.cursor);
         let first = if release { log.first() } else { log.low };
