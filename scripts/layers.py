@@ -20,7 +20,7 @@ SRC = Path("core/src")
 # files of its own layer or lower ones; within a layer, the graph must have no circle.
 LAYERS = [
     ["error.rs", "message.rs", "route.rs", "codec"],
-    ["sync.rs", "wait.rs", "time/", "config.rs"],
+    ["sync.rs", "wait.rs", "wait/", "time/", "config.rs"],
     ["log/"],
     ["ack/config.rs", "ack/state.rs"],
     ["partition/", "read/group/shared.rs"],

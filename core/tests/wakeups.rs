@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
@@ -643,4 +643,93 @@ fn a_dropped_receive_of_a_subscriber_that_stayed_registered_is_not_woken_again()
     assert_eq!(ready_value(probe.poll(&mut sub.recv())), 3);
     sub.seek(1).unwrap();
     assert_eq!(ready_value(probe.poll(&mut sub.recv())), 2);
+}
+
+/// A waker whose `clone` panics while the flag returned with it is set: user code that
+/// memq runs under a partition's lock, which must leave nothing half done. `Wake` cannot
+/// make one (its clone is the `Arc`'s), hence the raw vtable.
+fn panicking_waker() -> (Waker, &'static AtomicBool) {
+    use std::task::{RawWaker, RawWakerVTable};
+    fn clone(data: *const ()) -> RawWaker {
+        // SAFETY: `data` is the leaked, never freed `AtomicBool` made below.
+        let panics = unsafe { &*data.cast::<AtomicBool>() };
+        assert!(!panics.load(Ordering::SeqCst), "a waker's clone panicked");
+        RawWaker::new(data, &VTABLE)
+    }
+    fn nothing(_: *const ()) {}
+    static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, nothing, nothing, nothing);
+    let panics: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(true)));
+    let data = std::ptr::from_ref(panics).cast::<()>();
+    // SAFETY: `data` points to a leaked `AtomicBool`, valid for the rest of the process;
+    // `clone` only reads it, and waking or dropping does nothing, which upholds
+    // `RawWaker`'s contract.
+    let waker = unsafe { Waker::from_raw(RawWaker::new(data, &VTABLE)) };
+    (waker, panics)
+}
+
+#[test]
+fn a_waker_whose_clone_panics_costs_a_subscriber_that_stays_registered_no_message() {
+    let topic = Topic::with_capacity(4).unwrap();
+    let mut sub = topic.subscribe(StartAt::Latest).unwrap();
+    let probe = Probe::new();
+    topic.try_publish(1).unwrap();
+    // Takes the last message and stays registered with the probe's waker.
+    assert_eq!(ready_value(probe.poll(&mut sub.recv())), 1);
+    topic.try_publish(2).unwrap();
+    assert_eq!(probe.wakes(), 1);
+    // Polled by a task whose waker panics when cloned, as the visit that would take
+    // message 2 (the last) registers it.
+    let (panicky, panics) = panicking_waker();
+    let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Pin::new(&mut sub.recv()).poll(&mut Context::from_waker(&panicky))
+    }));
+    assert!(polled.is_err());
+    // Message 2 is still there, and the wait list still wakes whoever waits.
+    assert_eq!(ready_value(probe.poll(&mut sub.recv())), 2);
+    let mut recv = sub.recv();
+    assert!(probe.poll(&mut recv).is_pending());
+    topic.try_publish(3).unwrap();
+    assert_eq!(probe.wakes(), 2);
+    assert_eq!(ready_value(probe.poll(&mut recv)), 3);
+    drop(recv);
+    // A receive that waits with it and is dropped settles cleanly.
+    let mut recv = sub.recv();
+    assert!(probe.poll(&mut recv).is_pending());
+    drop(recv);
+    panics.store(false, Ordering::SeqCst);
+    let mut recv = sub.recv();
+    assert!(Pin::new(&mut recv)
+        .poll(&mut Context::from_waker(&panicky))
+        .is_pending());
+    topic.try_publish(4).unwrap();
+    assert_eq!(ready_value(probe.poll(&mut recv)), 4);
+}
+
+#[test]
+fn a_woken_member_whose_new_waker_panics_when_cloned_leaves_its_registration_whole() {
+    // A member woken for a message another member took waits again; registering again
+    // clones the new waker, user code that panics here. Its registration must be as it
+    // was: settling it when the future is dropped, or a later wait, must not find the
+    // wait list's counts off (they once were: the promise was undone before the clone).
+    let topic = Topic::with_capacity(8).unwrap();
+    let mut a = topic.group("g", StartAt::Latest).unwrap();
+    let mut b = topic.group("g", StartAt::Latest).unwrap();
+    let pa = Probe::new();
+    let mut ra = a.recv();
+    assert!(pa.poll(&mut ra).is_pending());
+    topic.try_publish(1).unwrap();
+    assert_eq!(pa.wakes(), 1);
+    assert_eq!(b.try_recv().map(memq_core::Message::into_value), Ok(1));
+    let (panicky, _panics) = panicking_waker();
+    let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Pin::new(&mut ra).poll(&mut Context::from_waker(&panicky))
+    }));
+    assert!(polled.is_err());
+    drop(ra);
+    // The group goes on: a wait after it is woken by the next message, once.
+    let mut ra = a.recv();
+    assert!(pa.poll(&mut ra).is_pending());
+    topic.try_publish(2).unwrap();
+    assert_eq!(pa.wakes(), 2);
+    assert!(matches!(pa.poll(&mut ra), Poll::Ready(Ok(m)) if *m.value() == 2));
 }

@@ -49,8 +49,9 @@ use crate::wait::{SpentWakers, WakeList};
 ///
 /// A topic's only subscriber, reading one partition with async receives, stays
 /// registered for the next message when a receive takes the last one: its next receive
-/// then waits without taking the partition's lock. Until the next publish, a later
-/// receive or its drop, the topic keeps a clone of the waker of the task that read last.
+/// then waits without taking the partition's lock. Until a publish wakes it, a later
+/// receive visits the partition, or the subscriber is dropped, the topic keeps a clone of
+/// the waker of the task that read last.
 pub struct Subscriber<T> {
     shared: Arc<Shared<T>>,
     parts: Vec<SubPart<T>>,

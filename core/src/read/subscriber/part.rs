@@ -193,6 +193,7 @@ impl<T: Clone> SubPart<T> {
         // Declared before the lock: what it keeps is dropped after it.
         let mut spent = SpentWakers::new();
         let mut wl = WakeList::new();
+        let mut stay: Option<Waker> = None;
         let mut log = shared.parts[self.p].log.lock_at_once_if(sole);
         // A visit under the lock ends the memory of acted-on wake positions (see
         // `Shared::ahead_consumed`).
@@ -209,23 +210,29 @@ impl<T: Clone> SubPart<T> {
             (true, true) => Dest::Held,
             (true, false) => Dest::User,
         };
+        // A reader about to take the partition's last message stays registered for the
+        // next (see `Subscriber::stays_registered`). Its waker is cloned before the read:
+        // a `clone` that panics (user code) must not lose the message. Not at the last
+        // offset, whose end a close's `tail` would look like.
+        if let Some(w) = waker.filter(|_| arm && !log.closed && log.high < u64::MAX) {
+            if log.fetched(self.cursor) + 1 == log.high {
+                stay = Some(w.clone());
+            }
+        }
         let found = match log.read(self.cursor, dest) {
             Read::Message(e) => {
                 let e = self.hold_and_read_ahead(&mut log, e, release);
-                match waker {
-                    Some(w)
-                        if arm
-                            && self.buf.is_empty()
-                            && log.fetched(self.cursor) == log.high
-                            && !log.closed =>
-                    {
-                        // The last message: the reader stays registered for the next.
+                match stay.take() {
+                    Some(w) if self.buf.is_empty() && log.fetched(self.cursor) == log.high => {
                         self.fetched = Some(log.high);
+                        log.subs.register_cloned(&mut self.key, w, &mut spent);
                         self.armed = true;
-                        log.subs.register(&mut self.key, w, &mut spent);
                         shared.reader_advanced(&mut log, &mut wl);
                     }
-                    _ => self.end_visit(shared, &mut log, &mut spent, &mut wl),
+                    other => {
+                        spent.keep(other);
+                        self.end_visit(shared, &mut log, &mut spent, &mut wl);
+                    }
                 }
                 Found::Message(e)
             }
