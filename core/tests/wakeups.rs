@@ -645,26 +645,23 @@ fn a_dropped_receive_of_a_subscriber_that_stayed_registered_is_not_woken_again()
     assert_eq!(ready_value(probe.poll(&mut sub.recv())), 2);
 }
 
-/// A waker whose `clone` panics while the flag returned with it is set: user code that
-/// memq runs under a partition's lock, which must leave nothing half done. `Wake` cannot
-/// make one (its clone is the `Arc`'s), hence the raw vtable.
-fn panicking_waker() -> (Waker, &'static AtomicBool) {
+/// A waker whose `clone` panics while `panics` is set: user code that memq runs under a
+/// partition's lock, which must leave nothing half done. `Wake` cannot make one (its
+/// clone is the `Arc`'s), hence the raw vtable.
+fn panicking_waker(panics: &'static AtomicBool) -> Waker {
     use std::task::{RawWaker, RawWakerVTable};
     fn clone(data: *const ()) -> RawWaker {
-        // SAFETY: `data` is the leaked, never freed `AtomicBool` made below.
+        // SAFETY: `data` is the `&'static AtomicBool` given below.
         let panics = unsafe { &*data.cast::<AtomicBool>() };
         assert!(!panics.load(Ordering::SeqCst), "a waker's clone panicked");
         RawWaker::new(data, &VTABLE)
     }
     fn nothing(_: *const ()) {}
     static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, nothing, nothing, nothing);
-    let panics: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(true)));
     let data = std::ptr::from_ref(panics).cast::<()>();
-    // SAFETY: `data` points to a leaked `AtomicBool`, valid for the rest of the process;
-    // `clone` only reads it, and waking or dropping does nothing, which upholds
-    // `RawWaker`'s contract.
-    let waker = unsafe { Waker::from_raw(RawWaker::new(data, &VTABLE)) };
-    (waker, panics)
+    // SAFETY: `data` points to a static `AtomicBool`; `clone` only reads it, and waking
+    // or dropping does nothing, which upholds `RawWaker`'s contract.
+    unsafe { Waker::from_raw(RawWaker::new(data, &VTABLE)) }
 }
 
 #[test]
@@ -679,7 +676,8 @@ fn a_waker_whose_clone_panics_costs_a_subscriber_that_stays_registered_no_messag
     assert_eq!(probe.wakes(), 1);
     // Polled by a task whose waker panics when cloned, as the visit that would take
     // message 2 (the last) registers it.
-    let (panicky, panics) = panicking_waker();
+    static PANICS: AtomicBool = AtomicBool::new(true);
+    let panicky = panicking_waker(&PANICS);
     let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         Pin::new(&mut sub.recv()).poll(&mut Context::from_waker(&panicky))
     }));
@@ -696,7 +694,7 @@ fn a_waker_whose_clone_panics_costs_a_subscriber_that_stays_registered_no_messag
     let mut recv = sub.recv();
     assert!(probe.poll(&mut recv).is_pending());
     drop(recv);
-    panics.store(false, Ordering::SeqCst);
+    PANICS.store(false, Ordering::SeqCst);
     let mut recv = sub.recv();
     assert!(Pin::new(&mut recv)
         .poll(&mut Context::from_waker(&panicky))
@@ -720,7 +718,8 @@ fn a_woken_member_whose_new_waker_panics_when_cloned_leaves_its_registration_who
     topic.try_publish(1).unwrap();
     assert_eq!(pa.wakes(), 1);
     assert_eq!(b.try_recv().map(memq_core::Message::into_value), Ok(1));
-    let (panicky, _panics) = panicking_waker();
+    static PANICS: AtomicBool = AtomicBool::new(true);
+    let panicky = panicking_waker(&PANICS);
     let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         Pin::new(&mut ra).poll(&mut Context::from_waker(&panicky))
     }));

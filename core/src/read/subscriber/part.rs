@@ -210,11 +210,12 @@ impl<T: Clone> SubPart<T> {
             (true, true) => Dest::Held,
             (true, false) => Dest::User,
         };
+        // Never at the last offset: an end there looks like the `tail` a close stores.
+        let arm = arm && log.high < u64::MAX;
         // A reader about to take the partition's last message stays registered for the
         // next (see `Subscriber::stays_registered`). Its waker is cloned before the read:
-        // a `clone` that panics (user code) must not lose the message. Not at the last
-        // offset, whose end a close's `tail` would look like.
-        if let Some(w) = waker.filter(|_| arm && !log.closed && log.high < u64::MAX) {
+        // a `clone` that panics (user code) must not lose the message.
+        if let Some(w) = waker.filter(|_| arm && !log.closed) {
             if log.fetched(self.cursor) + 1 == log.high {
                 stay = Some(w.clone());
             }
