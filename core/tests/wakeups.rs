@@ -558,6 +558,12 @@ fn a_woken_batch_that_waits_again_behind_an_earlier_publisher_wakes_it_if_its_ro
     assert!(matches!(ph.poll(&mut h), Poll::Ready(Ok(_))));
 }
 
+/// A topic on the locked log, whose sole subscriber stays registered after its last
+/// read (the ring engine's subscribers do not), also in a build that defaults to the ring.
+fn locked_log_topic<T>() -> Topic<T> {
+    Topic::new(TopicConfig::new(4).ring_engine(false)).unwrap()
+}
+
 /// Takes the value of a ready receive, or panics.
 fn ready_value<T: std::fmt::Debug>(p: Poll<Result<memq_core::Message<T>, RecvError>>) -> T {
     match p {
@@ -570,7 +576,7 @@ fn ready_value<T: std::fmt::Debug>(p: Poll<Result<memq_core::Message<T>, RecvErr
 fn a_sole_subscriber_that_read_the_last_message_is_woken_by_the_next_publish() {
     // The receive that takes the last message leaves the subscriber registered: the next
     // receive waits without a visit, and the next publish wakes it, once.
-    let topic = Topic::with_capacity(4).unwrap();
+    let topic = locked_log_topic();
     let mut sub = topic.subscribe(StartAt::Latest).unwrap();
     let probe = Probe::new();
     topic.try_publish(1).unwrap();
@@ -602,7 +608,7 @@ fn a_sole_subscriber_that_read_the_last_message_is_woken_by_the_next_publish() {
 fn a_subscriber_that_stays_registered_is_woken_through_the_waker_it_waits_with() {
     // The registration left by a read holds task A's waker. A receive polled by another
     // task, B, must register B's, or B would sleep through the next publish.
-    let topic = Topic::with_capacity(4).unwrap();
+    let topic = locked_log_topic();
     let mut sub = topic.subscribe(StartAt::Latest).unwrap();
     let (a, b) = (Probe::new(), Probe::new());
     topic.try_publish(1).unwrap();
@@ -626,7 +632,7 @@ fn a_subscriber_that_stays_registered_is_woken_through_the_waker_it_waits_with()
 fn a_dropped_receive_of_a_subscriber_that_stayed_registered_is_not_woken_again() {
     // A receive that waited without a visit and is then dropped (a timeout) ends the
     // registration: the publishes after it wake nobody, and nothing is lost.
-    let topic = Topic::with_capacity(4).unwrap();
+    let topic = locked_log_topic();
     let mut sub = topic.subscribe(StartAt::Latest).unwrap();
     let probe = Probe::new();
     topic.try_publish(1).unwrap();
@@ -666,7 +672,7 @@ fn panicking_waker(panics: &'static AtomicBool) -> Waker {
 
 #[test]
 fn a_waker_whose_clone_panics_costs_a_subscriber_that_stays_registered_no_message() {
-    let topic = Topic::with_capacity(4).unwrap();
+    let topic = locked_log_topic();
     let mut sub = topic.subscribe(StartAt::Latest).unwrap();
     let probe = Probe::new();
     topic.try_publish(1).unwrap();

@@ -210,15 +210,14 @@ impl<T: Clone> SubPart<T> {
             (true, true) => Dest::Held,
             (true, false) => Dest::User,
         };
-        // Never at the last offset: an end there looks like the `tail` a close stores.
-        let arm = arm && log.high < u64::MAX;
         // A reader about to take the partition's last message stays registered for the
-        // next (see `Subscriber::stays_registered`). Its waker is cloned before the read:
-        // a `clone` that panics (user code) must not lose the message.
-        if let Some(w) = waker.filter(|_| arm && !log.closed) {
-            if log.fetched(self.cursor) + 1 == log.high {
-                stay = Some(w.clone());
-            }
+        // next (see `Subscriber::stays_registered`), its waker cloned before the read (a
+        // `clone` that panics must not lose the message); never at the last offset,
+        // whose end looks like the `tail` a close stores.
+        let arm = arm && log.high < u64::MAX;
+        let last = arm && !log.closed && log.fetched(self.cursor) + 1 == log.high;
+        if let Some(w) = waker.filter(|_| last) {
+            stay = Some(w.clone());
         }
         let found = match log.read(self.cursor, dest) {
             Read::Message(e) => {
