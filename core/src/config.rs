@@ -288,7 +288,11 @@ impl TopicConfig {
     /// durable topic reopened, so that its offsets stay the same across restarts. The
     /// topic starts empty at those offsets ([`StartAt::Earliest`] reads from there).
     /// Their number must be the partition count, else [`Topic::new`] reports
-    /// [`Error::OffsetsPerPartition`](crate::Error::OffsetsPerPartition).
+    /// [`Error::OffsetsPerPartition`](crate::Error::OffsetsPerPartition); each at most
+    /// [`MAX_NEXT_OFFSET`](crate::MAX_NEXT_OFFSET), else
+    /// [`Error::NextOffsetTooLarge`](crate::Error::NextOffsetTooLarge) (a durable topic
+    /// whose files name a larger one is damaged: the next offsets stay far below the
+    /// values memq reserves at the top of the range).
     ///
     /// # Examples
     ///
@@ -359,6 +363,14 @@ impl TopicConfig {
             return Err(Error::OffsetsPerPartition {
                 given: self.next_offsets.len(),
                 partitions: self.partitions,
+            });
+        }
+        if let Some((p, &offset)) = (self.next_offsets.iter().enumerate())
+            .find(|&(_, &offset)| offset > crate::error::MAX_NEXT_OFFSET)
+        {
+            return Err(Error::NextOffsetTooLarge {
+                partition: p as u32,
+                offset,
             });
         }
         Ok(())

@@ -229,6 +229,12 @@ impl fmt::Display for Lagged {
     }
 }
 
+/// The largest offset [`TopicConfig::next_offsets`](crate::TopicConfig::next_offsets)
+/// may give a partition's first message: 2^63. Offsets go on from there for longer than
+/// any program runs, and never reach the values at the top of the range that memq keeps
+/// for itself.
+pub const MAX_NEXT_OFFSET: u64 = 1 << 63;
+
 /// Bad input to a configuration, lookup or positioning call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -256,6 +262,14 @@ pub enum Error {
         given: usize,
         /// The partition count.
         partitions: u32,
+    },
+    /// `TopicConfig::next_offsets` gave a partition a first offset past
+    /// [`MAX_NEXT_OFFSET`].
+    NextOffsetTooLarge {
+        /// The partition.
+        partition: u32,
+        /// The offset given for it.
+        offset: u64,
     },
     /// The partition index is not below the topic's partition count.
     PartitionOutOfRange {
@@ -320,6 +334,11 @@ impl fmt::Display for Error {
                 f,
                 "{given} next offsets given for a topic of {partitions} partitions (one per \
                  partition)"
+            ),
+            Self::NextOffsetTooLarge { partition, offset } => write!(
+                f,
+                "next offset {offset} of partition {partition} is past the largest a topic \
+                 starts at ({MAX_NEXT_OFFSET})"
             ),
             Self::PartitionOutOfRange {
                 partition,

@@ -89,7 +89,7 @@ pub use broker::Broker;
 pub use config::{Overflow, StartAt, TopicConfig};
 pub use error::{
     Error, Lagged, PublishError, RecvError, RecvIfError, RecvTimeoutError, TryRecvError,
-    TryRecvIfError,
+    TryRecvIfError, MAX_NEXT_OFFSET,
 };
 pub use message::{Message, Receipt};
 pub use publish::{Publish, PublishBatch};

@@ -110,3 +110,39 @@ fn a_wrong_number_of_offsets_is_an_error() {
     );
     assert!(err.to_string().contains("one per partition"));
 }
+
+#[test]
+fn a_next_offset_past_the_largest_is_refused_with_a_clear_error() {
+    for offsets in [vec![u64::MAX], vec![0, memq_core::MAX_NEXT_OFFSET + 1]] {
+        let partitions = offsets.len() as u32;
+        let bad = *offsets.last().unwrap();
+        let err = Topic::<u32>::new(
+            TopicConfig::new(4)
+                .partitions(partitions)
+                .next_offsets(offsets),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            Error::NextOffsetTooLarge {
+                partition: partitions - 1,
+                offset: bad
+            }
+        );
+        assert!(err.to_string().contains(&bad.to_string()));
+    }
+    // The largest is taken, and works as any other.
+    let topic = Topic::new(TopicConfig::new(4).next_offsets([memq_core::MAX_NEXT_OFFSET])).unwrap();
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    assert_eq!(
+        topic.try_publish(1).unwrap().offset,
+        memq_core::MAX_NEXT_OFFSET
+    );
+    let m = sub.try_recv().unwrap();
+    assert_eq!(
+        (m.offset(), m.into_value()),
+        (memq_core::MAX_NEXT_OFFSET, 1)
+    );
+    topic.close();
+    assert_eq!(sub.try_recv(), Err(TryRecvError::Closed));
+}
