@@ -40,9 +40,9 @@ pub(super) struct SubPart<T> {
     /// [`Shared::ahead_consumed`]); 0 for none, and again after every seek.
     pub(super) acted: usize,
     /// Whether its last visit read the partition to its end and left its registration
-    /// waiting there, with a waker of the subscriber's `armed_waker`'s task: an async
-    /// receive reading one partition registers as it takes the last message, so that
-    /// the next receive can wait without taking the lock again.
+    /// waiting there, with the waker whose identity the subscriber keeps (`armed_with`):
+    /// an async receive reading one partition registers as it takes the last message,
+    /// so that the next receive can wait without taking the lock again.
     pub(super) armed: bool,
     /// Where this reader's next read from the log starts, as of its last visit under the
     /// lock (`None` if unknown). Never ahead of the truth (only reads move the cursor
