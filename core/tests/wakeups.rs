@@ -572,22 +572,33 @@ fn ready_value<T: std::fmt::Debug>(p: Poll<Result<memq_core::Message<T>, RecvErr
     }
 }
 
-#[test]
-fn a_sole_subscriber_that_read_the_last_message_is_woken_by_the_next_publish() {
-    // The receive that takes the last message leaves the subscriber registered: the next
-    // receive waits without a visit, and the next publish wakes it, once.
+/// A topic on the locked log and its only subscriber, which took message 1, the last,
+/// polled with the probe's waker: it stays registered with that waker.
+fn registered_after_its_last_read() -> (Topic<u64>, memq_core::Subscriber<u64>, Probe) {
     let topic = locked_log_topic();
     let mut sub = topic.subscribe(StartAt::Latest).unwrap();
     let probe = Probe::new();
     topic.try_publish(1).unwrap();
     assert_eq!(ready_value(probe.poll(&mut sub.recv())), 1);
-    for i in 2..5 {
+    (topic, sub, probe)
+}
+
+#[test]
+fn a_sole_subscriber_that_read_the_last_message_is_woken_by_the_next_publish() {
+    // The receive that takes the last message leaves the subscriber registered: the next
+    // receive waits without a visit, and the next publish wakes it, once.
+    let (topic, mut sub, probe) = registered_after_its_last_read();
+    for i in 2..5u64 {
         let mut recv = sub.recv();
         assert!(probe.poll(&mut recv).is_pending());
-        assert_eq!(probe.wakes(), i - 2);
+        assert_eq!(probe.wakes() as u64, i - 2);
         topic.try_publish(i).unwrap();
         topic.try_publish(100 + i).unwrap();
-        assert_eq!(probe.wakes(), i - 1, "one wake-up for the two publishes");
+        assert_eq!(
+            probe.wakes() as u64,
+            i - 1,
+            "one wake-up for the two publishes"
+        );
         assert_eq!(ready_value(probe.poll(&mut recv)), i);
         drop(recv);
         assert_eq!(ready_value(probe.poll(&mut sub.recv())), 100 + i);
@@ -632,11 +643,7 @@ fn a_subscriber_that_stays_registered_is_woken_through_the_waker_it_waits_with()
 fn a_dropped_receive_of_a_subscriber_that_stayed_registered_is_not_woken_again() {
     // A receive that waited without a visit and is then dropped (a timeout) ends the
     // registration: the publishes after it wake nobody, and nothing is lost.
-    let topic = locked_log_topic();
-    let mut sub = topic.subscribe(StartAt::Latest).unwrap();
-    let probe = Probe::new();
-    topic.try_publish(1).unwrap();
-    assert_eq!(ready_value(probe.poll(&mut sub.recv())), 1);
+    let (topic, mut sub, probe) = registered_after_its_last_read();
     let mut recv = sub.recv();
     assert!(probe.poll(&mut recv).is_pending());
     drop(recv);
@@ -672,12 +679,7 @@ fn panicking_waker(panics: &'static AtomicBool) -> Waker {
 
 #[test]
 fn a_waker_whose_clone_panics_costs_a_subscriber_that_stays_registered_no_message() {
-    let topic = locked_log_topic();
-    let mut sub = topic.subscribe(StartAt::Latest).unwrap();
-    let probe = Probe::new();
-    topic.try_publish(1).unwrap();
-    // Takes the last message and stays registered with the probe's waker.
-    assert_eq!(ready_value(probe.poll(&mut sub.recv())), 1);
+    let (topic, mut sub, probe) = registered_after_its_last_read();
     topic.try_publish(2).unwrap();
     assert_eq!(probe.wakes(), 1);
     // Polled by a task whose waker panics when cloned, as the visit that would take
