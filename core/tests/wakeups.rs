@@ -740,3 +740,54 @@ fn a_woken_member_whose_new_waker_panics_when_cloned_leaves_its_registration_who
     assert_eq!(pa.wakes(), 2);
     assert!(matches!(pa.poll(&mut ra), Poll::Ready(Ok(m)) if *m.value() == 2));
 }
+
+#[test]
+fn a_waker_whose_clone_panics_costs_an_explicit_ack_member_that_waits_nothing() {
+    // An explicit-ack member that finds nothing registers last in its visit, after every
+    // other change: a panicking clone there leaves the group's state whole, on the
+    // locked log and on the ring (where the visit may also have moved the group's hold).
+    static PANICS: AtomicBool = AtomicBool::new(true);
+    let panicky = panicking_waker(&PANICS);
+    for ring in [false, true] {
+        PANICS.store(true, Ordering::SeqCst);
+        let topic: Topic<u32> = Topic::new(TopicConfig::new(1).ring_engine(ring)).unwrap();
+        let config = memq_core::AckConfig::new();
+        let mut m = topic.group_acked("g", StartAt::Earliest, config).unwrap();
+        topic.try_publish(1).unwrap();
+        m.try_recv().unwrap().ack().unwrap();
+        let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Pin::new(&mut m.recv()).poll(&mut Context::from_waker(&panicky))
+        }));
+        assert!(polled.is_err(), "ring engine: {ring}");
+        // The acknowledged message left room: a publish gets on at once.
+        assert_eq!(topic.try_publish(2).map(|r| r.offset), Ok(1));
+        let probe = Probe::new();
+        let delivered = match probe.poll(&mut m.recv()) {
+            Poll::Ready(Ok(d)) => d,
+            other => panic!("ring engine {ring}: expected a delivery, got {other:?}"),
+        };
+        assert_eq!((delivered.offset(), *delivered.value()), (1, 2));
+        delivered.ack().unwrap();
+        // The member waits and is woken by the next publish, once.
+        let mut recv = m.recv();
+        assert!(probe.poll(&mut recv).is_pending());
+        topic.try_publish(3).unwrap();
+        assert_eq!(probe.wakes(), 1, "ring engine: {ring}");
+        match probe.poll(&mut recv) {
+            Poll::Ready(Ok(d)) if *d.value() == 3 => d.ack().unwrap(),
+            other => panic!("ring engine {ring}: expected message 3, got {other:?}"),
+        }
+        drop(recv);
+        // The same waker, no longer panicking, waits like any other.
+        PANICS.store(false, Ordering::SeqCst);
+        let mut recv = m.recv();
+        assert!(Pin::new(&mut recv)
+            .poll(&mut Context::from_waker(&panicky))
+            .is_pending());
+        topic.try_publish(4).unwrap();
+        assert!(matches!(probe.poll(&mut recv), Poll::Ready(Ok(d)) if *d.value() == 4));
+        drop(recv);
+        let stats = topic.stats();
+        assert_eq!((stats.groups[0].acked, stats.groups[0].in_flight), (3, 1));
+    }
+}

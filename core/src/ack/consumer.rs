@@ -194,6 +194,9 @@ impl<T> AckConsumer<T> {
     /// group's clock reading `now`: expires what the topic's TTL drops, chooses what to
     /// take and copies its value, records the lease, answers the member's waiting, and
     /// moves the group's hold on the log.
+    ///
+    /// Long: one critical section, whose steps' order is the point (the registration,
+    /// which runs the user's `clone`, comes after every change to the group's state).
     fn take(&mut self, p: usize, now: u64, waker: Option<&Waker>) -> Visit<T>
     where
         T: Clone,
@@ -207,6 +210,8 @@ impl<T> AckConsumer<T> {
         let mut wl = WakeList::new();
         // Expired values, dropped after the lock.
         let mut dead = Vec::new();
+        // The writers of a ring partition to wake after the lock (declared before it).
+        let mut writers = RingWriters(None);
         // The topic's clock (the user's code) is read before the lock is taken.
         let topic_now = shared.expiry_now();
         let mut log = shared.parts[p].log.lock();
@@ -244,24 +249,30 @@ impl<T> AckConsumer<T> {
             deadline,
         };
         picked.count(g);
-        let registered = wait.answer(g, &mut self.inner.keys[p], &picked, &mut spent, &mut watch);
-        if !registered {
+        let waits = wait.answer(g, &mut self.inner.keys[p], &picked, &mut spent, &mut watch);
+        if waits.is_none() {
             // This member no longer waits here: if it was the one the others counted on
             // to look (woken, or with its timer set), another does.
             g.keep_watch(high, &mut watch);
         }
         let taken = picked.hand_over(&mut log, &shared, p);
         log.set_cursor(cursor, holds_from);
-        // Lets the ring's writers have what every member settled (woken after the locks).
-        let moved = hold.is_some_and(|hold| advance_quietly(hold, holds_from));
-        shared.reader_advanced(&mut log, &mut wl);
-        drop((holding, log));
-        if moved {
-            shared.wake_ring_writers(p);
+        // Lets the ring's writers have what every member settled (woken after the locks,
+        // by `writers` when it is dropped, even by a panic below).
+        if hold.is_some_and(|hold| advance_quietly(hold, holds_from)) {
+            writers.0 = Some((&shared, p));
         }
-        // A registration made here is cancelled by whatever this poll returns, even a
-        // delivery from another partition (see `Consumer::cancel_wait_except`).
-        self.inner.waiting |= registered;
+        shared.reader_advanced(&mut log, &mut wl);
+        if let Some(waits) = waits {
+            // Last: the registration clones the member's waker (user code, which may
+            // panic; every change above is made by then). `waiting` is set first, so a
+            // registration a panic leaves in place is cancelled with the next poll's
+            // answer, whatever it is, even a delivery from another partition (see
+            // `Consumer::cancel_wait_except`).
+            self.inner.waiting = true;
+            waits.register(&mut log, id, &mut self.inner.keys[p], &mut spent);
+        }
+        drop((holding, log, writers));
         if done && !was_done {
             // This visit finished a closed partition (skipped a lag, dropped evicted unacked
             // messages): members waiting on it or for the group to drain may be done.
@@ -634,5 +645,18 @@ impl<T: Clone> Future for AckRecvMany<'_, T> {
 impl<T> Drop for AckRecvMany<'_, T> {
     fn drop(&mut self) {
         self.consumer.inner.cancel_wait();
+    }
+}
+
+/// Wakes the writers parked on ring partition `.1` of topic `.0` when dropped, if set: an
+/// explicit-ack visit that moved its group's hold there (`Hold::advance_quietly`) drops
+/// it after letting go of its locks, or while a panic unwinds from the waker's clone.
+struct RingWriters<'a, T>(Option<(&'a Shared<T>, usize)>);
+
+impl<T> Drop for RingWriters<'_, T> {
+    fn drop(&mut self) {
+        if let Some((shared, p)) = self.0 {
+            shared.wake_ring_writers(p);
+        }
     }
 }

@@ -262,11 +262,13 @@ pub(super) struct Wait<'a> {
     pub(super) deadline: Option<u64>,
 }
 
-impl Wait<'_> {
+impl<'a> Wait<'a> {
     /// The member's place among partition's waiters (`g`) after a visit that `picked`:
-    /// one that took something stops waiting here, one that found nothing waits (if it
-    /// can), with its timer set for the partition's deadline if the group has a timer.
-    /// Returns whether it waits here now.
+    /// one that took something stops waiting here; one that found nothing is to wait
+    /// (if it can), with its timer set for the partition's deadline if the group has a
+    /// timer. That registration is left to the caller ([`Waits::register`]), to make
+    /// last: it clones the member's waker, the user's code, which may panic, and a
+    /// panic must not leave the visit's other changes undone.
     pub(super) fn answer<T>(
         &self,
         g: &mut GroupPart,
@@ -274,11 +276,11 @@ impl Wait<'_> {
         picked: &Picked<T>,
         spent: &mut SpentWakers,
         watch: &mut WakeList,
-    ) -> bool {
+    ) -> Option<Waits<'a>> {
         match picked {
             Picked::DeadLetter(..) => {
                 g.waiters.settle(*key, spent);
-                false
+                None
             }
             Picked::Leased(..) => {
                 g.waiters.settle(*key, spent);
@@ -288,7 +290,7 @@ impl Wait<'_> {
                 if self.first_lease && !self.timed {
                     g.waiters.notify_one(watch);
                 }
-                false
+                None
             }
             Picked::Lagged(_) => {
                 // A wake-up this member used goes on to the next waiting one when
@@ -296,18 +298,42 @@ impl Wait<'_> {
                 if g.waiters.settle(*key, spent) && self.more {
                     g.waiters.notify_one(watch);
                 }
-                false
+                None
             }
             Picked::Nothing => match (self.waker, self.done) {
-                (Some(w), false) => {
+                (Some(waker), false) => Some(Waits {
+                    waker,
                     // With a timer, the caller arms this member's alarm for the earliest
                     // deadline of its partitions, this one's or sooner (`schedule`).
-                    let alarm = if self.timed { self.deadline } else { None };
-                    g.waiters.register_timed(key, w, alarm, spent);
-                    true
-                }
-                _ => false,
+                    alarm: if self.timed { self.deadline } else { None },
+                }),
+                _ => None,
             },
         }
+    }
+}
+
+/// A member that a visit found nothing for, to be registered among the partition's
+/// waiters ([`Wait::answer`]).
+pub(super) struct Waits<'a> {
+    waker: &'a Waker,
+    alarm: Option<u64>,
+}
+
+impl Waits<'_> {
+    /// Registers the member under `key` among the waiters of group `id` on a partition
+    /// (`log`, locked). A `clone` of its waker that panics leaves the registration as it
+    /// was.
+    pub(super) fn register<T>(
+        self,
+        log: &mut PartLog<T>,
+        id: GroupId,
+        key: &mut Option<WaitKey>,
+        spent: &mut SpentWakers,
+    ) {
+        let Some(g) = log.group(id) else {
+            unreachable!("memq: a group found under a partition's lock left it meanwhile");
+        };
+        g.waiters.register_timed(key, self.waker, self.alarm, spent);
     }
 }
