@@ -9,9 +9,7 @@ use std::task::Poll;
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// The fuzz tests' helpers; the tests here use only the manual clock's exact timer.
-#[allow(dead_code)]
-mod fuzz_support;
+use crate::fuzz_support;
 use fuzz_support::ExactTimer;
 
 use memq_core::{

@@ -28,7 +28,7 @@ use memq_core::{
 };
 use proptest::prelude::*;
 
-mod fuzz_support;
+use crate::fuzz_support;
 use fuzz_support::{next_values, settle, Wakes};
 
 #[derive(Debug, Clone)]

@@ -29,7 +29,7 @@ use memq_core::{
 };
 use proptest::prelude::*;
 
-mod fuzz_support;
+use crate::fuzz_support;
 use fuzz_support::{next_values, settle, Wakes};
 
 #[derive(Debug, Clone)]

@@ -24,7 +24,7 @@ use std::time::Duration;
 use memq_core::{AckConfig, AckConsumer, Delivery, ManualClock, StartAt, Topic, TopicConfig};
 use proptest::prelude::*;
 
-mod fuzz_support;
+use crate::fuzz_support;
 use fuzz_support::{next_values, settle, ExactTimer, Wakes};
 
 /// What the case does next.

@@ -1,7 +1,7 @@
 //! `AnyTopic` runs the same subscriber and group code on every kind of topic: memq in
 //! memory, a durable memq topic in a temporary directory, and Redis.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

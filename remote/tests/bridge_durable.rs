@@ -4,7 +4,7 @@
 //! append-only file; every message arrives (at least once; repeats are counted, never
 //! strangers).
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::Path;

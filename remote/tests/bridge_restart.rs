@@ -2,7 +2,7 @@
 //! started again on the same topics and group, they deliver every message (at least
 //! once; repeats are counted, never strangers).
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The semantic scenarios against a 3-master Redis Cluster started by the test: the
 //! partitions of each topic spread over the masters.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! their messages and are published again; consumers and bridges resume. Every message
 //! is counted: none acknowledged is lost, and duplicates (at least once) are counted.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};

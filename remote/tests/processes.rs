@@ -3,7 +3,7 @@
 //! nothing unless started so), publishes, and checks that every message was handled by
 //! exactly one member once the group has nothing pending.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -100,7 +100,7 @@ async fn across_processes(redis: &Redis, url: &str, cluster: bool) {
             let mut cmd = Command::new(&exe);
             cmd.args([
                 "--exact",
-                "member_process",
+                "processes::member_process",
                 "--nocapture",
                 "--test-threads=1",
             ])

@@ -1,6 +1,6 @@
 //! The semantic scenarios against a single redis-server started by the test.
 
-mod common;
+use crate::common;
 
 use memq_redis::Redis;
 

@@ -2,7 +2,7 @@
 //! memq-redis's reader tasks, its timers (receive timeouts, claim rounds, backoff) and
 //! its bridges all run on smol. The same scenarios as on a single node under Tokio.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::time::Duration;

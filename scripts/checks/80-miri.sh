@@ -15,8 +15,7 @@ else
     miri_dir="${CARGO_TARGET_DIR:-target}/miri"
     run cargo +nightly miri setup
     bounded 1800 cargo +nightly miri test -p memq-core --target-dir "$miri_dir" \
-        --test topic --test subscriber --test group --test wakeups --test acks \
-        --test release -- \
+        --test suite -- topic:: subscriber:: group:: wakeups:: acks:: release:: \
         --skip readers_attached_from_the_start_receive_the_same_from_both \
         --skip waiting_subscriber_survives_many_cancelled_waits_without_growth \
         --skip partitioned_group_with_members_leaving_mid_stream_delivers_every_message_once \
