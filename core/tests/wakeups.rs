@@ -34,7 +34,7 @@ impl Probe {
         self.count.0.load(Ordering::SeqCst)
     }
     fn poll<F: Future + Unpin>(&self, f: &mut F) -> Poll<F::Output> {
-        Pin::new(f).poll(&mut Context::from_waker(&self.waker))
+        poll_with(&self.waker, f)
     }
 }
 
@@ -677,6 +677,11 @@ fn panicking_waker(panics: &'static AtomicBool) -> Waker {
     unsafe { Waker::from_raw(RawWaker::new(data, &VTABLE)) }
 }
 
+/// Polls `f` once with `waker`.
+fn poll_with<F: Future + Unpin>(waker: &Waker, f: &mut F) -> Poll<F::Output> {
+    Pin::new(f).poll(&mut Context::from_waker(waker))
+}
+
 #[test]
 fn a_waker_whose_clone_panics_costs_a_subscriber_that_stays_registered_no_message() {
     let (topic, mut sub, probe) = registered_after_its_last_read();
@@ -687,7 +692,7 @@ fn a_waker_whose_clone_panics_costs_a_subscriber_that_stays_registered_no_messag
     static PANICS: AtomicBool = AtomicBool::new(true);
     let panicky = panicking_waker(&PANICS);
     let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        Pin::new(&mut sub.recv()).poll(&mut Context::from_waker(&panicky))
+        poll_with(&panicky, &mut sub.recv())
     }));
     assert!(polled.is_err());
     // Message 2 is still there, and the wait list still wakes whoever waits.
@@ -704,9 +709,7 @@ fn a_waker_whose_clone_panics_costs_a_subscriber_that_stays_registered_no_messag
     drop(recv);
     PANICS.store(false, Ordering::SeqCst);
     let mut recv = sub.recv();
-    assert!(Pin::new(&mut recv)
-        .poll(&mut Context::from_waker(&panicky))
-        .is_pending());
+    assert!(poll_with(&panicky, &mut recv).is_pending());
     topic.try_publish(4).unwrap();
     assert_eq!(ready_value(probe.poll(&mut recv)), 4);
 }
@@ -729,7 +732,7 @@ fn a_woken_member_whose_new_waker_panics_when_cloned_leaves_its_registration_who
     static PANICS: AtomicBool = AtomicBool::new(true);
     let panicky = panicking_waker(&PANICS);
     let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        Pin::new(&mut ra).poll(&mut Context::from_waker(&panicky))
+        poll_with(&panicky, &mut ra)
     }));
     assert!(polled.is_err());
     drop(ra);
@@ -756,7 +759,7 @@ fn a_waker_whose_clone_panics_costs_an_explicit_ack_member_that_waits_nothing() 
         topic.try_publish(1).unwrap();
         m.try_recv().unwrap().ack().unwrap();
         let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            Pin::new(&mut m.recv()).poll(&mut Context::from_waker(&panicky))
+            poll_with(&panicky, &mut m.recv())
         }));
         assert!(polled.is_err(), "ring engine: {ring}");
         // The acknowledged message left room: a publish gets on at once.
@@ -781,9 +784,7 @@ fn a_waker_whose_clone_panics_costs_an_explicit_ack_member_that_waits_nothing() 
         // The same waker, no longer panicking, waits like any other.
         PANICS.store(false, Ordering::SeqCst);
         let mut recv = m.recv();
-        assert!(Pin::new(&mut recv)
-            .poll(&mut Context::from_waker(&panicky))
-            .is_pending());
+        assert!(poll_with(&panicky, &mut recv).is_pending());
         topic.try_publish(4).unwrap();
         assert!(matches!(probe.poll(&mut recv), Poll::Ready(Ok(d)) if *d.value() == 4));
         drop(recv);
