@@ -231,9 +231,7 @@ impl<T> AckConsumer<T> {
         else {
             return Visit::GONE;
         };
-        let Some(g) = log.group(id) else {
-            unreachable!("memq: a group found under a partition's lock left it meanwhile");
-        };
+        let g = log.group_found(id);
         let cursor = g.cursor;
         let (acks, _) = acks_of(g);
         let picked = pick.record(acks, p, self.inner.id, now, settings.ack_wait, low);

@@ -87,9 +87,7 @@ fn release_hold<T>(
     wl: &mut WakeList,
 ) {
     let bounds = shared.ack_bounds(p, &log);
-    let Some(g) = log.group(group.ids[p]) else {
-        unreachable!("memq: a group found under a partition's lock left it meanwhile");
-    };
+    let g = log.group_found(group.ids[p]);
     let cursor = g.cursor;
     let (acks, _) = acks_of(g);
     let drained = acks.is_drained(bounds.closed, bounds.high);

@@ -331,9 +331,7 @@ impl Waits<'_> {
         key: &mut Option<WaitKey>,
         spent: &mut SpentWakers,
     ) {
-        let Some(g) = log.group(id) else {
-            unreachable!("memq: a group found under a partition's lock left it meanwhile");
-        };
+        let g = log.group_found(id);
         g.waiters.register_timed(key, self.waker, self.alarm, spent);
     }
 }

@@ -421,6 +421,15 @@ impl<T> PartLog<T> {
         group_in(&mut self.groups, id)
     }
 
+    /// Group `id`, which the caller found attached under the lock it still holds (a
+    /// group leaves only under that lock, so its absence is a bug of memq's).
+    pub(crate) fn group_found(&mut self, id: GroupId) -> &mut GroupPart {
+        let Some(g) = self.group(id) else {
+            unreachable!("memq: a group found under a partition's lock left it meanwhile");
+        };
+        g
+    }
+
     pub(crate) fn group_ref(&self, id: GroupId) -> Option<&GroupPart> {
         match self.groups.get(id.slot) {
             Some(s) if s.generation == id.generation => s.part.as_ref(),
