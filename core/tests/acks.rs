@@ -339,6 +339,7 @@ fn close_ends_members_once_everything_is_acked() {
     assert_eq!(a.try_recv().unwrap_err(), TryRecvError::Closed);
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn a_parked_member_is_woken_when_a_lease_runs_out() {
     // Real time here: the group's timer must wake a member blocked in recv.
@@ -362,6 +363,7 @@ fn a_parked_member_is_woken_when_a_lease_runs_out() {
     assert_eq!(held.ack(), Err(AckError::LeaseExpired));
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn an_aborted_task_s_message_is_redelivered_to_another_member() {
     let topic = Topic::<u32>::with_capacity(8).unwrap();
@@ -394,6 +396,7 @@ fn an_aborted_task_s_message_is_redelivered_to_another_member() {
     d.ack().unwrap();
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn recv_timeout_on_an_idle_explicit_group_times_out() {
     let topic = Topic::<u32>::with_capacity(4).unwrap();
@@ -411,6 +414,7 @@ fn recv_timeout_on_an_idle_explicit_group_times_out() {
 /// 4 publishers × 4 members that randomly ack, nack, drop and reject: every message ends
 /// acked exactly once or dead-lettered, none lost. Two members take one delivery at a
 /// time, two take batches (`recv_many_blocking`, up to 8).
+#[cfg(feature = "std")]
 #[test]
 fn stress_random_settlement_every_message_acked_once_or_dead_lettered() {
     const PER_PUBLISHER: u32 = 5_000;
@@ -655,6 +659,7 @@ fn a_lag_held_back_by_a_batch_is_reported_by_the_next_recv() {
     assert_eq!(*m.try_recv().unwrap().value(), 12);
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn recv_many_returns_zero_once_closed_and_settled() {
     let (_clock, topic) = setup(4);
@@ -715,6 +720,7 @@ fn a_dropped_recv_many_passes_its_wake_up_on() {
 }
 
 /// A blocking batch receive gives up after its timeout, and wakes for a publish.
+#[cfg(feature = "std")]
 #[test]
 fn recv_many_blocking_times_out_then_wakes_for_a_publish() {
     let (_clock, topic) = setup(16);
@@ -1097,6 +1103,7 @@ fn once_the_dead_letter_topic_is_closed_messages_are_delivered_again() {
     assert_eq!((g.dead_lettered, g.in_flight, g.committed[0]), (0, 0, 1));
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn a_receive_does_not_spin_on_a_full_dead_letter_topic_with_a_tiny_ack_wait() {
     // Review finding: the retry delay of a move to a full dead-letter topic was capped by
@@ -1285,13 +1292,14 @@ fn an_explicit_groups_stats_count_messages_in_flight_as_lag() {
 /// first, returning `Closed`, passed its wake-up on, so with many members one after the
 /// other, each through its own task (found with the reader liveness fuzz). The configs
 /// name a recording timer: the process-wide timer's thread, started for a lease nobody
-/// ends, would outlive the test, which Miri reports.
+/// ends, would outlive the test, which Miri reports. The topic's clock is a manual one
+/// (no lease ends here), so that the test runs without `std` too.
 fn a_drain_after_close_wakes_every_member_waiting_on_the_partition(
     cfg: impl Fn() -> AckConfig<u32>,
     settle: impl FnOnce(memq_core::Delivery<u32>),
     what: &str,
 ) {
-    let topic = Topic::<u32>::with_capacity(4).unwrap();
+    let topic = Topic::<u32>::new(TopicConfig::new(4).clock(Arc::new(ManualClock::new()))).unwrap();
     let mut a = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
     let mut b = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
     topic.try_publish(1).unwrap();
@@ -1644,6 +1652,7 @@ fn members_without_a_timer_are_woken_once_to_set_one() {
 /// redelivery rather than for a fixed time: a lease that runs out is taken back at a
 /// member's next receive, and on a loaded machine a fixed sleep could end, and its late
 /// ack count, before any other member got to run.
+#[cfg(feature = "std")]
 #[test]
 #[cfg_attr(miri, ignore = "threads, sleeps and the process-wide timer")]
 fn stress_members_at_max_in_flight_with_leases_running_out() {
@@ -1739,6 +1748,7 @@ fn a_publish_after_the_leases_ran_out_on_the_clock_wakes_a_member_at_the_limit()
 /// would run: the clock is moved 60 s past a 30 s lease and messages are published. The
 /// member blocked at `max_in_flight` takes the redelivery then, not when the real-time
 /// timer goes off 30 s later (from review).
+#[cfg(feature = "std")]
 #[test]
 #[cfg_attr(miri, ignore = "threads, sleeps and the process-wide timer")]
 fn a_member_blocked_at_the_limit_sees_publishes_after_a_manual_clock_passed_its_leases() {
@@ -1917,6 +1927,7 @@ fn a_member_that_used_its_wake_up_on_a_redelivery_leaves_the_next_message_to_ano
 
 /// Publishes `per` values from each of `threads` threads (thread `p` publishes
 /// `p * per ..`, blocking while the topic is full) and waits for them.
+#[cfg(feature = "std")]
 fn publish_from_threads(topic: &Topic<u32>, threads: u32, per: u32) {
     let publishers: Vec<_> = (0..threads)
         .map(|p| {
@@ -1992,6 +2003,7 @@ impl std::task::Wake for SendingWaker {
     }
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn a_waker_that_panics_does_not_stop_the_thread_timer() {
     use memq_core::{ThreadTimer, Timer};

@@ -121,6 +121,7 @@ fn delete_closes_and_unregisters() {
     assert_eq!(fresh.try_publish("x".into()).unwrap().offset, 0);
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn delete_wakes_a_reader_blocked_on_another_thread() {
     let b = Broker::<u32>::new();
@@ -156,6 +157,7 @@ fn delete_wakes_a_reader_blocked_on_another_thread() {
     assert_eq!(err, RecvError::Closed);
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn delete_wakes_a_group_member_blocked_on_another_thread() {
     let b = Broker::<u32>::new();
@@ -189,6 +191,7 @@ fn stats_of_every_topic_sorted_by_name() {
     assert_eq!(b.stats().len(), 1);
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn shared_across_threads() {
     let b = alloc::sync::Arc::new(Broker::<u32>::new());

@@ -204,6 +204,7 @@ fn recv_async_and_recv_many() {
     assert_eq!(c.try_recv().unwrap_err(), TryRecvError::Closed);
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn close_lets_members_drain_first() {
     let t = Topic::with_capacity(16).unwrap();
@@ -607,6 +608,7 @@ fn group_stats() {
     ));
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn group_members_across_threads_get_every_message_once() {
     let t = Topic::<u32>::with_capacity(16).unwrap();
@@ -637,6 +639,7 @@ fn group_members_across_threads_get_every_message_once() {
     assert_eq!(all, (0..2000).collect::<Vec<_>>());
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn partitioned_group_with_members_leaving_mid_stream_delivers_every_message_once() {
     use core::time::Duration;
@@ -893,6 +896,7 @@ fn a_member_is_not_told_closed_while_a_close_is_under_way() {
     assert!(std::future::Future::poll(recv.as_mut(), &mut cx).is_ready());
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn a_member_whose_own_partitions_are_drained_waits_for_the_group_before_closed() {
     use core::time::Duration;

@@ -286,6 +286,7 @@ fn block_the_first_publisher_in_line_polled_before_its_wake_up_takes_free_room()
 /// frees it once the publish is in line, and looks again after; a publish still in line
 /// then makes its last try after the free. A run where the reader got there only after the
 /// publish had given up (a descheduled thread) shows nothing, and is made again.
+#[cfg(feature = "std")]
 fn a_timed_publish_takes_a_slot_freed_while_it_waits() -> (Topic<u32>, memq_core::Subscriber<u32>) {
     use core::sync::atomic::AtomicBool;
     let waiting = |t: &Topic<u32>| t.stats().partitions[0].waiting_publishers;
@@ -321,6 +322,7 @@ fn a_timed_publish_takes_a_slot_freed_while_it_waits() -> (Topic<u32>, memq_core
     panic!("in 100 runs the reader never freed the slot before the publish gave up");
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn block_a_publish_whose_time_is_up_takes_a_slot_freed_too_few_to_wake_it() {
     // 64 slots wake waiting publishers one batch (4 slots) at a time; a reader that frees
@@ -370,6 +372,7 @@ fn block_a_publish_whose_time_is_up_takes_a_slot_freed_too_few_to_wake_it() {
     assert_eq!(seen, (7..=70).collect::<Vec<_>>());
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn block_a_timed_publish_that_gives_up_wakes_the_publisher_behind_it() {
     // A batch of 40 waits first in line with a time limit, an untimed publish behind it;

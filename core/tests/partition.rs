@@ -65,6 +65,7 @@ fn key_partition_of_one_or_zero_partitions_is_zero() {
     }
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn keyed_publish_lands_on_the_pinned_partition() {
     for (n, col) in [(4u32, 0usize), (7, 1)] {
@@ -185,6 +186,7 @@ fn each_partition_has_its_own_offsets() {
     assert_eq!(s.partitions[2].partition, 2);
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn publish_to_explicit_partition() {
     let t = partitioned::<&str>(4);
@@ -206,6 +208,7 @@ fn publish_to_explicit_partition() {
     assert_eq!(p0.try_recv().unwrap_err(), TryRecvError::Empty);
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn publish_to_out_of_range_hands_the_value_back() {
     let t = partitioned::<String>(3);
@@ -252,6 +255,7 @@ fn user_router_sees_the_key_and_partition_count() {
     assert_eq!(*seen.lock().unwrap(), [(b"k1".to_vec(), 6)]);
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn user_router_out_of_range_is_invalid_partition() {
     let router = Router::new(|_: &[u8], n: u32| n);
@@ -446,6 +450,7 @@ fn a_batch_whose_clone_panics_keeps_the_groups_count_in_step() {
     }
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn keyed_batches_land_whole_on_the_keys_partition_in_order() {
     let t = partitioned::<u32>(4);
@@ -489,6 +494,7 @@ fn keyed_batches_land_whole_on_the_keys_partition_in_order() {
     assert_eq!(t.stats().published, u64::from(next));
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn keyed_batches_follow_a_user_router_and_its_mistakes_hand_the_batch_back() {
     // Routes by the first byte of the key; a key starting with 0xff goes nowhere.
@@ -529,6 +535,7 @@ fn keyed_batches_follow_a_user_router_and_its_mistakes_hand_the_batch_back() {
     assert_eq!(t.stats().published, 4);
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn batches_to_a_partition_without_waiting_or_from_a_thread() {
     let t: Topic<u32> = Topic::new(TopicConfig::new(4).partitions(2)).unwrap();
@@ -560,6 +567,7 @@ fn batches_to_a_partition_without_waiting_or_from_a_thread() {
     assert!(e.is_closed());
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn routed_and_batch_publishes_with_a_time_limit_hand_back_what_did_not_fit() {
     use std::time::Duration;

@@ -370,6 +370,7 @@ fn members_of_a_partitioned_group_lose_nothing_across_rebalances() {
     assert_eq!((s.released, s.depth), (60, 0));
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn nothing_leaves_while_an_explicit_ack_group_is_attached() {
     let t = releasing::<u64>(8);
@@ -519,6 +520,7 @@ fn deleting_a_pooled_group_gives_back_what_its_pool_holds() {
     );
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn an_explicit_ack_group_starting_where_messages_were_fetched_ahead_lags_past_them() {
     let t = releasing::<u64>(8);

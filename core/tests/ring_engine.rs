@@ -64,6 +64,7 @@ fn a_topic_is_on_the_ring_only_when_it_asks_and_its_settings_allow_it() {
     assert!(!on(ring(4).next_offsets(alloc::vec![u64::MAX / 2])));
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn threads_through_a_small_ring_count_every_message() {
     const EACH: u64 = 20_000;
@@ -271,6 +272,7 @@ fn a_subscriber_of_two_partitions_waits_on_both() {
 /// Explicit-ack groups on the ring: an unacknowledged message holds `Block` publishers
 /// back (the group's hold on the ring) until it is acknowledged; a nacked one comes back;
 /// the committed position follows the lowest unsettled offset; stats count it all.
+#[cfg(feature = "std")]
 #[test]
 fn explicit_ack_groups_hold_the_ring_until_acknowledged() {
     let topic = Topic::<u8>::new(ring(2)).unwrap();
@@ -312,6 +314,7 @@ fn explicit_ack_groups_hold_the_ring_until_acknowledged() {
 /// Members of an explicit-ack group on a ring, on threads, with publishers that wait
 /// for room: every message is acknowledged exactly once, none is lost, and a waiting
 /// member is woken by a ring publish (its wait is on the partition's lock).
+#[cfg(feature = "std")]
 #[test]
 fn explicit_ack_members_on_threads_ack_every_message_once() {
     const EACH: u64 = 5_000;
@@ -363,6 +366,7 @@ fn explicit_ack_members_on_threads_ack_every_message_once() {
 /// Members of one group on one ring partition, on threads, compete for every message of
 /// several publishers: each message reaches exactly one member, none is lost, a member
 /// that waits is woken, and the group's counts add up.
+#[cfg(feature = "std")]
 #[test]
 fn group_members_on_threads_share_every_message_exactly_once() {
     const PUBLISHERS: u64 = 2;
@@ -723,6 +727,7 @@ fn a_gap_met_by_a_members_batch_is_the_groups_on_both_engines() {
 /// acknowledgement that frees the room, with no lock of memq's held: its waker reads the
 /// topic's stats (every partition's lock), which would deadlock under the partition's
 /// lock the settlement takes (found by review).
+#[cfg(feature = "std")]
 #[test]
 fn a_settlement_wakes_a_parked_publisher_after_letting_go_of_its_locks() {
     struct StatsOnWake(std::sync::Mutex<Option<Topic<u8>>>, AtomicUsize);

@@ -11,8 +11,8 @@ use core::cell::Cell;
 use memq_core::{
     Broker, Consumer, Error, GroupRecv, GroupRecvMany, GroupStats, Lagged, ManualClock, Message,
     Overflow, PartitionStats, Publish, PublishBatch, PublishError, Receipt, Recv, RecvError,
-    RecvMany, RecvTimeoutError, Router, StartAt, StdClock, Subscriber, Topic, TopicConfig,
-    TopicStats, TryRecvError,
+    RecvMany, RecvTimeoutError, Router, StartAt, Subscriber, Topic, TopicConfig, TopicStats,
+    TryRecvError,
 };
 
 fn is_send<T: Send>() {}
@@ -165,6 +165,9 @@ fn config_stats_clocks_are_send_and_sync() {
     is_send::<StartAt>();
     is_send::<ManualClock>();
     is_sync::<ManualClock>();
-    is_send::<StdClock>();
-    is_sync::<StdClock>();
+    #[cfg(feature = "std")]
+    {
+        is_send::<memq_core::StdClock>();
+        is_sync::<memq_core::StdClock>();
+    }
 }

@@ -664,6 +664,7 @@ fn stats_count_each_subscriber_once() {
 
 // ----- blocking front end -------------------------------------------------------------
 
+#[cfg(feature = "std")]
 #[test]
 fn blocking_recv_and_timeouts() {
     let t = Topic::with_capacity(2).unwrap();
@@ -699,6 +700,7 @@ fn blocking_recv_and_timeouts() {
     assert_eq!(sub.recv_many_blocking(&mut buf, 4).unwrap(), 0);
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn blocking_recv_across_threads() {
     let t = Topic::<u32>::with_capacity(4).unwrap();

@@ -158,6 +158,7 @@ fn batch_larger_than_capacity_is_full_and_handed_back_intact() {
     );
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn a_closed_topic_refuses_a_batch_as_closed_whatever_its_size() {
     // A publisher that stops on `Closed` must see it even for a batch that could never
@@ -222,6 +223,7 @@ fn batch_under_drop_oldest_evicts_for_room() {
     assert_eq!(topic.stats().evicted, 2);
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn close_hands_the_value_back_to_publishers() {
     let topic = Topic::with_capacity(4).unwrap();
@@ -447,12 +449,14 @@ fn allocation_errors_name_what_could_not_be_allocated() {
 
 /// A thread-local whose destructor uses memq's blocking calls, as code that flushes on
 /// thread exit does.
+#[cfg(feature = "std")]
 struct FlushOnExit {
     topic: Topic<u32>,
     sub: memq_core::Subscriber<u32>,
     out: std::sync::mpsc::Sender<(bool, bool, bool)>,
 }
 
+#[cfg(feature = "std")]
 impl Drop for FlushOnExit {
     fn drop(&mut self) {
         let published = self.topic.publish_blocking(2).is_ok();
@@ -465,10 +469,12 @@ impl Drop for FlushOnExit {
     }
 }
 
+#[cfg(feature = "std")]
 std::thread_local! {
     static FLUSH: std::cell::RefCell<Option<FlushOnExit>> = const { std::cell::RefCell::new(None) };
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn blocking_calls_work_in_a_thread_locals_destructor_at_thread_exit() {
     // From review of the C ABI: once a thread had made one blocking call, memq's own
@@ -495,6 +501,7 @@ fn blocking_calls_work_in_a_thread_locals_destructor_at_thread_exit() {
     assert_eq!(rx.recv().unwrap(), (true, true, true));
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn a_receipt_counts_what_was_published() {
     let topic = Topic::with_capacity(16).unwrap();
@@ -510,6 +517,7 @@ fn a_receipt_counts_what_was_published() {
 
 /// Every form of batch publish answers an empty batch alike: at once, with an empty
 /// receipt (count 0, the next offset), whether the partition is full or not.
+#[cfg(feature = "std")]
 #[test]
 fn every_batch_publish_answers_an_empty_batch_with_an_empty_receipt() {
     use std::time::Duration;

@@ -7,9 +7,10 @@ use core::future::Future;
 use core::time::Duration;
 
 use futures_executor::block_on;
+#[cfg(feature = "std")]
+use memq_core::StdClock;
 use memq_core::{
-    Clock, Error, ManualClock, Overflow, RecvError, StartAt, StdClock, Topic, TopicConfig,
-    TryRecvError,
+    Clock, Error, ManualClock, Overflow, RecvError, StartAt, Topic, TopicConfig, TryRecvError,
 };
 
 fn ms(n: u64) -> Duration {
@@ -229,6 +230,7 @@ fn timestamps_are_absent_without_a_clock() {
     assert_eq!(c.try_recv().unwrap().timestamp(), None);
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn std_clock_timestamps_do_not_go_backwards() {
     let t = Topic::new(TopicConfig::new(64).clock(Arc::new(StdClock::new()))).unwrap();
@@ -341,6 +343,7 @@ fn a_parked_publisher_is_woken_when_the_oldest_message_expires() {
 
 /// With `std`, a TTL topic has a timer by default: a blocking publish on a full log
 /// returns once the oldest message expires, with nobody reading.
+#[cfg(feature = "std")]
 #[test]
 fn a_blocking_publish_returns_when_the_oldest_message_expires() {
     let topic = Topic::<u32>::new(
@@ -397,8 +400,10 @@ fn a_publisher_woken_before_the_clock_shows_the_expiry_is_woken_again() {
 }
 
 /// A clock that ticks every 20 ms, as coarse clocks of small targets do.
+#[cfg(feature = "std")]
 struct Coarse(std::time::Instant);
 
+#[cfg(feature = "std")]
 impl memq_core::Clock for Coarse {
     fn now(&self) -> Duration {
         ms(self.0.elapsed().as_millis() as u64 / 20 * 20)
@@ -407,6 +412,7 @@ impl memq_core::Clock for Coarse {
 
 /// The same on the default timer and a real coarse clock: a blocking publish waiting for
 /// the oldest message to expire returns (it waited until some other visit to the log).
+#[cfg(feature = "std")]
 #[test]
 fn a_blocking_publish_on_a_coarse_clock_returns_when_the_oldest_message_expires() {
     let clock = Arc::new(Coarse(std::time::Instant::now()));
@@ -424,6 +430,7 @@ fn a_blocking_publish_on_a_coarse_clock_returns_when_the_oldest_message_expires(
 /// Publishes 1 on `topic` (full, with message 0 the only one in the way) from a blocking
 /// thread, and checks that it returns (a hang detector: a healthy run takes about 20 ms)
 /// with offset 1.
+#[cfg(feature = "std")]
 fn publishing_1_returns(topic: &Topic<u32>) {
     let (done, result) = std::sync::mpsc::channel();
     let publisher = {
@@ -454,6 +461,7 @@ impl memq_core::Timer for PanickingTimer {
 /// publisher waits) ends leaves no wait behind: its place in line was kept, woken, and
 /// then held the room promised to it for ever, so the next parked publisher slept next to
 /// the free slot until its own deadline (from review).
+#[cfg(feature = "std")]
 #[test]
 fn a_panic_in_a_timed_blocking_publish_leaves_no_place_in_line_behind() {
     use std::sync::atomic::Ordering;

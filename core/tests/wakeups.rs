@@ -744,6 +744,7 @@ fn a_woken_member_whose_new_waker_panics_when_cloned_leaves_its_registration_who
     assert!(matches!(pa.poll(&mut ra), Poll::Ready(Ok(m)) if *m.value() == 2));
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn a_waker_whose_clone_panics_costs_an_explicit_ack_member_that_waits_nothing() {
     // An explicit-ack member that finds nothing registers last in its visit, after every
