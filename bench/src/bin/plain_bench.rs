@@ -13,15 +13,18 @@
 //!   `id % 4096` of 4096 distinct 1 KiB payloads allocated before the clock starts (S5
 //!   keeps its one shared 1 MiB payload): messages in flight together never share a
 //!   reference count.
-//! - Async rows run on a Tokio runtime with 2 worker threads; crossbeam, memq-threads and
-//!   memq-ring run on plain threads.
+//! - Async rows run on a Tokio runtime with 2 worker threads; crossbeam, memq-threads,
+//!   memq-threads-release and memq-ring run on plain threads. memq-release and
+//!   memq-threads-release read topics with `release_on_read` (a queue, as a channel is);
+//!   memq and memq-threads keep every message for replay.
 //! - Each cell (one scenario, one row, one round) runs in a fresh child process (this
 //!   program with `--cell`), under a deadline: a hang ends the child, not the run.
 //! - Rounds are interleaved (round 1 runs every scenario and every row, then round 2, ...),
 //!   and the order of the rows rotates from one round to the next.
 //! - Every delivery is counted by id: lost and duplicated messages are printed for every
-//!   cell. A memq row (memq, memq-release, memq-threads, memq-ring) that loses or
-//!   duplicates a message, or whose run fails, makes the program exit non-zero.
+//!   cell. A memq row (memq, memq-release, memq-threads, memq-threads-release, memq-ring)
+//!   that loses or duplicates a message, or whose run fails, makes the program exit
+//!   non-zero.
 //!
 //! Rates are distinct deliveries per second, from the first publish to the last delivery
 //! (S3 counts each subscriber's deliveries); S6 is 1e9 / the median round trip in ns.
@@ -126,11 +129,12 @@ enum Impl {
     Memq,
     MemqRelease,
     MemqThreads,
+    MemqThreadsRelease,
     MemqRing,
 }
 
 impl Impl {
-    const ALL: [Impl; 10] = [
+    const ALL: [Impl; 11] = [
         Impl::Kanal,
         Impl::Flume,
         Impl::AsyncChannel,
@@ -140,6 +144,7 @@ impl Impl {
         Impl::Memq,
         Impl::MemqRelease,
         Impl::MemqThreads,
+        Impl::MemqThreadsRelease,
         Impl::MemqRing,
     ];
 
@@ -154,6 +159,7 @@ impl Impl {
             Impl::Memq => "memq",
             Impl::MemqRelease => "memq-release",
             Impl::MemqThreads => "memq-threads",
+            Impl::MemqThreadsRelease => "memq-threads-release",
             Impl::MemqRing => "memq-ring",
         }
     }
@@ -169,7 +175,11 @@ impl Impl {
     fn is_memq(self) -> bool {
         matches!(
             self,
-            Impl::Memq | Impl::MemqRelease | Impl::MemqThreads | Impl::MemqRing
+            Impl::Memq
+                | Impl::MemqRelease
+                | Impl::MemqThreads
+                | Impl::MemqThreadsRelease
+                | Impl::MemqRing
         )
     }
 
@@ -1128,6 +1138,7 @@ fn run_cell(s: Scenario, imp: Impl, sizes: Sizes) -> Outcome {
         Impl::Memq => run_async(s, n, |shape| memq_wire(shape, false)),
         Impl::MemqRelease => run_async(s, n, |shape| memq_wire(shape, true)),
         Impl::MemqThreads => run_threads(s, n, |shape| memq_wire(shape, false)),
+        Impl::MemqThreadsRelease => run_threads(s, n, |shape| memq_wire(shape, true)),
         Impl::MemqRing => run_threads(s, n, ring_wire),
     }
 }

@@ -143,6 +143,9 @@ pub enum Impl {
     MemqThreads,
     /// memq async on Tokio with release-on-read topics: no replay, like a channel.
     MemqRelease,
+    /// memq on plain threads with release-on-read topics: the queue on threads (compare
+    /// with crossbeam, as memq-release with the async channels).
+    MemqThreadsRelease,
     /// memq-ring, the lock-free ring of issue 36, alone (memq's topics run on it when asked),
     /// on plain threads with its blocking front: how fast the ring itself goes.
     MemqRing,
@@ -152,7 +155,7 @@ pub enum Impl {
 
 impl Impl {
     /// Every implementation, in the order the runner prints them.
-    pub const ALL: [Impl; 12] = [
+    pub const ALL: [Impl; 13] = [
         Impl::TokioMpsc,
         Impl::TokioBroadcast,
         Impl::AsyncChannel,
@@ -163,6 +166,7 @@ impl Impl {
         Impl::Memq,
         Impl::MemqThreads,
         Impl::MemqRelease,
+        Impl::MemqThreadsRelease,
         Impl::MemqRing,
         Impl::MemqRingAsync,
     ];
@@ -175,6 +179,7 @@ impl Impl {
             Impl::Memq
                 | Impl::MemqThreads
                 | Impl::MemqRelease
+                | Impl::MemqThreadsRelease
                 | Impl::MemqRing
                 | Impl::MemqRingAsync
         )
@@ -193,6 +198,7 @@ impl Impl {
             Impl::Memq => "memq",
             Impl::MemqThreads => "memq-threads",
             Impl::MemqRelease => "memq-release",
+            Impl::MemqThreadsRelease => "memq-threads-release",
             Impl::MemqRing => "memq-ring",
             Impl::MemqRingAsync => "memq-ring-async",
         }
@@ -248,18 +254,20 @@ impl Impl {
             (Impl::TokioMemq, Scenario::S7Partitioned) => {
                 Some("partitioned topic, Hash routing; unbounded")
             }
-            (Impl::Memq | Impl::MemqThreads | Impl::MemqRelease, Scenario::S2Competing) => {
-                Some("consumer group")
-            }
+            (
+                Impl::Memq | Impl::MemqThreads | Impl::MemqRelease | Impl::MemqThreadsRelease,
+                Scenario::S2Competing,
+            ) => Some("consumer group"),
             (Impl::Memq | Impl::MemqRelease, Scenario::S4Batches) => {
                 Some("publish_batch + recv_many")
             }
-            (Impl::MemqThreads, Scenario::S4Batches) => {
+            (Impl::MemqThreads | Impl::MemqThreadsRelease, Scenario::S4Batches) => {
                 Some("publish_batch_blocking + recv_many_blocking")
             }
-            (Impl::Memq | Impl::MemqThreads | Impl::MemqRelease, Scenario::S7Partitioned) => {
-                Some("4-partition topic, publish_keyed")
-            }
+            (
+                Impl::Memq | Impl::MemqThreads | Impl::MemqRelease | Impl::MemqThreadsRelease,
+                Scenario::S7Partitioned,
+            ) => Some("4-partition topic, publish_keyed"),
             (Impl::TokioMemq, _) => Some("unbounded (no bounded lossless mode)"),
             (Impl::MemqRing | Impl::MemqRingAsync, Scenario::S2Competing) => {
                 Some("the ring alone; a group")
@@ -796,6 +804,7 @@ fn run_cell(scenario: Scenario, imp: Impl, params: &Params) -> Option<Outcome> {
         Impl::Memq => peers::memq_topic::run(scenario, params),
         Impl::MemqThreads => peers::memq_topic::run_threads(scenario, params),
         Impl::MemqRelease => peers::memq_topic::run_release(scenario, params),
+        Impl::MemqThreadsRelease => peers::memq_topic::run_threads_release(scenario, params),
         Impl::MemqRing => drive_threads::run(&peers::memq_ring::MemqRing, scenario, params),
         Impl::MemqRingAsync => drive_async::run(&peers::memq_ring::MemqRingAsync, scenario, params),
     }

@@ -13,6 +13,7 @@
 //! - [`MemqRelease`] (async): the same as [`Memq`] on topics with
 //!   `TopicConfig::release_on_read(true)`, which keep no replay: like a channel, a message
 //!   leaves the log once read, moved to its reader rather than cloned.
+//! - [`MemqThreadsRelease`] (plain threads): the same as [`MemqThreads`] on such topics.
 //!
 //! Every topic is `TopicConfig::new(capacity)` with `Overflow::Block`, the lossless default:
 //! a publisher waits for the slowest reader. memq closes a topic when its last `Topic`
@@ -48,6 +49,11 @@ pub struct MemqThreads;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MemqRelease;
 
+/// memq on plain threads with the blocking API, on release-on-read topics: the queue on
+/// threads, as crossbeam's channel is.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MemqThreadsRelease;
+
 /// Runs `scenario` on memq (async). `None` only where no shape fits, which is never.
 pub fn run(scenario: crate::perf::Scenario, params: &Params) -> Option<Outcome> {
     drive_async::run(&Memq, scenario, params)
@@ -61,6 +67,12 @@ pub fn run_release(scenario: crate::perf::Scenario, params: &Params) -> Option<O
 /// Runs `scenario` on memq with plain threads and the blocking API.
 pub fn run_threads(scenario: crate::perf::Scenario, params: &Params) -> Option<Outcome> {
     drive_threads::run(&MemqThreads, scenario, params)
+}
+
+/// Runs `scenario` on memq with plain threads, the blocking API and release-on-read
+/// topics.
+pub fn run_threads_release(scenario: crate::perf::Scenario, params: &Params) -> Option<Outcome> {
+    drive_threads::run(&MemqThreadsRelease, scenario, params)
 }
 
 /// A subscriber or a group member, with a scratch buffer for `recv_many`.
@@ -324,5 +336,14 @@ impl ThreadPeer for MemqThreads {
 
     fn wire(&self, shape: Shape, capacity: usize) -> Option<Wiring<Self::Tx, Self::Rx>> {
         wire_memq(shape, capacity, false)
+    }
+}
+
+impl ThreadPeer for MemqThreadsRelease {
+    type Tx = Topic<Msg>;
+    type Rx = MemqRx;
+
+    fn wire(&self, shape: Shape, capacity: usize) -> Option<Wiring<Self::Tx, Self::Rx>> {
+        wire_memq(shape, capacity, true)
     }
 }
