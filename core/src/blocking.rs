@@ -15,7 +15,7 @@ use core::time::Duration;
 use std::thread::{self, Thread};
 use std::time::Instant;
 
-use crate::error::{PublishError, RecvError, RecvTimeoutError};
+use crate::error::{PublishError, RecvError, RecvTimeoutError, TryRecvError};
 use crate::message::{Message, Receipt};
 use crate::partition::Shared;
 use crate::publish::{Attempt, Route};
@@ -552,8 +552,31 @@ macro_rules! blocking_recv {
             ///
             /// As the async `recv`.
             pub fn recv_blocking(&mut self) -> Result<Message<T>, RecvError> {
+                if let Some(ready) = self.ready_now() {
+                    return ready;
+                }
                 watch_for_news(|| !self.may_have_news());
                 block_on(self.recv())
+            }
+
+            /// What a receive answers at once, without setting up a wait: a message, a
+            /// gap (`Lagged`) or the end, from one non-waiting receive (`try_recv`), with
+            /// the locks' shorter backoff of blocking calls. `None` if the receive must
+            /// wait. A thread that keeps up with a busy topic finds a message ready on
+            /// most calls, and this skips the future, the thread's waker and the poll
+            /// loop for it. Measured in `plain_bench` (threads, 2 cores; one binary, the
+            /// two paths switched, four pairs): S3 (four subscribers) 8 % faster, S1, S2
+            /// and S4 unchanged. A receive that must wait pays one more look first; a
+            /// subscriber's is lock-free when nothing came (`may_have_news`).
+            #[inline]
+            fn ready_now(&mut self) -> Option<Result<Message<T>, RecvError>> {
+                let _blocking = crate::sync::enter_blocking_call();
+                match self.try_recv() {
+                    Ok(m) => Some(Ok(m)),
+                    Err(TryRecvError::Empty) => None,
+                    Err(TryRecvError::Lagged(n)) => Some(Err(RecvError::Lagged(n))),
+                    Err(TryRecvError::Closed) => Some(Err(RecvError::Closed)),
+                }
             }
 
             /// [`Self::recv_blocking`], giving up after `timeout`.
@@ -566,6 +589,9 @@ macro_rules! blocking_recv {
                 &mut self,
                 timeout: Duration,
             ) -> Result<Message<T>, RecvTimeoutError> {
+                if let Some(ready) = self.ready_now() {
+                    return ready.map_err(RecvTimeoutError::from);
+                }
                 watch_for_news(|| !self.may_have_news());
                 match block_on_deadline(self.recv(), deadline(timeout)) {
                     Some(r) => r.map_err(RecvTimeoutError::from),

@@ -755,3 +755,45 @@ fn try_recv_of_a_caught_up_subscriber_sees_publishes_seeks_and_close() {
     assert_eq!(latest.try_recv().unwrap().into_value(), 13);
     assert!(matches!(latest.try_recv(), Err(TryRecvError::Closed)));
 }
+
+/// A blocking receive that finds its answer ready (a gap, a message, the end) gives it
+/// as the async receive would, without waiting: for a subscriber and a group member, with
+/// and without a timeout.
+#[cfg(feature = "std")]
+#[test]
+fn blocking_receives_answer_what_is_ready_as_the_async_receive_does() {
+    let topic = Topic::new(TopicConfig::new(2).overflow(Overflow::DropOldest)).unwrap();
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    let mut member = topic.group("g", StartAt::Earliest).unwrap();
+    for i in 0..5u32 {
+        topic.try_publish(i).unwrap();
+    }
+    // Offsets 0..3 were dropped for room: each reader is told before it reads on.
+    assert!(matches!(sub.recv_blocking(), Err(RecvError::Lagged(3))));
+    assert!(matches!(
+        member.recv_blocking_timeout(Duration::from_secs(60)),
+        Err(RecvTimeoutError::Lagged(3))
+    ));
+    assert_eq!(*sub.recv_blocking().unwrap().value(), 3);
+    assert_eq!(*member.recv_blocking().unwrap().value(), 3);
+    let m = sub.recv_blocking_timeout(Duration::ZERO).unwrap();
+    assert_eq!((m.offset(), *m.value()), (4, 4));
+    assert_eq!(
+        *member
+            .recv_blocking_timeout(Duration::ZERO)
+            .unwrap()
+            .value(),
+        4
+    );
+    assert!(matches!(
+        sub.recv_blocking_timeout(Duration::ZERO),
+        Err(RecvTimeoutError::Timeout)
+    ));
+    drop(topic);
+    assert!(matches!(sub.recv_blocking(), Err(RecvError::Closed)));
+    assert!(matches!(
+        member.recv_blocking_timeout(Duration::from_secs(60)),
+        Err(RecvTimeoutError::Closed)
+    ));
+    assert_eq!(sub.lag(), 0);
+}
