@@ -680,3 +680,58 @@ fn key_partition_takes_keys_as_keyed_publishes_do() {
     }
     assert_eq!(key_partition(b"user-42", 1), 0);
 }
+
+/// A blocking publish that finds its partition full and waits routes its message once:
+/// the user's router is asked once, round-robin moves on by one, and the message lands
+/// where it was routed. (A blocking publish first tries once without waiting; the wait
+/// that follows must keep the route it chose.) Each publish below either waits or, if
+/// the room was freed before its first try, does not; both must route the same.
+#[cfg(feature = "std")]
+#[test]
+fn a_blocking_publish_that_waits_routes_its_message_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::mpsc;
+    let calls = alloc::sync::Arc::new(AtomicUsize::new(0));
+    let (routed, on_route) = mpsc::channel();
+    let routed = std::sync::Mutex::new(routed);
+    let counted = calls.clone();
+    let router = Router::new(move |_: &[u8], _: u32| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        let _ = routed.lock().unwrap().send(());
+        1
+    });
+    let t: Topic<u32> = Topic::new(TopicConfig::new(1).partitions(2).router(router)).unwrap();
+    let mut sub = t.subscribe_partition(1, StartAt::Earliest).unwrap();
+    let mut both = t.subscribe(StartAt::Earliest).unwrap();
+    t.try_publish_to(1, 0).unwrap();
+    assert_eq!(
+        t.try_publish(10).unwrap().partition,
+        0,
+        "round-robin starts at 0"
+    );
+    let mut read: Vec<u32> = (0..2)
+        .map(|_| *both.recv_blocking().unwrap().value())
+        .collect();
+    read.sort_unstable();
+    assert_eq!(read, [0, 10]);
+    // Partition 1 is full until `sub` reads message 0: the keyed publish waits for it.
+    let receipt = std::thread::scope(|s| {
+        let publisher = s.spawn(|| t.publish_keyed_blocking("k", 1));
+        on_route.recv().unwrap();
+        assert_eq!(*sub.recv_blocking().unwrap().value(), 0);
+        publisher.join().unwrap().unwrap()
+    });
+    assert_eq!((receipt.partition, receipt.offset), (1, 1));
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "the router was asked once");
+    assert_eq!(*both.recv_blocking().unwrap().value(), 1);
+    // Unkeyed: round-robin's next turn is partition 1, full until `sub` reads message 1:
+    // the blocking publish waits there, and the turn after it is partition 0.
+    let receipt = std::thread::scope(|s| {
+        let publisher = s.spawn(|| t.publish_blocking(2));
+        assert_eq!(*sub.recv_blocking().unwrap().value(), 1);
+        publisher.join().unwrap().unwrap()
+    });
+    assert_eq!((receipt.partition, receipt.offset), (1, 2));
+    assert_eq!(t.try_publish(12).unwrap().partition, 0);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
