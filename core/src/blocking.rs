@@ -330,7 +330,7 @@ impl<T> Topic<T> {
             }
             Route::Invalid => return Err(PublishError::InvalidPartition(value)),
         };
-        block_on(crate::publish::Publish::new(&self.shared, route, value))
+        block_on(self.publish_with(route, value))
     }
 
     /// [`Topic::publish_batch`] for plain threads.

@@ -174,7 +174,7 @@ impl<T> Topic<T> {
     }
 
     #[inline]
-    fn publish_with(&self, route: Route, value: T) -> Publish<'_, T> {
+    pub(crate) fn publish_with(&self, route: Route, value: T) -> Publish<'_, T> {
         Publish::new(&self.shared, route, value)
     }
 
