@@ -5,6 +5,18 @@
 export MEMQ_PROFILE=ci
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 
+# The packages and features of every build in that profile (stages 30, 50, 55 and 60).
+# Cargo unifies a dependency's features over the packages a command selects, so two
+# commands that select different packages build the engine twice: with `-p memq-bench` the
+# peers add `bytes/serde`, with `-p memq-ffi` alone memq-core lost `postcard`, and each
+# such difference recompiles memq-core, memq-store and memq and everything above them
+# (2 min 16 s cold for stage 50's build, about a minute for stage 60's, on the 2-core
+# machine). With one selection the later stages find the libraries built. memq-redis is
+# left out: stage 67 builds and tests it with its servers (memq's `redis` feature still
+# builds its library here). memq-bench's binaries have `test = false`, so that the test
+# build does not compile them a second time as test harnesses.
+MEMQ_PACKAGES=(--workspace --exclude memq-redis --all-features)
+
 banner() { printf '\n==== %s ====\n' "$*"; }
 note() { printf -- '---- %s\n' "$*"; }
 run() { printf '+ %s\n' "$*"; "$@"; }

@@ -1,14 +1,18 @@
 # Every unit, integration and doc test of every crate, all features on, in the ci
 # profile (optimised, debug assertions on). This also builds every example. memq-bench
 # (bench/) has no tests: stage 50 builds its binaries and benches once, in their own form,
-# instead of a second time as test harnesses here.
+# instead of a second time as test harnesses here (`--lib --tests --examples` is
+# `--all-targets` without the bins, which have `test = false`, and the benches). The
+# package selection is MEMQ_PACKAGES (scripts/lib.sh), as in stages 50, 55 and 60, so
+# that they reuse the libraries built here.
 # memq-redis (remote/) needs Redis servers: stage 67-redis installs them and runs its
 # tests there, once.
 # Builds first, then runs under `timeout`: a hung test (a lost wake-up) fails the stage
 # in minutes instead of eating CI's budget.
-run cargo test --workspace --exclude memq-bench --exclude memq-redis --all-targets --all-features --profile "$MEMQ_PROFILE" --no-run
-bounded 900 cargo test --workspace --exclude memq-bench --exclude memq-redis --all-targets --all-features --profile "$MEMQ_PROFILE"
-bounded 900 cargo test --workspace --exclude memq-bench --exclude memq-redis --doc --all-features --profile "$MEMQ_PROFILE"
+tests=("${MEMQ_PACKAGES[@]}" --lib --tests --examples --profile "$MEMQ_PROFILE")
+run cargo test "${tests[@]}" --no-run
+bounded 900 cargo test "${tests[@]}"
+bounded 900 cargo test "${MEMQ_PACKAGES[@]}" --doc --profile "$MEMQ_PROFILE"
 if [ "${MEMQ_QUICK:-0}" = 1 ]; then
     note "quick mode: memq-core on the ring engine (default features) is tested by the full run"
     return 0

@@ -1,9 +1,9 @@
 # Every example and every benchmark binary runs and checks what it received (each exits
 # non-zero on a mismatch). `cargo test` builds examples under hashed names only; build the
 # runnable binaries: the examples with every feature of memq-examples (the runtime and codec
-# ones need one), and the binaries of memq-bench (bench/).
-run cargo build -p memq-examples -p memq-bench --examples --bins --all-features \
-    --profile "$MEMQ_PROFILE"
+# ones need one), and the binaries of memq-bench (bench/), with stage 30's packages and
+# features (MEMQ_PACKAGES), so that the engine under them is the one stage 30 built.
+run cargo build "${MEMQ_PACKAGES[@]}" --examples --bins --profile "$MEMQ_PROFILE"
 bin=$(target_dir)
 for ex in quickstart; do
     bounded 300 "$bin/examples/$ex"
@@ -27,5 +27,5 @@ bounded 600 "$bin/durable_bench" --quick
 # they should, without taking the time of a measurement. The same packages and features
 # as the build above, so that cargo reuses its memq-core, memq-store and memq (a bench of
 # memq-bench alone unifies features differently and rebuilds the chain: 86 s here).
-bounded 900 cargo bench -p memq-examples -p memq-bench --all-features --bench '*' \
+bounded 900 cargo bench "${MEMQ_PACKAGES[@]}" --bench '*' \
     --profile "$MEMQ_PROFILE" -- --test

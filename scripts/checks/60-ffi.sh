@@ -12,8 +12,11 @@ MEMQ_CBINDGEN_VERSION=0.29.4
 
 ffi_lib=$(target_dir)
 # libmemq.{so,a}: the test stage built them; this is a no-op then, and makes the stage
-# work on its own (`scripts/check ffi`).
-run cargo build -p memq-ffi --profile "$MEMQ_PROFILE"
+# work on its own (`scripts/check ffi`). Stage 30's packages and features (MEMQ_PACKAGES;
+# `--examples` too, for the dev-dependencies' features): `-p memq-ffi` alone would build
+# memq-core again with fewer features. The C ABI is the same either way (memq-ffi
+# depends on memq-core and memq-store, whose extra features add serde codecs).
+run cargo build "${MEMQ_PACKAGES[@]}" --lib --examples --profile "$MEMQ_PROFILE"
 
 # memq-ffi is left out of `cargo doc --workspace` (its lib shares the name `memq` with the
 # memq crate: see ffi/Cargo.toml), so its docs are checked here, out of target/doc's way.
