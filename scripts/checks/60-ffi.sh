@@ -15,8 +15,10 @@ ffi_lib=$(target_dir)
 # work on its own (`scripts/check ffi`). Stage 30's packages and features (MEMQ_PACKAGES;
 # `--examples` too, for the dev-dependencies' features): `-p memq-ffi` alone would build
 # memq-core again with fewer features. The C ABI is the same either way (memq-ffi
-# depends on memq-core and memq-store, whose extra features add serde codecs).
-run cargo build "${MEMQ_PACKAGES[@]}" --lib --examples --profile "$MEMQ_PROFILE"
+# depends on memq-core and memq-store, whose extra features add serde codecs). memq-py's
+# library is left out (stage 65 builds it with maturin; it changes no other crate's
+# features, which is what keeps this build a no-op after stage 30).
+run cargo build "${MEMQ_PACKAGES[@]}" --exclude memq-py --lib --examples --profile "$MEMQ_PROFILE"
 
 # memq-ffi is left out of `cargo doc --workspace` (its lib shares the name `memq` with the
 # memq crate: see ffi/Cargo.toml), so its docs are checked here, out of target/doc's way.
