@@ -580,6 +580,18 @@ impl<T> Drop for Place<'_, T> {
     }
 }
 
+/// A `try_recv_many`'s answer as the async `recv_many` gives it (the end is `Ok(0)`
+/// there), or `None` where the receive must wait.
+#[inline]
+fn many_ready(tried: Result<usize, TryRecvError>) -> Option<Result<usize, RecvError>> {
+    match tried {
+        Ok(n) => Some(Ok(n)),
+        Err(TryRecvError::Empty) => None,
+        Err(TryRecvError::Lagged(n)) => Some(Err(RecvError::Lagged(n))),
+        Err(TryRecvError::Closed) => Some(Ok(0)),
+    }
+}
+
 macro_rules! blocking_recv {
     ($ty:ident) => {
         impl<T: Clone> $ty<T> {
@@ -646,8 +658,24 @@ macro_rules! blocking_recv {
                 buf: &mut alloc::vec::Vec<Message<T>>,
                 limit: usize,
             ) -> Result<usize, RecvError> {
+                if let Some(ready) = self.ready_many_now(buf, limit) {
+                    return ready;
+                }
                 watch_for_news(|| !self.may_have_news());
                 block_on(self.recv_many(buf, limit))
+            }
+
+            /// What `recv_many` answers at once, as [`Self::ready_now`] for one message:
+            /// messages, a gap, or the end (`Ok(0)`, as the async `recv_many` says it),
+            /// from one `try_recv_many`; `None` if the receive must wait.
+            #[inline]
+            fn ready_many_now(
+                &mut self,
+                buf: &mut alloc::vec::Vec<Message<T>>,
+                limit: usize,
+            ) -> Option<Result<usize, RecvError>> {
+                let _blocking = crate::sync::enter_blocking_call();
+                many_ready(self.try_recv_many(buf, limit))
             }
 
             /// [`Self::recv_many_blocking`], giving up after `timeout`.
@@ -662,6 +690,9 @@ macro_rules! blocking_recv {
                 limit: usize,
                 timeout: Duration,
             ) -> Result<usize, RecvTimeoutError> {
+                if let Some(ready) = self.ready_many_now(buf, limit) {
+                    return ready.map_err(RecvTimeoutError::from);
+                }
                 watch_for_news(|| !self.may_have_news());
                 match block_on_deadline(self.recv_many(buf, limit), deadline(timeout)) {
                     Some(r) => r.map_err(RecvTimeoutError::from),
@@ -683,7 +714,38 @@ impl<T: Clone> crate::ack::AckConsumer<T> {
     ///
     /// As the async `recv`.
     pub fn recv_blocking(&mut self) -> Result<crate::ack::Delivery<T>, RecvError> {
+        if let Some(ready) = self.ready_now() {
+            return ready;
+        }
         block_on(self.recv())
+    }
+
+    /// What `recv` answers at once, without setting up a wait: a delivery (a new message
+    /// or one whose lease ran out), or the end, from one `try_recv` with the locks'
+    /// shorter backoff of blocking calls; `None` if the receive must wait. As for
+    /// subscribers (`Subscriber::recv_blocking`): a worker that keeps up with a busy
+    /// group finds a delivery ready on most calls, and this skips the future, the
+    /// thread's waker and the poll loop for it.
+    #[inline]
+    fn ready_now(&mut self) -> Option<Result<crate::ack::Delivery<T>, RecvError>> {
+        let _blocking = crate::sync::enter_blocking_call();
+        match self.try_recv() {
+            Ok(d) => Some(Ok(d)),
+            Err(TryRecvError::Empty) => None,
+            Err(TryRecvError::Lagged(n)) => Some(Err(RecvError::Lagged(n))),
+            Err(TryRecvError::Closed) => Some(Err(RecvError::Closed)),
+        }
+    }
+
+    /// What `recv_many` answers at once (see [`Self::ready_now`]), `Ok(0)` for the end.
+    #[inline]
+    fn ready_many_now(
+        &mut self,
+        buf: &mut alloc::vec::Vec<crate::ack::Delivery<T>>,
+        limit: usize,
+    ) -> Option<Result<usize, RecvError>> {
+        let _blocking = crate::sync::enter_blocking_call();
+        many_ready(self.try_recv_many(buf, limit))
     }
 
     /// [`Self::recv_blocking`], giving up after `timeout`.
@@ -696,6 +758,9 @@ impl<T: Clone> crate::ack::AckConsumer<T> {
         &mut self,
         timeout: Duration,
     ) -> Result<crate::ack::Delivery<T>, RecvTimeoutError> {
+        if let Some(ready) = self.ready_now() {
+            return ready.map_err(RecvTimeoutError::from);
+        }
         match block_on_deadline(self.recv(), deadline(timeout)) {
             Some(r) => r.map_err(RecvTimeoutError::from),
             None => Err(RecvTimeoutError::Timeout),
@@ -712,6 +777,9 @@ impl<T: Clone> crate::ack::AckConsumer<T> {
         buf: &mut alloc::vec::Vec<crate::ack::Delivery<T>>,
         limit: usize,
     ) -> Result<usize, RecvError> {
+        if let Some(ready) = self.ready_many_now(buf, limit) {
+            return ready;
+        }
         block_on(self.recv_many(buf, limit))
     }
 
@@ -727,6 +795,9 @@ impl<T: Clone> crate::ack::AckConsumer<T> {
         limit: usize,
         timeout: Duration,
     ) -> Result<usize, RecvTimeoutError> {
+        if let Some(ready) = self.ready_many_now(buf, limit) {
+            return ready.map_err(RecvTimeoutError::from);
+        }
         match block_on_deadline(self.recv_many(buf, limit), deadline(timeout)) {
             Some(r) => r.map_err(RecvTimeoutError::from),
             None => Err(RecvTimeoutError::Timeout),

@@ -719,6 +719,59 @@ fn a_dropped_recv_many_passes_its_wake_up_on() {
     assert_eq!(*buf_b[0].value(), 7);
 }
 
+/// An explicit-ack member's blocking receives give what is ready at once as the async
+/// ones do: a new message, a redelivery whose lease ran out, a batch, `Ok(0)` and
+/// `Closed` at the end; with a zero timeout an empty group times out.
+#[cfg(feature = "std")]
+#[test]
+fn blocking_receives_of_an_explicit_ack_member_answer_what_is_ready() {
+    let (clock, topic) = setup(16);
+    let mut m = topic.group_acked("g", StartAt::Earliest, config()).unwrap();
+    topic.try_publish_batch((0..4).collect()).unwrap();
+    let held = m.recv_blocking().unwrap();
+    assert_eq!((held.offset(), held.deliveries()), (0, 1));
+    // Offset 0's lease runs out: it comes first, delivered a second time.
+    clock.advance(ms(150));
+    let d = m.recv_blocking_timeout(Duration::ZERO).unwrap();
+    assert_eq!((d.offset(), d.deliveries()), (0, 2));
+    assert!(held.ack().is_err(), "the lease that ran out cannot ack");
+    d.ack().unwrap();
+    let mut batch = Vec::new();
+    assert_eq!(m.recv_many_blocking(&mut batch, 2).unwrap(), 2);
+    assert_eq!(
+        m.recv_many_blocking_timeout(&mut batch, 0, Duration::ZERO)
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        m.recv_many_blocking_timeout(&mut batch, 8, Duration::ZERO)
+            .unwrap(),
+        1
+    );
+    let offsets: Vec<_> = batch.iter().map(|d| d.offset()).collect();
+    assert_eq!(offsets, [1, 2, 3]);
+    assert_eq!(
+        m.recv_blocking_timeout(Duration::ZERO).unwrap_err(),
+        RecvTimeoutError::Timeout
+    );
+    assert_eq!(
+        m.recv_many_blocking_timeout(&mut batch, 8, Duration::ZERO)
+            .unwrap_err(),
+        RecvTimeoutError::Timeout
+    );
+    for d in batch.drain(..) {
+        d.ack().unwrap();
+    }
+    topic.close();
+    assert_eq!(m.recv_many_blocking(&mut batch, 8).unwrap(), 0);
+    assert_eq!(m.recv_blocking().unwrap_err(), RecvError::Closed);
+    assert_eq!(
+        m.recv_blocking_timeout(Duration::ZERO).unwrap_err(),
+        RecvTimeoutError::Closed
+    );
+    assert_eq!(m.committed(0).unwrap(), 4);
+}
+
 /// A blocking batch receive gives up after its timeout, and wakes for a publish.
 #[cfg(feature = "std")]
 #[test]

@@ -797,3 +797,78 @@ fn blocking_receives_answer_what_is_ready_as_the_async_receive_does() {
     ));
     assert_eq!(sub.lag(), 0);
 }
+
+/// The batch receives likewise: a blocking `recv_many` that finds its answer ready (a gap,
+/// messages, the end) gives what the async `recv_many` gives a twin reader at the same
+/// place, for subscribers and group members, with and without a timeout; `limit` 0 is
+/// `Ok(0)` and an empty topic with a zero timeout times out.
+#[cfg(feature = "std")]
+#[test]
+fn blocking_batch_receives_answer_what_is_ready_as_the_async_receive_many_does() {
+    let topic = Topic::new(TopicConfig::new(4).overflow(Overflow::DropOldest)).unwrap();
+    let mut sub = topic.subscribe(StartAt::Earliest).unwrap();
+    let mut twin = topic.subscribe(StartAt::Earliest).unwrap();
+    let mut member = topic.group("g", StartAt::Earliest).unwrap();
+    let mut member_twin = topic.group("h", StartAt::Earliest).unwrap();
+    for i in 0..7u32 {
+        topic.try_publish(i).unwrap();
+    }
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let values = |buf: &mut Vec<Message<u32>>| -> Vec<(u64, u32)> {
+        buf.drain(..).map(|m| (m.offset(), *m.value())).collect()
+    };
+    // Offsets 0..3 were dropped for room: the gap first, then the batch.
+    let gap = sub.recv_many_blocking(&mut a, 2);
+    assert!(matches!(gap, Err(RecvError::Lagged(3))), "{gap:?}");
+    assert!(matches!(
+        block_on(twin.recv_many(&mut b, 2)),
+        Err(RecvError::Lagged(3))
+    ));
+    let gap = member.recv_many_blocking_timeout(&mut a, 2, Duration::from_secs(60));
+    assert!(matches!(gap, Err(RecvTimeoutError::Lagged(3))), "{gap:?}");
+    assert!(matches!(
+        block_on(member_twin.recv_many(&mut b, 2)),
+        Err(RecvError::Lagged(3))
+    ));
+    assert_eq!(sub.recv_many_blocking(&mut a, 2).unwrap(), 2);
+    assert_eq!(block_on(twin.recv_many(&mut b, 2)).unwrap(), 2);
+    assert_eq!(values(&mut a), values(&mut b));
+    assert_eq!(member.recv_many_blocking(&mut a, 0).unwrap(), 0);
+    assert_eq!(
+        member
+            .recv_many_blocking_timeout(&mut a, 10, Duration::ZERO)
+            .unwrap(),
+        4
+    );
+    assert_eq!(block_on(member_twin.recv_many(&mut b, 10)).unwrap(), 4);
+    assert_eq!(values(&mut a), [(3, 3), (4, 4), (5, 5), (6, 6)]);
+    assert_eq!(values(&mut b), [(3, 3), (4, 4), (5, 5), (6, 6)]);
+    assert_eq!(
+        sub.recv_many_blocking_timeout(&mut a, 10, Duration::ZERO)
+            .unwrap(),
+        2
+    );
+    assert_eq!(block_on(twin.recv_many(&mut b, 10)).unwrap(), 2);
+    assert_eq!(values(&mut a), [(5, 5), (6, 6)]);
+    assert_eq!(values(&mut b), [(5, 5), (6, 6)]);
+    assert!(matches!(
+        sub.recv_many_blocking_timeout(&mut a, 10, Duration::ZERO),
+        Err(RecvTimeoutError::Timeout)
+    ));
+    assert!(matches!(
+        member.recv_many_blocking_timeout(&mut a, 10, Duration::ZERO),
+        Err(RecvTimeoutError::Timeout)
+    ));
+    topic.close();
+    // The end is `Ok(0)`, as the async `recv_many` says it.
+    assert_eq!(sub.recv_many_blocking(&mut a, 10).unwrap(), 0);
+    assert_eq!(block_on(twin.recv_many(&mut b, 10)).unwrap(), 0);
+    assert_eq!(
+        member
+            .recv_many_blocking_timeout(&mut a, 10, Duration::from_secs(60))
+            .unwrap(),
+        0
+    );
+    assert_eq!(block_on(member_twin.recv_many(&mut b, 10)).unwrap(), 0);
+    assert!(a.is_empty() && b.is_empty());
+}
