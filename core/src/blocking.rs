@@ -580,6 +580,18 @@ impl<T> Drop for Place<'_, T> {
     }
 }
 
+/// A `try_recv`'s answer as the async `recv` gives it, or `None` where the receive must
+/// wait.
+#[inline]
+fn one_ready<M>(tried: Result<M, TryRecvError>) -> Option<Result<M, RecvError>> {
+    match tried {
+        Ok(m) => Some(Ok(m)),
+        Err(TryRecvError::Empty) => None,
+        Err(TryRecvError::Lagged(n)) => Some(Err(RecvError::Lagged(n))),
+        Err(TryRecvError::Closed) => Some(Err(RecvError::Closed)),
+    }
+}
+
 /// A `try_recv_many`'s answer as the async `recv_many` gives it (the end is `Ok(0)`
 /// there), or `None` where the receive must wait.
 #[inline]
@@ -620,12 +632,7 @@ macro_rules! blocking_recv {
             #[inline]
             fn ready_now(&mut self) -> Option<Result<Message<T>, RecvError>> {
                 let _blocking = crate::sync::enter_blocking_call();
-                match self.try_recv() {
-                    Ok(m) => Some(Ok(m)),
-                    Err(TryRecvError::Empty) => None,
-                    Err(TryRecvError::Lagged(n)) => Some(Err(RecvError::Lagged(n))),
-                    Err(TryRecvError::Closed) => Some(Err(RecvError::Closed)),
-                }
+                one_ready(self.try_recv())
             }
 
             /// [`Self::recv_blocking`], giving up after `timeout`.
@@ -729,12 +736,7 @@ impl<T: Clone> crate::ack::AckConsumer<T> {
     #[inline]
     fn ready_now(&mut self) -> Option<Result<crate::ack::Delivery<T>, RecvError>> {
         let _blocking = crate::sync::enter_blocking_call();
-        match self.try_recv() {
-            Ok(d) => Some(Ok(d)),
-            Err(TryRecvError::Empty) => None,
-            Err(TryRecvError::Lagged(n)) => Some(Err(RecvError::Lagged(n))),
-            Err(TryRecvError::Closed) => Some(Err(RecvError::Closed)),
-        }
+        one_ready(self.try_recv())
     }
 
     /// What `recv_many` answers at once (see [`Self::ready_now`]), `Ok(0)` for the end.
