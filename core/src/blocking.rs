@@ -596,11 +596,9 @@ fn one_ready<M>(tried: Result<M, TryRecvError>) -> Option<Result<M, RecvError>> 
 /// there), or `None` where the receive must wait.
 #[inline]
 fn many_ready(tried: Result<usize, TryRecvError>) -> Option<Result<usize, RecvError>> {
-    match tried {
-        Ok(n) => Some(Ok(n)),
-        Err(TryRecvError::Empty) => None,
-        Err(TryRecvError::Lagged(n)) => Some(Err(RecvError::Lagged(n))),
-        Err(TryRecvError::Closed) => Some(Ok(0)),
+    match one_ready(tried)? {
+        Err(RecvError::Closed) => Some(Ok(0)),
+        answer => Some(answer),
     }
 }
 
