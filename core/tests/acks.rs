@@ -2164,3 +2164,150 @@ fn stats_count_what_an_explicit_ack_group_missed() {
     d.ack().unwrap();
     assert_eq!(topic.stats().groups[0].lagged, 3);
 }
+
+/// What each partition gave a member, in order: `(offset, deliveries)` per partition.
+type ByPartition = [Vec<(u64, u32)>; 3];
+
+/// Takes everything a member can have now: one delivery at a time (`batch` 0) or in
+/// batches of `batch`. The deliveries stay leased; they are returned for settling.
+fn take_all(
+    m: &mut AckConsumer<u32>,
+    batch: usize,
+) -> (ByPartition, Vec<memq_core::Delivery<u32>>) {
+    let mut got: ByPartition = Default::default();
+    let mut held = Vec::new();
+    loop {
+        let before = held.len();
+        let r = if batch == 0 {
+            m.try_recv().map(|d| held.push(d))
+        } else {
+            m.try_recv_many(&mut held, batch).map(drop)
+        };
+        match r {
+            Ok(()) => assert!(held.len() > before && held.len() - before <= batch.max(1)),
+            Err(TryRecvError::Empty) => break,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    for d in &held {
+        got[d.message().partition() as usize].push((d.offset(), d.deliveries()));
+    }
+    (got, held)
+}
+
+/// A batch receive of an explicit-ack member takes several deliveries from a partition in
+/// one visit: what it takes is what one receive after another would, partition by
+/// partition (redeliveries first, `max_in_flight` per partition, offsets in order).
+#[test]
+fn a_batch_receive_takes_what_single_receives_would() {
+    let (clock, topic) = setup(16);
+    let topic = {
+        drop(topic);
+        Topic::new(TopicConfig::new(16).partitions(3).clock(clock.clone())).unwrap()
+    };
+    let timer = Arc::new(RecordingTimer::default());
+    let cfg = || {
+        config()
+            .max_in_flight(4)
+            .clock(clock.clone())
+            .timer(timer.clone())
+    };
+    let mut one = topic.group_acked("one", StartAt::Earliest, cfg()).unwrap();
+    let mut many = topic.group_acked("many", StartAt::Earliest, cfg()).unwrap();
+    for v in 0..18 {
+        topic.try_publish_to(v % 3, v).unwrap();
+    }
+    let mut kept = Vec::new();
+    for (batch, expected) in [(3, 12), (100, 6)] {
+        let (want, held_one) = take_all(&mut one, 0);
+        let (got, held_many) = take_all(&mut many, batch);
+        assert_eq!(got, want, "batches of {batch}");
+        // 4 in flight on each partition; in the second round, each has a redelivery
+        // and room for one new message.
+        assert_eq!(want.iter().map(Vec::len).sum::<usize>(), expected);
+        // The first of each partition goes back, the second is acked, the rest stay out.
+        for held in [held_one, held_many] {
+            let mut seen = [0; 3];
+            for d in held {
+                let p = d.message().partition() as usize;
+                seen[p] += 1;
+                match seen[p] {
+                    1 => d.nack_after(Duration::ZERO).unwrap(),
+                    2 => d.ack().unwrap(),
+                    _ => kept.push(d),
+                }
+            }
+        }
+    }
+    let stats = topic.stats();
+    assert_eq!(stats.groups[0].acked, 6);
+    assert_eq!(
+        (
+            stats.groups[0].acked,
+            stats.groups[0].in_flight,
+            stats.groups[0].delivered
+        ),
+        (
+            stats.groups[1].acked,
+            stats.groups[1].in_flight,
+            stats.groups[1].delivered
+        )
+    );
+    for p in 0..3 {
+        assert_eq!(one.committed(p).unwrap(), many.committed(p).unwrap());
+    }
+}
+
+/// An ack wakes a waiting member only when it opens a slot under `max_in_flight`: below
+/// that limit it gives the others nothing to take, and a worker acking a batch woke
+/// them once per message.
+#[test]
+fn an_ack_wakes_a_waiting_member_only_when_it_opens_a_slot() {
+    let (clock, topic) = setup(16);
+    let timer = Arc::new(RecordingTimer::default());
+    let cfg = || {
+        config()
+            .max_in_flight(3)
+            .clock(clock.clone())
+            .timer(timer.clone())
+    };
+    let mut a = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut b = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    topic.try_publish_batch(vec![0, 1]).unwrap();
+    let (d0, d1) = (a.try_recv().unwrap(), a.try_recv().unwrap());
+    let (woken, waker) = counting_waker();
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut recv = b.recv();
+    assert!(std::pin::Pin::new(&mut recv).poll(&mut cx).is_pending());
+    d0.ack().unwrap();
+    assert_eq!(
+        woken.0.load(Ordering::SeqCst),
+        0,
+        "2 of 3 were out: nothing new"
+    );
+    topic.try_publish_batch(vec![2, 3]).unwrap();
+    assert_eq!(woken.0.load(Ordering::SeqCst), 1, "a publish wakes it");
+    let d2 = match std::pin::Pin::new(&mut recv).poll(&mut cx) {
+        Poll::Ready(Ok(d)) => d,
+        other => panic!("{:?}", other.map(|r| r.map(|d| d.offset()))),
+    };
+    drop(recv);
+    assert_eq!(d2.offset(), 2);
+    // 1 and 2 out, and 3 taken now: the partition is full.
+    let d3 = a.try_recv().unwrap();
+    let mut recv = b.recv();
+    assert!(std::pin::Pin::new(&mut recv).poll(&mut cx).is_pending());
+    topic.try_publish(4).unwrap();
+    let before = woken.0.load(Ordering::SeqCst);
+    d3.ack().unwrap();
+    assert_eq!(
+        woken.0.load(Ordering::SeqCst),
+        before + 1,
+        "the ack opened a slot for message 4"
+    );
+    match std::pin::Pin::new(&mut recv).poll(&mut cx) {
+        Poll::Ready(Ok(d)) => assert_eq!(d.offset(), 4),
+        other => panic!("{:?}", other.map(|r| r.map(|d| d.offset()))),
+    }
+    drop((d1, d2));
+}

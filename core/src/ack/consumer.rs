@@ -284,17 +284,113 @@ impl<T> AckConsumer<T> {
         }
     }
 
+    /// Up to `max` more leases on partition `p`, in one visit (the partition locked once),
+    /// appended to `buf`: for a batch receive that took a delivery there just now. Takes
+    /// only what a receive would deliver next (a redelivery that is due, else the next
+    /// new message), and stops at anything else (a lag, a dead letter, nothing), which is
+    /// left to the batch's next receive; it changes nothing about the member's waiting
+    /// (the delivery before it ended that). Returns how many it took.
+    fn take_more(&mut self, p: usize, now: u64, buf: &mut Vec<Delivery<T>>, max: usize) -> usize
+    where
+        T: Clone,
+    {
+        let shared = self.inner.shared.clone();
+        let group = self.inner.group.clone();
+        let settings = settings_of(&group);
+        let mut watch = WakeList::new();
+        let mut wl = WakeList::new();
+        let mut dead = Vec::new();
+        let mut writers = RingWriters(None);
+        let topic_now = shared.expiry_now();
+        let mut log = shared.parts[p].log.lock();
+        shared.expire(&mut log, topic_now, &mut wl, &mut dead);
+        let bounds = shared.ack_bounds(p, &log);
+        let mut holding = hold_of(&group, p);
+        let mut hold = holding.as_deref_mut().and_then(Option::as_mut);
+        let id = group.ids[p];
+        let mut took = 0;
+        let mut was_done = false;
+        while took < max {
+            let Some(picking) =
+                Picking::on(&mut log, hold.as_deref_mut(), bounds, settings, id, p, now)
+            else {
+                // The group is gone: the next receive says so.
+                break;
+            };
+            if took == 0 {
+                // As the partition was before this visit changed anything.
+                was_done = picking.was_done;
+            }
+            if !picking.pick.is_lease() {
+                break;
+            }
+            let g = log.group_found(id);
+            let (acks, _) = acks_of(g);
+            let picked =
+                picking
+                    .pick
+                    .record(acks, p, self.inner.id, now, settings.ack_wait, bounds.low);
+            picked.count(g);
+            if let Take::Delivered(message, attempt) = picked.hand_over(&mut log, &shared, p) {
+                let lease = Lease {
+                    shared: shared.clone(),
+                    group: group.clone(),
+                    partition: p,
+                };
+                buf.push(Delivery::new(message, attempt, lease));
+                took += 1;
+            }
+        }
+        if took == 0 {
+            return 0;
+        }
+        let g = log.group_found(id);
+        let cursor = g.cursor;
+        let (acks, _) = acks_of(g);
+        let holds_from = acks.holds_from(bounds.retained_from);
+        let done = acks.is_drained(bounds.closed, bounds.high);
+        g.keep_watch(bounds.high, &mut watch);
+        log.set_cursor(cursor, holds_from);
+        if hold.is_some_and(|hold| advance_quietly(hold, holds_from)) {
+            writers.0 = Some((&shared, p));
+        }
+        shared.reader_advanced(&mut log, &mut wl);
+        drop((holding, log, writers));
+        if done && !was_done {
+            shared.wake_drained(&group, p);
+        }
+        took
+    }
+
+    /// The partition the last delivery came from (the sweep's last stop).
+    fn last_partition(&self) -> Option<usize> {
+        let n = self.inner.assigned.len();
+        (n > 0).then(|| self.inner.assigned[(self.inner.next + n - 1) % n])
+    }
+
     fn poll_delivery(&mut self, waker: Option<&Waker>) -> Poll<Result<Delivery<T>, RecvError>>
+    where
+        T: Clone,
+    {
+        // One clock reading for the whole poll: a message that a move to a full
+        // dead-letter topic put back for later is then not met again by this poll,
+        // however slowly it runs.
+        let now = self.settings().now();
+        self.poll_delivery_at(waker, now)
+    }
+
+    /// [`Self::poll_delivery`] as of the group's clock reading `now`.
+    fn poll_delivery_at(
+        &mut self,
+        waker: Option<&Waker>,
+        now: u64,
+    ) -> Poll<Result<Delivery<T>, RecvError>>
     where
         T: Clone,
     {
         if let Some(missed) = self.lagged.take() {
             return self.finish(Err(RecvError::Lagged(missed)));
         }
-        // One clock reading for the whole poll: a message that a move to a full
-        // dead-letter topic put back for later is then not met again by this poll,
-        // however slowly it runs.
-        let now = self.settings().now();
         loop {
             if self.inner.refresh() {
                 return self.finish(Err(RecvError::Closed));
@@ -456,6 +552,9 @@ impl<T> AckConsumer<T> {
     /// is 0). Fewer than `limit`
     /// come back when no more are available now or `max_in_flight` is reached.
     ///
+    /// A partition is visited once for all it has for the batch (its lock taken once),
+    /// then the next: a batch takes from one partition after another, not in turns.
+    ///
     /// # Errors
     ///
     /// As [`AckConsumer::recv`]. A lag met after some deliveries were taken ends the
@@ -536,14 +635,23 @@ impl<T> AckConsumer<T> {
     where
         T: Clone,
     {
-        match self.poll_delivery(waker) {
+        // One clock reading for the whole batch, as for one delivery.
+        let now = self.settings().now();
+        match self.poll_delivery_at(waker, now) {
             Poll::Ready(Ok(d)) => buf.push(d),
             Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
             Poll::Pending => return Poll::Pending,
         }
         let mut got = 1;
         while got < limit {
-            match self.poll_delivery(None) {
+            // What else the partition of the last delivery has, in one visit.
+            if let Some(p) = self.last_partition() {
+                got += self.take_more(p, now, buf, limit - got);
+                if got == limit {
+                    break;
+                }
+            }
+            match self.poll_delivery_at(None, now) {
                 Poll::Ready(Ok(d)) => {
                     buf.push(d);
                     got += 1;

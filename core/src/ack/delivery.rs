@@ -146,22 +146,31 @@ impl<T> Delivery<T> {
         if !acks.is_leased(offset, self.attempt) {
             return Err(AckError::LeaseExpired);
         }
-        match action {
+        // Whether a waiting member may now take something it could not before, and is
+        // woken to look: the message is back (at once, or with a delay a timer keeps),
+        // or an ack opened a slot under `max_in_flight`. An ack below that limit gives
+        // the members nothing new (they wait for publishes, redeliveries, the drain,
+        // which wake them themselves), and waking one per ack made a worker that acks a
+        // batch wake the others once per message, to find nothing.
+        let news = match action {
             Settle::Touch => {
                 acks.touch(offset, now.saturating_add(settings.ack_wait));
                 return Ok(());
             }
-            // A slot under `max_in_flight` opened.
             Settle::Ack => acks.ack(offset),
             Settle::Nack(delay) => {
                 let delay = delay.unwrap_or_else(|| settings.backoff.delay(self.attempt));
                 acks.requeue(offset, now, as_nanos(delay));
+                true
             }
             Settle::Release => {
                 acks.requeue(offset, now, as_nanos(settings.backoff.delay(self.attempt)));
+                true
             }
+        };
+        if news {
+            waiters.notify_one(&mut wl);
         }
-        waiters.notify_one(&mut wl);
         release_hold(&lease.shared, &lease.group, p, log, &mut wl);
         self.lease = None;
         Ok(())

@@ -375,11 +375,15 @@ impl Acks {
             .is_some_and(|pe| pe.deliveries == attempt && matches!(pe.state, PState::Leased { .. }))
     }
 
-    /// Acknowledges `offset`: done with, counted.
-    pub(super) fn ack(&mut self, offset: u64) {
+    /// Acknowledges `offset`: done with, counted. Returns whether that opened a slot
+    /// under `max_in_flight` that was full, so that a member may take something it could
+    /// not before.
+    pub(super) fn ack(&mut self, offset: u64) -> bool {
+        let was_full = self.unacked.len() >= self.part.max_in_flight;
         self.untime(offset);
         self.unacked.remove(&offset);
         self.acked += 1;
+        was_full
     }
 
     /// Extends the lease of `offset` to `deadline`.

@@ -132,6 +132,11 @@ pub(super) enum Picked<T> {
 }
 
 impl<T> Pick<T> {
+    /// Whether the pick is a delivery (again or for the first time).
+    pub(super) fn is_lease(&self) -> bool {
+        matches!(self, Pick::Redeliver(_) | Pick::Fresh(_))
+    }
+
     /// Records the pick in `acks` (partition `p`), for `member`, as of `now`.
     pub(super) fn record(
         self,
