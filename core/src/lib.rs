@@ -80,8 +80,8 @@ mod topic;
 mod wait;
 
 pub use ack::{
-    AckConfig, AckConsumer, AckError, AckRecv, AckRecvMany, Backoff, DeadLetter, DeadLetterReason,
-    Delivery, PendingInfo,
+    AckConfig, AckConsumer, AckError, AckRecv, AckRecvMany, AckReport, Backoff, DeadLetter,
+    DeadLetterReason, Delivery, PendingInfo,
 };
 #[cfg(feature = "std")]
 pub use blocking::{block_on, block_on_timeout};

@@ -13,9 +13,9 @@ use crate::fuzz_support;
 use fuzz_support::ExactTimer;
 
 use memq_core::{
-    AckConfig, AckConsumer, AckError, AckRecv, Backoff, Broker, DeadLetter, DeadLetterReason,
-    ManualClock, Overflow, PublishError, RecvError, RecvTimeoutError, StartAt, Topic, TopicConfig,
-    TryRecvError,
+    AckConfig, AckConsumer, AckError, AckRecv, AckReport, Backoff, Broker, DeadLetter,
+    DeadLetterReason, Delivery, ManualClock, Overflow, PublishError, RecvError, RecvTimeoutError,
+    StartAt, Topic, TopicConfig, TryRecvError,
 };
 
 fn ms(n: u64) -> Duration {
@@ -2310,4 +2310,112 @@ fn an_ack_wakes_a_waiting_member_only_when_it_opens_a_slot() {
         other => panic!("{:?}", other.map(|r| r.map(|d| d.offset()))),
     }
     drop((d1, d2));
+}
+
+/// `Delivery::ack_all` settles a mixed batch (two partitions, two groups, a lease that
+/// ran out, a deleted group) as acking each in turn would, reports what it could not
+/// ack, and empties the batch.
+#[test]
+fn ack_all_acks_a_mixed_batch_and_reports_what_it_could_not() {
+    let (clock, _) = setup(16);
+    let topic = Topic::new(TopicConfig::new(16).partitions(2).clock(clock.clone())).unwrap();
+    let mut a = topic.group_acked("a", StartAt::Earliest, config()).unwrap();
+    let mut b = topic.group_acked("b", StartAt::Earliest, config()).unwrap();
+    let mut c = topic.group_acked("c", StartAt::Earliest, config()).unwrap();
+    for v in 0..6 {
+        topic.try_publish_to(v % 2, v).unwrap();
+    }
+    // a's first lease runs out (the message goes to the group again) while its other
+    // five do not.
+    let mut batch = vec![a.try_recv().unwrap()];
+    let expired = (batch[0].message().partition(), batch[0].offset());
+    clock.advance(ms(60));
+    assert_eq!(a.try_recv_many(&mut batch, 10).unwrap(), 5);
+    clock.advance(ms(60));
+    let again = a.try_recv().unwrap();
+    assert_eq!(
+        (
+            again.message().partition(),
+            again.offset(),
+            again.deliveries()
+        ),
+        (expired.0, expired.1, 2)
+    );
+    // b's one among a's, then c's six, whose group is deleted.
+    batch.insert(2, b.try_recv().unwrap());
+    assert_eq!(c.try_recv_many(&mut batch, 10).unwrap(), 6);
+    topic.delete_group("c").unwrap();
+    let capacity = batch.capacity();
+    let report = Delivery::ack_all(&mut batch);
+    assert_eq!(
+        (report.acked, report.expired, report.group_deleted),
+        (6, 1, 6)
+    );
+    assert!(!report.all_acked());
+    assert!(
+        batch.is_empty() && batch.capacity() == capacity,
+        "emptied, kept"
+    );
+    // What a lost lease held went back; everything else of a's is acked.
+    let stats = topic.stats();
+    assert_eq!(
+        (
+            &*stats.groups[0].name,
+            stats.groups[0].acked,
+            stats.groups[0].in_flight
+        ),
+        ("a", 5, 1)
+    );
+    assert_eq!(a.committed(expired.0).unwrap(), expired.1);
+    again.ack().unwrap();
+    for p in 0..2 {
+        assert_eq!(a.committed(p).unwrap(), 3);
+    }
+    assert_eq!(b.committed(0).unwrap(), 1);
+    assert_eq!(Delivery::ack_all(&mut batch), AckReport::default());
+}
+
+/// An `ack_all` that opens slots under `max_in_flight` wakes as many waiting members.
+#[test]
+fn ack_all_wakes_a_member_for_each_slot_it_opens() {
+    let (clock, topic) = setup(16);
+    let timer = Arc::new(RecordingTimer::default());
+    let cfg = || {
+        config()
+            .max_in_flight(2)
+            .clock(clock.clone())
+            .timer(timer.clone())
+    };
+    let mut a = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut b = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    let mut c = topic.group_acked("g", StartAt::Earliest, cfg()).unwrap();
+    topic.try_publish_batch(vec![0, 1, 2, 3]).unwrap();
+    let mut held = Vec::new();
+    assert_eq!(a.try_recv_many(&mut held, 10).unwrap(), 2, "max_in_flight");
+    let ((wb, waker_b), (wc, waker_c)) = (counting_waker(), counting_waker());
+    let (mut cx_b, mut cx_c) = (
+        std::task::Context::from_waker(&waker_b),
+        std::task::Context::from_waker(&waker_c),
+    );
+    let (mut recv_b, mut recv_c) = (b.recv(), c.recv());
+    assert!(std::pin::Pin::new(&mut recv_b).poll(&mut cx_b).is_pending());
+    assert!(std::pin::Pin::new(&mut recv_c).poll(&mut cx_c).is_pending());
+    assert_eq!(Delivery::ack_all(&mut held).acked, 2);
+    assert_eq!(
+        (wb.0.load(Ordering::SeqCst), wc.0.load(Ordering::SeqCst)),
+        (1, 1),
+        "two slots opened, two members woken"
+    );
+    let mut got = Vec::new();
+    for (recv, cx) in [(&mut recv_b, &mut cx_b), (&mut recv_c, &mut cx_c)] {
+        match std::pin::Pin::new(recv).poll(cx) {
+            Poll::Ready(Ok(d)) => got.push(d),
+            other => panic!("{:?}", other.map(|r| r.map(|d| d.offset()))),
+        }
+    }
+    let offsets: Vec<_> = got.iter().map(|d| d.offset()).collect();
+    assert_eq!(offsets, [2, 3]);
+    drop((recv_b, recv_c));
+    assert_eq!(Delivery::ack_all(&mut got).acked, 2);
+    assert_eq!(b.committed(0).unwrap(), 4);
 }

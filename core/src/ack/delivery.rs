@@ -4,6 +4,7 @@
 //! Part of the ack layer: depends on the lease state, settings and dead letters beside
 //! it, the log and the topic's shared state.
 
+use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
 
@@ -37,6 +38,26 @@ impl fmt::Display for AckError {
 }
 
 impl core::error::Error for AckError {}
+
+/// What [`Delivery::ack_all`] did with the deliveries it was given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AckReport {
+    /// Acknowledged: done with, not delivered again.
+    pub acked: usize,
+    /// Refused with [`AckError::LeaseExpired`]: the lease had run out, and the message
+    /// went back to the group.
+    pub expired: usize,
+    /// Refused with [`AckError::GroupDeleted`].
+    pub group_deleted: usize,
+}
+
+impl AckReport {
+    /// Whether every delivery was acknowledged.
+    pub fn all_acked(&self) -> bool {
+        self.expired == 0 && self.group_deleted == 0
+    }
+}
 
 /// A delivery's hold on its message: where the lease is kept.
 pub(super) struct Lease<T> {
@@ -184,6 +205,102 @@ impl<T> Delivery<T> {
     /// the group; [`AckError::GroupDeleted`].
     pub fn ack(mut self) -> Result<(), AckError> {
         self.settle(Settle::Ack)
+    }
+
+    /// Acknowledges every delivery in `deliveries`, as [`Delivery::ack`] on each in turn
+    /// would, and empties it (its capacity is kept, for the next batch). Says how many
+    /// were acknowledged and why any were not. Deliveries that follow each other from
+    /// the same partition of the same group (a batch from
+    /// [`AckConsumer::recv_many`](crate::AckConsumer::recv_many)) are settled under one
+    /// lock, which is what makes this cheaper than acking them one by one; they may come
+    /// from several partitions, groups and topics.
+    ///
+    /// ```
+    /// # #[allow(unused_imports)] // for the cfg below
+    /// # use memq_core as memq;
+    /// # #[cfg(feature = "std")]
+    /// # {
+    /// use memq::{AckConfig, Delivery, StartAt, Topic};
+    ///
+    /// let topic = Topic::with_capacity(16)?;
+    /// let mut member = topic.group_acked("jobs", StartAt::Earliest, AckConfig::new())?;
+    /// topic.try_publish_batch(vec![1, 2, 3])?;
+    /// let mut batch = Vec::new();
+    /// member.try_recv_many(&mut batch, 10)?;
+    /// let report = Delivery::ack_all(&mut batch);
+    /// assert_eq!(report.acked, 3);
+    /// assert!(report.all_acked() && batch.is_empty());
+    /// assert_eq!(member.committed(0)?, 3);
+    /// # }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn ack_all(deliveries: &mut Vec<Delivery<T>>) -> AckReport {
+        let mut report = AckReport::default();
+        let mut i = 0;
+        while i < deliveries.len() {
+            // Taken out of each delivery settled here, so that dropping it does not
+            // settle it again (a delivery without a lease was settled already).
+            let Some(lease) = deliveries[i].lease.take() else {
+                report.expired += 1;
+                i += 1;
+                continue;
+            };
+            let p = lease.partition;
+            let id = lease.group.ids[p];
+            let mut wl = WakeList::new();
+            let mut log = lease.shared.parts[p].log.lock();
+            // Whether the partition was full under `max_in_flight` (only the run's first
+            // ack can find it so), and how many slots the run opened.
+            let (mut was_full, mut opened) = (false, 0);
+            // This delivery, then those after it from the same partition of the group.
+            loop {
+                let d = &mut deliveries[i];
+                match log.group(id) {
+                    None => report.group_deleted += 1,
+                    Some(g) => {
+                        let (acks, _) = acks_of(g);
+                        if acks.is_leased(d.message.offset, d.attempt) {
+                            was_full |= acks.ack(d.message.offset);
+                            opened += 1;
+                            report.acked += 1;
+                        } else {
+                            report.expired += 1;
+                        }
+                    }
+                }
+                i += 1;
+                let Some(next) = deliveries.get_mut(i) else {
+                    break;
+                };
+                let same = next.lease.as_ref().is_some_and(|l| {
+                    l.partition == p
+                        && Arc::ptr_eq(&l.shared, &lease.shared)
+                        && Arc::ptr_eq(&l.group, &lease.group)
+                });
+                if !same {
+                    break;
+                }
+                // It points where `lease` does, which keeps both alive: dropping it
+                // under the lock frees nothing.
+                drop(next.lease.take());
+            }
+            let Some(g) = log.group(id) else {
+                continue;
+            };
+            // As `ack` does: acks that open slots under a full `max_in_flight` wake
+            // waiting members, one for each slot (each takes one, and wakes the next
+            // while there is more, see `Acks::keep_watch`); below that limit they give
+            // the members nothing new.
+            if was_full {
+                let (_, waiters) = acks_of(g);
+                waiters.notify_many(opened, &mut wl);
+            }
+            release_hold(&lease.shared, &lease.group, p, log, &mut wl);
+        }
+        // The messages are dropped here, after every lock (a value's `Drop` is the
+        // user's code); none has a lease left to settle.
+        deliveries.clear();
+        report
     }
 
     /// Returns the message to the group for another delivery, after the backoff delay.

@@ -45,7 +45,7 @@ pub use config::{AckConfig, Backoff};
 pub use consumer::{AckConsumer, AckRecv, AckRecvMany, PendingInfo};
 pub use dead_letter::{DeadLetter, DeadLetterReason};
 pub(crate) use dead_letter::{DeadLetterSink, SinkError};
-pub use delivery::{AckError, Delivery};
+pub use delivery::{AckError, AckReport, Delivery};
 pub(crate) use state::{AckPart, Acks};
 
 use crate::partition::Shared;
