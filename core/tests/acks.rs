@@ -2419,3 +2419,81 @@ fn ack_all_wakes_a_member_for_each_slot_it_opens() {
     assert_eq!(Delivery::ack_all(&mut got).acked, 2);
     assert_eq!(b.committed(0).unwrap(), 4);
 }
+
+/// A value whose `drop` reads its topic's stats (taking every partition's lock) while
+/// `armed`: dropped under one of memq's locks, it deadlocks.
+#[derive(Clone)]
+struct LockProbe {
+    value: u32,
+    topic: Arc<std::sync::Mutex<Option<Topic<LockProbe>>>>,
+    armed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Drop for LockProbe {
+    fn drop(&mut self) {
+        if self.armed.load(Ordering::SeqCst) {
+            let topic = self.topic.lock().unwrap().clone();
+            if let Some(topic) = topic {
+                let _ = topic.stats();
+            }
+        }
+    }
+}
+
+/// A batch receive that meets a message due for the dead-letter topic after a lease
+/// stops there and leaves it to the next receive; the copy it made of the value is
+/// dropped after the partition's lock (from review: it was dropped under it).
+#[test]
+fn a_batch_that_stops_at_a_dead_letter_drops_its_copy_outside_memqs_locks() {
+    let clock = Arc::new(ManualClock::new());
+    let topic = Topic::new(TopicConfig::new(8).clock(clock.clone())).unwrap();
+    let dlq = Topic::<DeadLetter<LockProbe>>::with_capacity(8).unwrap();
+    let slot = Arc::new(std::sync::Mutex::new(Some(topic.clone())));
+    let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let probe = |value| LockProbe {
+        value,
+        topic: slot.clone(),
+        armed: armed.clone(),
+    };
+    let cfg = AckConfig::new()
+        .ack_wait(ms(100))
+        .clock(clock.clone())
+        .max_deliveries(2)
+        .dead_letter(dlq.clone());
+    let mut m = topic.group_acked("g", StartAt::Earliest, cfg).unwrap();
+    topic.try_publish(probe(0)).unwrap();
+    topic.try_publish(probe(1)).unwrap();
+    let d0 = m.try_recv().unwrap();
+    m.try_recv().unwrap().nack_after(Duration::ZERO).unwrap();
+    let d1 = m.try_recv().unwrap();
+    assert_eq!((d1.value().value, d1.deliveries()), (1, 2));
+    // Ready again: message 0 (one delivery so far), then message 1 (two: due for the
+    // dead-letter topic).
+    d0.nack_after(Duration::ZERO).unwrap();
+    d1.nack_after(Duration::ZERO).unwrap();
+    armed.store(true, Ordering::SeqCst);
+    let (done, finished) = std::sync::mpsc::channel();
+    let receiving = thread::spawn(move || {
+        let mut batch = Vec::new();
+        let got = m.try_recv_many(&mut batch, 10);
+        let values: Vec<_> = batch
+            .iter()
+            .map(|d| (d.value().value, d.deliveries()))
+            .collect();
+        done.send(()).unwrap();
+        (got, values, batch, m)
+    });
+    let result = finished.recv_timeout(Duration::from_secs(10));
+    armed.store(false, Ordering::SeqCst);
+    assert!(result.is_ok(), "deadlocked in a value's drop");
+    let (got, values, batch, m) = receiving.join().unwrap();
+    assert_eq!((got, values), (Ok(1), vec![(0, 2)]));
+    let letter = dlq
+        .subscribe(StartAt::Earliest)
+        .unwrap()
+        .try_recv()
+        .unwrap();
+    assert_eq!((letter.value().offset, letter.value().value.value), (1, 1));
+    drop((batch, m));
+    slot.lock().unwrap().take();
+}

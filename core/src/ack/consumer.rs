@@ -301,6 +301,9 @@ impl<T> AckConsumer<T> {
         let mut wl = WakeList::new();
         let mut dead = Vec::new();
         let mut writers = RingWriters(None);
+        // The pick that ended the batch, if it was not a lease: a dead letter's copy is
+        // the user's value, dropped after the lock (declared before it).
+        let mut left = None;
         let topic_now = shared.expiry_now();
         let mut log = shared.parts[p].log.lock();
         shared.expire(&mut log, topic_now, &mut wl, &mut dead);
@@ -315,13 +318,14 @@ impl<T> AckConsumer<T> {
                 Picking::on(&mut log, hold.as_deref_mut(), bounds, settings, id, p, now)
             else {
                 // The group is gone: the next receive says so.
-                break;
+                return took;
             };
             if took == 0 {
                 // As the partition was before this visit changed anything.
                 was_done = picking.was_done;
             }
             if !picking.pick.is_lease() {
+                left = Some(picking);
                 break;
             }
             let g = log.group_found(id);
@@ -341,9 +345,9 @@ impl<T> AckConsumer<T> {
                 took += 1;
             }
         }
-        if took == 0 {
-            return 0;
-        }
+        // As after `take`'s visit, even one that took nothing: choosing may have changed
+        // the lease book (leases that ran out, evicted messages let go of), which may
+        // have drained a closed partition.
         let g = log.group_found(id);
         let cursor = g.cursor;
         let (acks, _) = acks_of(g);
@@ -359,13 +363,17 @@ impl<T> AckConsumer<T> {
         if done && !was_done {
             shared.wake_drained(&group, p);
         }
+        drop(left);
         took
     }
 
-    /// The partition the last delivery came from (the sweep's last stop).
+    /// The partition the last delivery came from (the sweep's last stop), while the
+    /// assignment it was made under holds: after a rebalance, the next receive reads the
+    /// new one first.
     fn last_partition(&self) -> Option<usize> {
         let n = self.inner.assigned.len();
-        (n > 0).then(|| self.inner.assigned[(self.inner.next + n - 1) % n])
+        (n > 0 && self.inner.assignment_current())
+            .then(|| self.inner.assigned[(self.inner.next + n - 1) % n])
     }
 
     fn poll_delivery(&mut self, waker: Option<&Waker>) -> Poll<Result<Delivery<T>, RecvError>>

@@ -150,6 +150,12 @@ impl<T> Consumer<T> {
         }
     }
 
+    /// Whether the assignment this member last read still holds (no rebalance since).
+    #[inline]
+    pub(crate) fn assignment_current(&self) -> bool {
+        self.group.epoch.load(Ordering::Acquire) == self.epoch
+    }
+
     /// Re-reads the assignment after a rebalance; returns whether the group is deleted.
     #[inline]
     pub(crate) fn refresh(&mut self) -> bool {
