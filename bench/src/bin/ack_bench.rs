@@ -14,7 +14,7 @@
 //! prints the median messages per second and the range. Every message is counted: each
 //! id must arrive, and any id that arrives twice must be a counted redelivery.
 
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -22,6 +22,9 @@ use memq::{AckConfig, Delivery, StartAt, Topic, TopicConfig};
 
 const MODES: [&str; 3] = ["one", "batch", "batch-ack-all"];
 const BATCH: usize = 32;
+
+#[path = "../cells.rs"]
+mod cells;
 
 type Msg = (u64, Arc<[u8]>);
 
@@ -98,11 +101,6 @@ fn cell(mode: &str, n: u64, partitions: u32) -> Result<f64, String> {
     Ok(rate)
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 struct Args {
     messages: u64,
     rounds: usize,
@@ -169,40 +167,19 @@ fn main() -> ExitCode {
             }
         };
     }
-    let exe = match std::env::current_exe() {
-        Ok(p) => p,
+    let cell_args = [
+        "--messages".to_string(),
+        args.messages.to_string(),
+        "--partitions".to_string(),
+        args.partitions.to_string(),
+    ];
+    let mut runs = match cells::run_interleaved("ack_bench", &args.modes, args.rounds, &cell_args) {
+        Ok(runs) => runs,
         Err(e) => {
-            eprintln!("cannot find this program to run its cells: {e}");
+            eprintln!("{e}");
             return ExitCode::FAILURE;
         }
     };
-    let mut runs: Vec<Vec<f64>> = vec![Vec::new(); args.modes.len()];
-    for _ in 0..args.rounds {
-        for (k, mode) in args.modes.iter().enumerate() {
-            let out = Command::new(&exe)
-                .args([
-                    "--cell",
-                    mode,
-                    "--messages",
-                    &args.messages.to_string(),
-                    "--partitions",
-                    &args.partitions.to_string(),
-                ])
-                .output();
-            let rate = out.ok().filter(|o| o.status.success()).and_then(|o| {
-                String::from_utf8_lossy(&o.stdout)
-                    .lines()
-                    .find_map(|l| l.strip_prefix("ack_bench cell: ")?.parse().ok())
-            });
-            match rate {
-                Some(r) => runs[k].push(r),
-                None => {
-                    eprintln!("{mode}: the cell failed");
-                    return ExitCode::FAILURE;
-                }
-            }
-        }
-    }
     println!(
         "ack_bench: {} messages, {} partition(s), two members on threads, median of {} \
          interleaved round(s)",
@@ -211,13 +188,10 @@ fn main() -> ExitCode {
     println!("| mode | median msgs/s | min–max |");
     println!("|---|---:|---:|");
     for (mode, r) in args.modes.iter().zip(&mut runs) {
-        let (lo, hi) = (
-            r.iter().copied().fold(f64::INFINITY, f64::min),
-            r.iter().copied().fold(0.0, f64::max),
-        );
+        let (median, lo, hi) = cells::median_and_range(r);
         println!(
             "| {mode} | {:.2}M | {:.2}M–{:.2}M |",
-            median(r) / 1e6,
+            median / 1e6,
             lo / 1e6,
             hi / 1e6
         );

@@ -16,9 +16,12 @@
 //! one row counts the instructions a round trip takes (see docs/PERF-NOTES.md, "S6 on one
 //! thread").
 
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
+
+#[path = "../cells.rs"]
+mod cells;
 
 type Msg = (u64, Arc<[u8]>);
 
@@ -94,11 +97,6 @@ fn cell(imp: &str, n: u64) -> Result<f64, String> {
     })
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 struct Args {
     round_trips: u64,
     rounds: usize,
@@ -165,56 +163,33 @@ fn main() -> ExitCode {
             }
         };
     }
-    let exe = match std::env::current_exe() {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("cannot find this program to run its cells: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let mut runs: Vec<Vec<f64>> = vec![Vec::new(); args.impls.len()];
-    for _ in 0..args.rounds {
-        for (k, imp) in args.impls.iter().enumerate() {
-            let out = Command::new(&exe)
-                .args([
-                    "--cell",
-                    imp,
-                    "--round-trips",
-                    &args.round_trips.to_string(),
-                ])
-                .output();
-            let ns = out.ok().filter(|o| o.status.success()).and_then(|o| {
-                String::from_utf8_lossy(&o.stdout)
-                    .lines()
-                    .find_map(|l| l.strip_prefix("s6_one_thread cell: ")?.parse().ok())
-            });
-            match ns {
-                Some(ns) => runs[k].push(ns),
-                None => {
-                    eprintln!("{imp}: the cell failed");
-                    return ExitCode::FAILURE;
-                }
+    let cell_args = ["--round-trips".to_string(), args.round_trips.to_string()];
+    let mut runs =
+        match cells::run_interleaved("s6_one_thread", &args.impls, args.rounds, &cell_args) {
+            Ok(runs) => runs,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::FAILURE;
             }
-        }
-    }
+        };
     println!(
         "s6_one_thread: {} round trips on one Tokio thread, median of {} interleaved rounds",
         args.round_trips, args.rounds
     );
     println!("| | ns per round trip | range | against kanal |");
     println!("|---|---:|---:|---:|");
-    let medians: Vec<f64> = runs.iter_mut().map(|r| median(r)).collect();
+    let figures: Vec<_> = runs
+        .iter_mut()
+        .map(|r| cells::median_and_range(r))
+        .collect();
     let kanal = args
         .impls
         .iter()
         .position(|i| i == "kanal")
-        .map(|k| medians[k]);
-    for (k, imp) in args.impls.iter().enumerate() {
-        let (lo, hi) = runs[k]
-            .iter()
-            .fold((f64::MAX, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
-        let ratio = kanal.map_or("–".to_string(), |q| format!("{:.2} ×", medians[k] / q));
-        println!("| {imp} | {:.1} | {lo:.1}–{hi:.1} | {ratio} |", medians[k]);
+        .map(|k| figures[k].0);
+    for (imp, &(median, lo, hi)) in args.impls.iter().zip(&figures) {
+        let ratio = kanal.map_or("–".to_string(), |q| format!("{:.2} ×", median / q));
+        println!("| {imp} | {median:.1} | {lo:.1}–{hi:.1} | {ratio} |");
     }
     ExitCode::SUCCESS
 }
