@@ -913,6 +913,26 @@ typedef struct memq_ack_group_stats {
 } memq_ack_group_stats;
 
 /**
+ * What `memq_deliveries_ack_all` did with the deliveries it was given.
+ */
+typedef struct memq_ack_report {
+    /**
+     * Deliveries acknowledged.
+     */
+    size_t acked;
+    /**
+     * Deliveries that no longer held their lease (settled already, listed twice, or their
+     * `ack_wait` ran out and the message went back to the group): what
+     * `memq_delivery_ack` reports as `MEMQ_STATUS_LEASE_EXPIRED`.
+     */
+    size_t expired;
+    /**
+     * Deliveries of a group that was deleted.
+     */
+    size_t group_deleted;
+} memq_ack_report;
+
+/**
  * Where a dead letter came from, and where it is. The strings belong to the dead letter
  * and stay valid until `memq_dead_letter_free`; never free them.
  */
@@ -2377,6 +2397,30 @@ memq_status memq_delivery_nack_after(const struct memq_delivery *delivery, uint6
  * `delivery` is NULL or a live delivery handle.
  */
 memq_status memq_delivery_reject(const struct memq_delivery *delivery);
+
+/**
+ * Acknowledges the `count` deliveries of the array `deliveries`, as `memq_delivery_ack`
+ * on each in turn would, and writes what happened into `*report` (NULL if the caller
+ * does not want it). Deliveries that follow each other in the array from the same
+ * partition of the same group (a batch from `memq_ack_consumer_recv_many`) are settled
+ * under one lock of that partition, which makes this cheaper than acking them one by
+ * one; they may come from several partitions, groups and topics. Ends the leases; the
+ * handles stay valid (free each with `memq_delivery_free`).
+ *
+ * Returns `MEMQ_STATUS_OK` whatever happened to each lease (see `*report`).
+ * `MEMQ_STATUS_NULL_POINTER` if `deliveries` is NULL with a nonzero `count`, or if any
+ * element is NULL: then no delivery is settled and `*report` is not written.
+ *
+ * Thread safety: as `memq_delivery_ack` for each delivery.
+ *
+ * # Safety
+ *
+ * `deliveries` is NULL or points to `count` pointers, each NULL or a live delivery
+ * handle; `report` is NULL or valid for writing a `memq_ack_report`.
+ */
+memq_status memq_deliveries_ack_all(const struct memq_delivery *const *deliveries,
+                                    size_t count,
+                                    struct memq_ack_report *report);
 
 /**
  * Extends the lease: it now runs out `ack_wait_ms` from now. The delivery keeps its

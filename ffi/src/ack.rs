@@ -13,8 +13,8 @@ use bytes::Bytes;
 use memq_core::{AckConfig, AckConsumer, Backoff, Delivery, Error, Message};
 
 use crate::boundary::{
-    batch_out, borrow, get, guard, guard_void, init_default, into_handle, invalid, lock, name, out,
-    release, Outcome,
+    batch_out, borrow, get, guard, guard_void, init_default, into_handle, invalid, lock, name,
+    optional_out, out, release, slice, Outcome,
 };
 use crate::dead_letter::memq_dead_letter_topic;
 use crate::message::memq_message_meta;
@@ -792,6 +792,75 @@ pub unsafe extern "C" fn memq_delivery_nack_after(
 pub unsafe extern "C" fn memq_delivery_reject(delivery: *const memq_delivery) -> memq_status {
     // SAFETY: the caller passes NULL or a live handle.
     guard(|| unsafe { settle(delivery, Settle::Reject) })
+}
+
+/// What `memq_deliveries_ack_all` did with the deliveries it was given.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct memq_ack_report {
+    /// Deliveries acknowledged.
+    pub acked: usize,
+    /// Deliveries that no longer held their lease (settled already, listed twice, or their
+    /// `ack_wait` ran out and the message went back to the group): what
+    /// `memq_delivery_ack` reports as `MEMQ_STATUS_LEASE_EXPIRED`.
+    pub expired: usize,
+    /// Deliveries of a group that was deleted.
+    pub group_deleted: usize,
+}
+
+/// Acknowledges the `count` deliveries of the array `deliveries`, as `memq_delivery_ack`
+/// on each in turn would, and writes what happened into `*report` (NULL if the caller
+/// does not want it). Deliveries that follow each other in the array from the same
+/// partition of the same group (a batch from `memq_ack_consumer_recv_many`) are settled
+/// under one lock of that partition, which makes this cheaper than acking them one by
+/// one; they may come from several partitions, groups and topics. Ends the leases; the
+/// handles stay valid (free each with `memq_delivery_free`).
+///
+/// Returns `MEMQ_STATUS_OK` whatever happened to each lease (see `*report`).
+/// `MEMQ_STATUS_NULL_POINTER` if `deliveries` is NULL with a nonzero `count`, or if any
+/// element is NULL: then no delivery is settled and `*report` is not written.
+///
+/// Thread safety: as `memq_delivery_ack` for each delivery.
+///
+/// # Safety
+///
+/// `deliveries` is NULL or points to `count` pointers, each NULL or a live delivery
+/// handle; `report` is NULL or valid for writing a `memq_ack_report`.
+#[no_mangle]
+pub unsafe extern "C" fn memq_deliveries_ack_all(
+    deliveries: *const *const memq_delivery,
+    count: usize,
+    report: *mut memq_ack_report,
+) -> memq_status {
+    guard(|| {
+        // SAFETY: NULL, or `count` pointers valid for the call, by the caller's contract.
+        let handles = unsafe { slice(deliveries, count, "deliveries") }?;
+        // Every handle is checked before any lease is taken.
+        let handles = handles
+            .iter()
+            // SAFETY: each element is NULL or a live handle, by the caller's contract.
+            .map(|&d| unsafe { borrow(d, "an element of deliveries") })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut done = memq_ack_report::default();
+        let mut leases = Vec::with_capacity(handles.len());
+        for d in handles {
+            // A handle settled already (or listed twice) has no lease left; a poisoned
+            // handle lock has none that can be reached either.
+            match lock(&d.lease).ok().and_then(|mut l| l.take()) {
+                Some(lease) => leases.push(lease),
+                None => done.expired += 1,
+            }
+        }
+        let settled = Delivery::ack_all(&mut leases);
+        done.acked += settled.acked;
+        done.expired += settled.expired;
+        done.group_deleted += settled.group_deleted;
+        if let Some(out) = optional_out(report) {
+            // SAFETY: non-NULL, valid for writes by the caller's contract.
+            unsafe { out.write(done) };
+        }
+        Ok(())
+    })
 }
 
 /// Extends the lease: it now runs out `ack_wait_ms` from now. The delivery keeps its

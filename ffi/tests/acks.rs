@@ -1257,3 +1257,65 @@ fn invalid_configs_and_arguments() {
         memq_topic_free(t);
     }
 }
+
+#[test]
+fn ack_all_settles_a_batch_and_reports_what_it_could_not() {
+    let t = topic(8);
+    let c = ack_member(t, "g", &ack_config());
+    for i in 0..4u8 {
+        publish(t, &[i; 2]);
+    }
+    let batch = deliveries(c, 4, 0).unwrap();
+    assert_eq!(ack(&batch[1]), OK, "settled before");
+    // The batch, with its first delivery listed twice.
+    let mut handles: Vec<*const memq_delivery> = batch.iter().map(|g| g.d.cast_const()).collect();
+    handles.push(batch[0].d);
+    let mut report = memq_ack_report {
+        acked: SENTINEL,
+        expired: SENTINEL,
+        group_deleted: SENTINEL,
+    };
+    // A NULL element: refused before anything is settled, the report untouched.
+    let mut with_null = handles.clone();
+    with_null.insert(2, null());
+    // SAFETY: an array of live handles and one NULL; a writable report.
+    let st = unsafe { memq_deliveries_ack_all(with_null.as_ptr(), with_null.len(), &mut report) };
+    assert_eq!(st, memq_status::NullPointer);
+    assert_eq!(report.acked, SENTINEL);
+    assert_eq!(pending(c), 3);
+    // SAFETY: an array of live handles; a writable report.
+    let st = unsafe { memq_deliveries_ack_all(handles.as_ptr(), handles.len(), &mut report) };
+    assert_eq!(st, OK);
+    assert_eq!(
+        report,
+        memq_ack_report {
+            acked: 3,
+            expired: 2,
+            group_deleted: 0
+        }
+    );
+    assert_eq!(pending(c), 0);
+    assert_eq!(
+        ack(&batch[0]),
+        memq_status::LeaseExpired,
+        "settled for good"
+    );
+    let mut committed = u64::MAX;
+    // SAFETY: live handles; NULL with a count of 0 is the empty batch, NULL report.
+    unsafe {
+        assert_eq!(memq_ack_consumer_committed(c, 0, &mut committed), OK);
+        assert_eq!(memq_deliveries_ack_all(null(), 0, null_mut()), OK);
+        assert_eq!(
+            memq_deliveries_ack_all(null(), 1, null_mut()),
+            memq_status::NullPointer
+        );
+    }
+    assert_eq!(committed, 4);
+    assert_eq!(ack_stats(t, "g").acked, 4);
+    batch.into_iter().for_each(free);
+    // SAFETY: live handles, each freed once.
+    unsafe {
+        memq_ack_consumer_free(c);
+        memq_topic_free(t);
+    }
+}
