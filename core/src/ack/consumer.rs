@@ -18,7 +18,7 @@ use super::dead_letter::move_letter;
 use super::delivery::{Delivery, Lease};
 use super::state::{earlier, PState};
 use super::visit::{Picking, Take, Visit, Wait};
-use super::{acks_of, settings_of};
+use super::{acks_of, release_hold, settings_of};
 use crate::config::StartAt;
 use crate::error::{Error, RecvError, TryRecvError};
 use crate::partition::Shared;
@@ -300,7 +300,6 @@ impl<T> AckConsumer<T> {
         let mut watch = WakeList::new();
         let mut wl = WakeList::new();
         let mut dead = Vec::new();
-        let mut writers = RingWriters(None);
         // The pick that ended the batch, if it was not a lease: a dead letter's copy is
         // the user's value, dropped after the lock (declared before it).
         let mut left = None;
@@ -312,7 +311,6 @@ impl<T> AckConsumer<T> {
         let mut hold = holding.as_deref_mut().and_then(Option::as_mut);
         let id = group.ids[p];
         let mut took = 0;
-        let mut was_done = false;
         while took < max {
             let Some(picking) =
                 Picking::on(&mut log, hold.as_deref_mut(), bounds, settings, id, p, now)
@@ -320,10 +318,6 @@ impl<T> AckConsumer<T> {
                 // The group is gone: the next receive says so.
                 return took;
             };
-            if took == 0 {
-                // As the partition was before this visit changed anything.
-                was_done = picking.was_done;
-            }
             if !picking.pick.is_lease() {
                 left = Some(picking);
                 break;
@@ -345,24 +339,13 @@ impl<T> AckConsumer<T> {
                 took += 1;
             }
         }
-        // As after `take`'s visit, even one that took nothing: choosing may have changed
-        // the lease book (leases that ran out, evicted messages let go of), which may
-        // have drained a closed partition.
-        let g = log.group_found(id);
-        let cursor = g.cursor;
-        let (acks, _) = acks_of(g);
-        let holds_from = acks.holds_from(bounds.retained_from);
-        let done = acks.is_drained(bounds.closed, bounds.high);
-        g.keep_watch(bounds.high, &mut watch);
-        log.set_cursor(cursor, holds_from);
-        if hold.is_some_and(|hold| advance_quietly(hold, holds_from)) {
-            writers.0 = Some((&shared, p));
-        }
-        shared.reader_advanced(&mut log, &mut wl);
-        drop((holding, log, writers));
-        if done && !was_done {
-            shared.wake_drained(&group, p);
-        }
+        // As after any change to the lease book, even a visit that took nothing: choosing
+        // may have changed it (leases that ran out, evicted messages let go of), and may
+        // have drained a closed partition. The hold is let go of first: `release_hold`
+        // moves it.
+        log.group_found(id).keep_watch(bounds.high, &mut watch);
+        drop(holding);
+        release_hold(&shared, &group, p, log, &mut wl);
         drop(left);
         took
     }

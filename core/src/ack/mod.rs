@@ -74,8 +74,9 @@ fn acks_of(g: &mut GroupPart) -> (&mut Acks, &mut WaiterList) {
     (acks, &mut g.waiters)
 }
 
-/// The end of every change to a group's leases on partition `p` outside a receive (a
-/// settled delivery, a moved dead letter), with `log` still locked since the group was
+/// The end of every change to a group's leases on partition `p` outside a receive's
+/// first visit (a settled delivery, a moved dead letter, a batch's further leases), with
+/// `log` still locked since the group was
 /// found there: the group's hold on the log follows its lowest unacknowledged message,
 /// retention may move on, and, once the lock is released, the members waiting for the
 /// closed partition to drain are woken if it now is.
